@@ -1,0 +1,257 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/conclavehq/conclave/core"
+)
+
+type ctxKey int
+
+const (
+	stateKey ctxKey = iota
+	principalKey
+)
+
+// reqState is what the outer middleware learns about a request as it runs.
+type reqState struct {
+	id     string
+	code   string // the error code answered, if any
+	orgID  string
+	logger *slog.Logger
+}
+
+func stateOf(r *http.Request) *reqState {
+	st, _ := r.Context().Value(stateKey).(*reqState)
+	return st
+}
+
+// RequestID returns the id of the request ctx belongs to, or "".
+func RequestID(ctx context.Context) string {
+	if st, ok := ctx.Value(stateKey).(*reqState); ok {
+		return st.id
+	}
+	return ""
+}
+
+// RequestIDHeader carries the request id on every response.
+const RequestIDHeader = "X-Request-Id"
+
+// statusWriter records the status a handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// observe gives every request an id (header X-Request-Id), recovers panics
+// into 500 internal_error, and records one log line and the metrics when the
+// request ends. Log lines carry ids, route, status and code — never a key,
+// a header value or a body.
+func (h *handler) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		st := &reqState{id: core.NewID("req"), logger: h.log}
+		w.Header().Set(RequestIDHeader, st.id)
+		r = r.WithContext(context.WithValue(r.Context(), stateKey, st))
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				h.log.ErrorContext(r.Context(), "panic serving request", slog.String("request_id", st.id), slog.Any("panic", p))
+				if sw.status == 0 {
+					writeError(sw, r, core.Errorf(core.CodeInternalError, "The service failed to complete the request. Retry with the same Idempotency-Key."))
+				}
+			}
+			route := "unmatched"
+			if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" && st.code != string(core.CodeUnknownURL) {
+				route = rc.RoutePattern()
+			}
+			status := sw.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			code := st.code
+			if code == "" {
+				code = "ok"
+			}
+			elapsed := time.Since(start)
+			h.metrics.requests.WithLabelValues(route, strconv.Itoa(status), code).Inc()
+			h.metrics.latency.WithLabelValues(route).Observe(elapsed.Seconds())
+			attrs := []slog.Attr{
+				slog.String("request_id", st.id), slog.String("method", r.Method), slog.String("route", route),
+				slog.Int("status", status), slog.String("code", code), slog.Duration("duration", elapsed),
+			}
+			if st.orgID != "" {
+				attrs = append(attrs, slog.String("org_id", st.orgID))
+			}
+			h.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// refuseBrowsers answers 403 browser_origin_not_allowed to any request that
+// carries an Origin header, whatever its key: the API is server-to-server.
+func (h *handler) refuseBrowsers(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := r.Header["Origin"]; ok {
+			h.authFailure(w, r, core.Errorf(core.CodeBrowserOriginNotAllowed, "Requests from browsers are refused: the API is server-to-server only. Call it from your server."))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// principal is the authenticated caller.
+type principal struct {
+	key *core.Key
+	org *core.Org
+}
+
+func principalOf(ctx context.Context) *principal {
+	p, _ := ctx.Value(principalKey).(*principal)
+	return p
+}
+
+// authenticate resolves the bearer key to a key and organisation: 401
+// invalid_api_key for a missing, malformed or unknown key; 401
+// revoked_api_key for a revoked or expired one; 403 org_suspended.
+func (h *handler) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		secret, ok := bearer(r)
+		if !ok {
+			h.authFailure(w, r, core.Errorf(core.CodeInvalidAPIKey, "Send your API key as 'Authorization: Bearer ccl_live_…'."))
+			return
+		}
+		if !core.WellFormedKey(secret) {
+			h.authFailure(w, r, core.Errorf(core.CodeInvalidAPIKey, "The API key is malformed. Keys start with ccl_live_ or ccl_test_."))
+			return
+		}
+		key, org, err := h.keys.lookup(r.Context(), core.HashKey(secret))
+		switch {
+		case errors.Is(err, core.ErrNotFound):
+			h.authFailure(w, r, core.Errorf(core.CodeInvalidAPIKey, "The API key is not recognised."))
+			return
+		case err != nil:
+			h.authFailure(w, r, core.Errorf(core.CodeServiceUnavailable, "The key could not be checked; the request was refused. Retry shortly.").WithCause(err))
+			return
+		}
+		if status := key.Status(time.Now()); status != "" {
+			h.authFailure(w, r, core.Errorf(core.CodeRevokedAPIKey, "The API key is %s. Issue a new key.", status))
+			return
+		}
+		st := stateOf(r)
+		st.orgID = org.ID
+		if org.Suspended() {
+			h.authFailure(w, r, core.Errorf(core.CodeOrgSuspended, "The organisation is suspended."))
+			return
+		}
+		ctx := context.WithValue(r.Context(), principalKey, &principal{key: key, org: org})
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+func (h *handler) authFailure(w http.ResponseWriter, r *http.Request, e *core.Error) {
+	h.metrics.authFailures.WithLabelValues(string(e.Code)).Inc()
+	if e.Code == core.CodeServiceUnavailable && e.Err != nil {
+		h.log.ErrorContext(r.Context(), "key lookup failed", slog.String("request_id", RequestID(r.Context())), slog.String("error", e.Err.Error()))
+	}
+	writeError(w, r, e)
+}
+
+// bearer extracts the token of an "Authorization: Bearer …" header.
+func bearer(r *http.Request) (string, bool) {
+	v := r.Header.Get("Authorization")
+	const p = "bearer "
+	if len(v) <= len(p) || !equalFoldASCII(v[:len(p)], p) {
+		return "", false
+	}
+	tok := v[len(p):]
+	for len(tok) > 0 && tok[0] == ' ' {
+		tok = tok[1:]
+	}
+	return tok, tok != ""
+}
+
+func equalFoldASCII(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		ca, cb := a[i]|0x20, b[i]|0x20
+		if ca != cb {
+			return false
+		}
+	}
+	return true
+}
+
+// authorize asks the policy whether the caller may do action (optionally on
+// a mode) and answers the refusal when not. It returns false when it has
+// answered. A policy that cannot decide fails closed with 503.
+func (h *handler) authorize(w http.ResponseWriter, r *http.Request, action string, mode *core.Mode) bool {
+	d, err := h.decide(r.Context(), action, mode)
+	if err != nil {
+		writeError(w, r, policyFailure(err))
+		return false
+	}
+	if !d.Allow {
+		writeError(w, r, &core.Error{Code: d.Code, Message: d.Message})
+		return false
+	}
+	return true
+}
+
+func (h *handler) decide(ctx context.Context, action string, mode *core.Mode) (*core.Decision, error) {
+	p := principalOf(ctx)
+	in := &core.AuthzInput{Action: action, Principal: core.PrincipalForKey(p.key), Org: core.OrgForPolicy(p.org)}
+	if mode != nil {
+		in.Mode = core.ModeForPolicy(mode)
+	}
+	d, err := h.authz.Decide(ctx, in)
+	if err == nil && !d.Allow && d.Code == "" {
+		d.Code = core.CodeInsufficientScope
+	}
+	return d, err
+}
+
+// policyFailure is the answer when the policy could not decide: fail closed.
+func policyFailure(err error) *core.Error {
+	return core.Errorf(core.CodeServiceUnavailable, "The access check failed; the request was refused. Retry shortly.").WithCause(err)
+}
+
+// requireScope refuses the request unless the policy allows action.
+func (h *handler) requireScope(action string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if h.authorize(w, r, action, nil) {
+				next.ServeHTTP(w, r)
+			}
+		})
+	}
+}

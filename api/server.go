@@ -1,0 +1,159 @@
+// Package api serves Conclave's REST API (/v1) over net/http with chi: the
+// admission middleware (browser origin, bearer key, suspension, policy),
+// handlers that translate HTTP into core calls, the one table that turns wire
+// codes into HTTP statuses, and the operational endpoints (/healthz, /readyz,
+// /metrics).
+package api
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/conclavehq/conclave/core"
+)
+
+// Config configures the REST handler.
+type Config struct {
+	// MaxBodyBytes caps request bodies; larger ones get 413
+	// request_too_large. Defaults to 1 MiB.
+	MaxBodyBytes int64
+	// KeyCacheTTL is how long a successful key lookup is reused; 0 turns
+	// caching off. Defaults to 0.
+	KeyCacheTTL time.Duration
+}
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = 1 << 20
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.MaxBodyBytes < 0:
+		return errors.New("api: MaxBodyBytes cannot be negative")
+	case c.KeyCacheTTL < 0 || c.KeyCacheTTL > 10*time.Second:
+		return errors.New("api: KeyCacheTTL must be between 0 and 10s")
+	}
+	return nil
+}
+
+// Deps are the parts the handler serves from.
+type Deps struct {
+	Store   core.Store
+	Authz   core.Authorizer
+	Catalog *core.Catalog
+	// Ready reports whether the service can take traffic (database reachable,
+	// migrations applied); /readyz answers from it.
+	Ready func(ctx context.Context) error
+	// Logger defaults to a logger that discards.
+	Logger *slog.Logger
+	// Registry receives the metrics and is served on /metrics. Defaults to a
+	// fresh registry.
+	Registry *prometheus.Registry
+}
+
+type handler struct {
+	cfg     Config
+	store   core.Store
+	authz   core.Authorizer
+	catalog *core.Catalog
+	ready   func(ctx context.Context) error
+	log     *slog.Logger
+	metrics *metrics
+	keys    *keyCache
+	started time.Time
+}
+
+// New returns the HTTP handler for the whole service.
+func New(cfg Config, d Deps) (http.Handler, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if d.Store == nil || d.Authz == nil || d.Catalog == nil || d.Ready == nil {
+		return nil, errors.New("api: Store, Authz, Catalog and Ready are required")
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Registry == nil {
+		d.Registry = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(d.Registry)
+	if err != nil {
+		return nil, err
+	}
+	h := &handler{
+		cfg: cfg, store: d.Store, authz: d.Authz, catalog: d.Catalog, ready: d.Ready,
+		log: d.Logger, metrics: m, keys: newKeyCache(d.Store, cfg.KeyCacheTTL), started: time.Now(),
+	}
+
+	r := chi.NewRouter()
+	r.Use(h.observe)
+	r.NotFound(h.notFound)
+	r.MethodNotAllowed(h.methodNotAllowed(r))
+
+	r.Get("/healthz", h.healthz)
+	r.Get("/readyz", h.readyz)
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{}))
+
+	r.Route("/v1", func(r chi.Router) {
+		r.Use(h.refuseBrowsers, h.authenticate)
+		r.NotFound(h.notFound)
+		r.MethodNotAllowed(h.methodNotAllowed(r))
+		r.With(h.requireScope(core.ActionModelsRead)).Get("/models", h.listModels)
+		r.With(h.requireScope(core.ActionModelsRead)).Get("/models/{model}", h.getModel)
+	})
+	return r, nil
+}
+
+func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
+	writeError(w, r, core.Errorf(core.CodeUnknownURL, "Unknown request URL: %s %s.", r.Method, r.URL.Path))
+}
+
+var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions}
+
+// methodNotAllowed answers 405 method_not_allowed with the Allow header
+// listing the methods the path does serve.
+func (h *handler) methodNotAllowed(routes chi.Routes) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		path := r.URL.Path
+		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePath != "" {
+			path = rc.RoutePath
+		}
+		var allowed []string
+		for _, m := range routeMethods {
+			if routes.Match(chi.NewRouteContext(), m, path) {
+				allowed = append(allowed, m)
+			}
+		}
+		for _, m := range allowed {
+			w.Header().Add("Allow", m)
+		}
+		writeError(w, r, core.Errorf(core.CodeMethodNotAllowed, "%s is not allowed on %s.", r.Method, r.URL.Path))
+	}
+}
+
+func (h *handler) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := h.ready(ctx); err != nil {
+		writeError(w, r, core.Errorf(core.CodeServiceUnavailable, "Not ready: %v.", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}

@@ -1,0 +1,401 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/internal/pgstore"
+)
+
+// newFlags returns a FlagSet that reports errors instead of exiting.
+func newFlags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return usagef("%s: %v", fs.Name(), err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
+func required(fs *flag.FlagSet, names ...string) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, n := range names {
+		if !set[n] {
+			return usagef("%s: --%s is required", fs.Name(), n)
+		}
+	}
+	return nil
+}
+
+// emit prints v as JSON when asJSON, else the human line.
+func emit(w io.Writer, asJSON bool, v any, human string) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	_, err := fmt.Fprintln(w, human)
+	return err
+}
+
+// notFound words a missing id for the operator.
+func notFound(err error, what, id string) error {
+	if errors.Is(err, core.ErrNotFound) {
+		return fmt.Errorf("no %s with id %q", what, id)
+	}
+	return err
+}
+
+type orgJSON struct {
+	OrgID      string        `json:"org_id"`
+	Name       string        `json:"name"`
+	Ticker     string        `json:"ticker"`
+	Plan       string        `json:"plan"`
+	Suspended  bool          `json:"suspended"`
+	BalanceUSD *core.Dollars `json:"balance_usd,omitempty"`
+}
+
+func orgOut(o *core.Org) orgJSON {
+	return orgJSON{OrgID: o.ID, Name: o.Name, Ticker: o.Ticker, Plan: o.Plan, Suspended: o.Suspended()}
+}
+
+func orgCmd(ctx context.Context, args []string, w io.Writer) error {
+	if len(args) == 0 {
+		return usagef("org: want create, suspend, unsuspend or plan")
+	}
+	fs := newFlags("org " + args[0])
+	cf := addCommon(fs)
+	switch args[0] {
+	case "create":
+		name := fs.String("name", "", "organisation name")
+		ticker := fs.String("ticker", "", "four letters A-Z; derived from the name when omitted")
+		plan := fs.String("plan", core.PlanStandard, "plan name, read by the entitlement policy")
+		if err := parse(fs, args[1:]); err != nil {
+			return err
+		}
+		if err := required(fs, "name"); err != nil {
+			return err
+		}
+		*name = strings.TrimSpace(*name)
+		if *name == "" {
+			return usagef("org create: --name is empty")
+		}
+		if *ticker != "" && !core.ValidTicker(*ticker) {
+			return usagef("org create: --ticker %q is not four letters A-Z", *ticker)
+		}
+		return withStore(ctx, cf, func(s *pgstore.Store) error {
+			org, bal, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: *name, Ticker: *ticker, Plan: *plan})
+			if errors.Is(err, core.ErrConflict) {
+				return fmt.Errorf("ticker %q is already in use", *ticker)
+			}
+			if err != nil {
+				return err
+			}
+			out := orgOut(org)
+			b := core.Dollars(bal.Balance)
+			out.BalanceUSD = &b
+			return emit(w, *cf.json, out, fmt.Sprintf("Created organisation %s (%s, ticker %s) with $%s trial credit.", org.Name, org.ID, org.Ticker, bal.Balance))
+		})
+	case "suspend", "unsuspend":
+		id := fs.String("org", "", "organisation id")
+		if err := parse(fs, args[1:]); err != nil {
+			return err
+		}
+		if err := required(fs, "org"); err != nil {
+			return err
+		}
+		return withStore(ctx, cf, func(s *pgstore.Store) error {
+			org, err := s.SetOrgSuspended(ctx, &core.SetOrgSuspendedParams{OrgID: *id, Suspended: args[0] == "suspend"})
+			if err != nil {
+				return notFound(err, "organisation", *id)
+			}
+			return emit(w, *cf.json, orgOut(org), fmt.Sprintf("Organisation %s is %sed.", org.ID, args[0]))
+		})
+	case "plan":
+		id := fs.String("org", "", "organisation id")
+		plan := fs.String("plan", "", "plan name")
+		if err := parse(fs, args[1:]); err != nil {
+			return err
+		}
+		if err := required(fs, "org", "plan"); err != nil {
+			return err
+		}
+		return withStore(ctx, cf, func(s *pgstore.Store) error {
+			org, err := s.SetOrgPlan(ctx, &core.SetOrgPlanParams{OrgID: *id, Plan: *plan})
+			if err != nil {
+				return notFound(err, "organisation", *id)
+			}
+			return emit(w, *cf.json, orgOut(org), fmt.Sprintf("Organisation %s is on plan %s.", org.ID, org.Plan))
+		})
+	}
+	return usagef("org: unknown subcommand %q", args[0])
+}
+
+type balanceJSON struct {
+	OrgID             string       `json:"org_id"`
+	BalanceUSD        core.Dollars `json:"balance_usd"`
+	HeldUSD           core.Dollars `json:"held_usd"`
+	AvailableUSD      core.Dollars `json:"available_usd"`
+	TrialRemainingUSD core.Dollars `json:"trial_remaining_usd"`
+}
+
+func balanceOut(b *core.Balance) balanceJSON {
+	return balanceJSON{OrgID: b.OrgID, BalanceUSD: core.Dollars(b.Balance), HeldUSD: core.Dollars(b.Held),
+		AvailableUSD: core.Dollars(b.Available()), TrialRemainingUSD: core.Dollars(b.TrialRemaining)}
+}
+
+func balanceCmd(ctx context.Context, args []string, w io.Writer) error {
+	if len(args) == 0 {
+		return usagef("balance: want add or show")
+	}
+	fs := newFlags("balance " + args[0])
+	cf := addCommon(fs)
+	id := fs.String("org", "", "organisation id")
+	switch args[0] {
+	case "add":
+		usd := fs.String("usd", "", "amount in dollars, e.g. 25 or 12.50")
+		memo := fs.String("memo", "", "journal memo")
+		if err := parse(fs, args[1:]); err != nil {
+			return err
+		}
+		if err := required(fs, "org", "usd"); err != nil {
+			return err
+		}
+		amount, err := core.ParseUSD(*usd)
+		if err != nil || amount <= 0 {
+			return usagef("balance add: --usd %q is not a positive dollar amount with at most six decimals", *usd)
+		}
+		return withStore(ctx, cf, func(s *pgstore.Store) error {
+			bal, err := s.AddFunds(ctx, &core.AddFundsParams{OrgID: *id, Amount: amount, Memo: *memo})
+			if err != nil {
+				if _, gerr := s.GetOrg(ctx, *id); errors.Is(gerr, core.ErrNotFound) {
+					return notFound(gerr, "organisation", *id)
+				}
+				return err
+			}
+			return emit(w, *cf.json, balanceOut(bal), fmt.Sprintf("Added $%s; balance of %s is now $%s.", amount, bal.OrgID, bal.Balance))
+		})
+	case "show":
+		if err := parse(fs, args[1:]); err != nil {
+			return err
+		}
+		if err := required(fs, "org"); err != nil {
+			return err
+		}
+		return withStore(ctx, cf, func(s *pgstore.Store) error {
+			bal, err := s.GetBalance(ctx, *id)
+			if err != nil {
+				return notFound(err, "organisation", *id)
+			}
+			return emit(w, *cf.json, balanceOut(bal), fmt.Sprintf("Balance of %s: $%s ($%s held, $%s trial credit).", bal.OrgID, bal.Balance, bal.Held, bal.TrialRemaining))
+		})
+	}
+	return usagef("balance: unknown subcommand %q", args[0])
+}
+
+type keyJSON struct {
+	KeyID          string        `json:"key_id"`
+	Key            string        `json:"key,omitempty"` // only on create
+	OrgID          string        `json:"org_id"`
+	Name           string        `json:"name"`
+	Hint           string        `json:"hint"`
+	Test           bool          `json:"test"`
+	Scopes         []string      `json:"scopes"`
+	Modes          []string      `json:"modes"`
+	RPM            *int          `json:"rpm"`
+	Concurrency    *int          `json:"concurrency"`
+	MaxInputTokens *int          `json:"max_input_tokens"`
+	CeilingUSD     *core.Dollars `json:"ceiling_usd"`
+	Status         string        `json:"status"`
+	ExpiresAt      *time.Time    `json:"expires_at"`
+	RevokedAt      *time.Time    `json:"revoked_at"`
+	CreatedAt      time.Time     `json:"created_at"`
+}
+
+func keyOut(k *core.Key) keyJSON {
+	opt := func(v int) *int {
+		if v == 0 {
+			return nil
+		}
+		return &v
+	}
+	out := keyJSON{KeyID: k.ID, OrgID: k.OrgID, Name: k.Name, Hint: k.Hint, Test: k.Test, Scopes: k.Scopes, Modes: k.Modes,
+		RPM: opt(k.RPM), Concurrency: opt(k.Concurrency), MaxInputTokens: opt(k.MaxInputTokens),
+		Status: "active", ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt, CreatedAt: k.CreatedAt}
+	if k.Ceiling > 0 {
+		c := core.Dollars(k.Ceiling)
+		out.CeilingUSD = &c
+	}
+	if s := k.Status(time.Now()); s != "" {
+		out.Status = s
+	}
+	return out
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func keyCmd(ctx context.Context, args []string, w io.Writer) error {
+	if len(args) == 0 {
+		return usagef("key: want create, revoke or list")
+	}
+	fs := newFlags("key " + args[0])
+	cf := addCommon(fs)
+	switch args[0] {
+	case "create":
+		p, err := keyCreateParams(fs, args[1:])
+		if err != nil {
+			return err
+		}
+		return withStore(ctx, cf, func(s *pgstore.Store) error {
+			return createKey(ctx, s, p, w, *cf.json)
+		})
+	case "revoke":
+		id := fs.String("key", "", "key id (key_…)")
+		if err := parse(fs, args[1:]); err != nil {
+			return err
+		}
+		if err := required(fs, "key"); err != nil {
+			return err
+		}
+		return withStore(ctx, cf, func(s *pgstore.Store) error {
+			k, err := s.RevokeKey(ctx, *id)
+			if err != nil {
+				return notFound(err, "key", *id)
+			}
+			return emit(w, *cf.json, keyOut(k), fmt.Sprintf("Key %s is revoked.", k.ID))
+		})
+	case "list":
+		org := fs.String("org", "", "organisation id")
+		if err := parse(fs, args[1:]); err != nil {
+			return err
+		}
+		if err := required(fs, "org"); err != nil {
+			return err
+		}
+		return withStore(ctx, cf, func(s *pgstore.Store) error {
+			if _, err := s.GetOrg(ctx, *org); err != nil {
+				return notFound(err, "organisation", *org)
+			}
+			keys, err := s.ListKeys(ctx, *org)
+			if err != nil {
+				return err
+			}
+			out := struct {
+				Keys []keyJSON `json:"keys"`
+			}{Keys: []keyJSON{}}
+			var lines []string
+			for _, k := range keys {
+				kj := keyOut(k)
+				out.Keys = append(out.Keys, kj)
+				lines = append(lines, fmt.Sprintf("%s  %-8s %-14s %s", k.ID, kj.Status, k.Hint, k.Name))
+			}
+			return emit(w, *cf.json, out, strings.Join(lines, "\n"))
+		})
+	}
+	return usagef("key: unknown subcommand %q", args[0])
+}
+
+// keyCreateParams parses the flags of `key create` into store parameters
+// (without the secret, which createKey makes).
+func keyCreateParams(fs *flag.FlagSet, args []string) (*core.CreateKeyParams, error) {
+	org := fs.String("org", "", "organisation id")
+	test := fs.Bool("test", false, "issue a ccl_test_ key")
+	name := fs.String("name", "", "a label for the key")
+	scopes := fs.String("scopes", "", "comma-separated scopes; defaults to all: "+strings.Join(core.AllScopes, ","))
+	modes := fs.String("modes", "", "comma-separated mode ids the key is limited to; defaults to every entitled mode")
+	rpm := fs.Int("rpm", 0, "requests per minute (overrides the default)")
+	conc := fs.Int("concurrency", 0, "calls in flight (overrides the default)")
+	maxIn := fs.Int("max-input-tokens", 0, "input token limit (overrides the default)")
+	ceiling := fs.String("ceiling-usd", "", "the key's own per-call bill ceiling in dollars")
+	expires := fs.Duration("expires-in", 0, "lifetime, e.g. 720h; defaults to no expiry")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if err := required(fs, "org"); err != nil {
+		return nil, err
+	}
+	p := &core.CreateKeyParams{OrgID: *org, Test: *test, Name: *name, RPM: *rpm, Concurrency: *conc, MaxInputTokens: *maxIn}
+	if *scopes != "" {
+		p.Scopes = splitList(*scopes)
+		for _, s := range p.Scopes {
+			if !slices.Contains(core.AllScopes, s) {
+				return nil, usagef("key create: unknown scope %q (known: %s)", s, strings.Join(core.AllScopes, ", "))
+			}
+		}
+	}
+	if *modes != "" {
+		p.Modes = splitList(*modes)
+	}
+	for flagName, v := range map[string]int{"rpm": *rpm, "concurrency": *conc, "max-input-tokens": *maxIn} {
+		if v < 0 {
+			return nil, usagef("key create: --%s cannot be negative", flagName)
+		}
+	}
+	if *ceiling != "" {
+		c, err := core.ParseUSD(*ceiling)
+		if err != nil || c <= 0 {
+			return nil, usagef("key create: --ceiling-usd %q is not a positive dollar amount", *ceiling)
+		}
+		p.Ceiling = c
+	}
+	if *expires < 0 {
+		return nil, usagef("key create: --expires-in cannot be negative")
+	}
+	if *expires > 0 {
+		at := time.Now().Add(*expires).UTC()
+		p.ExpiresAt = &at
+	}
+	return p, nil
+}
+
+// createKey makes the secret, stores its hash, and prints the secret once.
+func createKey(ctx context.Context, s core.Store, p *core.CreateKeyParams, w io.Writer, asJSON bool) error {
+	secret, hash := core.NewKeySecret(p.Test)
+	p.Hash, p.Hint = hash, core.KeyHint(secret)
+	k, err := s.CreateKey(ctx, p)
+	if err != nil {
+		return notFound(err, "organisation", p.OrgID)
+	}
+	out := keyOut(k)
+	out.Key = secret
+	return emit(w, asJSON, out, fmt.Sprintf("Created key %s for %s. It is shown only now:\n%s", k.ID, k.OrgID, secret))
+}
+
+func migrate(ctx context.Context, args []string, w io.Writer) error {
+	fs := newFlags("migrate")
+	cf := addCommon(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	return withStore(ctx, cf, func(s *pgstore.Store) error {
+		v, err := pgstore.SchemaVersion(ctx, s.Pool())
+		if err != nil {
+			return err
+		}
+		return emit(w, *cf.json, map[string]int{"schema_version": v}, fmt.Sprintf("Schema is at version %d.", v))
+	})
+}

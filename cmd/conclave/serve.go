@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/conclavehq/conclave/api"
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/internal/config"
+	"github.com/conclavehq/conclave/internal/policy"
+)
+
+// serve runs the gateway until ctx is cancelled (SIGINT or SIGTERM), then
+// drains in-flight requests for up to server.shutdown_timeout.
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("serve")
+	cfgPath := fs.String("config", "", "configuration file (YAML); defaults to the built-in configuration")
+	addr := fs.String("addr", "", "listen address (env CONCLAVE_ADDR); defaults to 127.0.0.1:8080")
+	policyDir := fs.String("policy-dir", "", "replace the embedded policies with the .rego files in this directory")
+	demo := fs.Bool("demo", false, "ensure a demo organisation (ticker DEMO) and print a fresh key for it")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg, err := config.Load(*cfgPath)
+	if err != nil {
+		return err
+	}
+	if *addr != "" {
+		cfg.Server.Addr = *addr
+	}
+	if *policyDir != "" {
+		cfg.Policy.Dir = *policyDir
+	}
+	log := newLogger(cfg.Log, stderr)
+
+	catalog, err := cfg.Catalog()
+	if err != nil {
+		return err
+	}
+	authz, err := policy.New(ctx, policy.Config{Dir: cfg.Policy.Dir})
+	if err != nil {
+		return fmt.Errorf("loading policies: %w", err)
+	}
+	db, err := openDatabase(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer db.close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	h, err := api.New(api.Config{MaxBodyBytes: cfg.Server.MaxBodyBytes, KeyCacheTTL: cfg.Auth.KeyCacheTTL}, api.Deps{
+		Store: db.store, Authz: authz, Catalog: catalog, Ready: db.store.Ready, Logger: log, Registry: reg,
+	})
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
+		ReadTimeout:       cfg.Server.ReadTimeout,
+		WriteTimeout:      cfg.Server.WriteTimeout,
+		IdleTimeout:       cfg.Server.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	ln, err := net.Listen("tcp", cfg.Server.Addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.Server.Addr, err)
+	}
+	base := "http://" + ln.Addr().String()
+	log.Info("serving", slog.String("addr", ln.Addr().String()), slog.Bool("managed_postgres", db.cluster != nil))
+	fmt.Fprintf(stdout, "Conclave is serving on %s\n", base)
+	if *demo {
+		if err := printDemoKey(ctx, db, base, stdout); err != nil {
+			_ = ln.Close()
+			return err
+		}
+	}
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: draining in-flight requests", slog.Duration("deadline", cfg.Server.ShutdownTimeout))
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Server.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("drain deadline passed; closing remaining connections", slog.String("error", err.Error()))
+		_ = srv.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// printDemoKey ensures the demo organisation exists and prints a new key for
+// it with a command to try.
+func printDemoKey(ctx context.Context, db *database, base string, w io.Writer) error {
+	org, err := db.store.OrgByTicker(ctx, "DEMO")
+	if errors.Is(err, core.ErrNotFound) {
+		org, _, err = db.store.CreateOrg(ctx, &core.CreateOrgParams{Name: "Demo", Ticker: "DEMO"})
+	}
+	if err != nil {
+		return fmt.Errorf("preparing the demo organisation: %w", err)
+	}
+	bal, err := db.store.GetBalance(ctx, org.ID)
+	if err != nil {
+		return err
+	}
+	secret, hash := core.NewKeySecret(false)
+	if _, err := db.store.CreateKey(ctx, &core.CreateKeyParams{OrgID: org.ID, Hash: hash, Hint: core.KeyHint(secret), Name: "demo"}); err != nil {
+		return fmt.Errorf("issuing the demo key: %w", err)
+	}
+	fmt.Fprintf(w, `Demo organisation %s (%s), balance $%s
+Demo key (shown once): %s
+
+Try it:
+  curl -s -H "Authorization: Bearer %s" %s/v1/models
+`, org.Ticker, org.ID, bal.Balance, secret, secret, base)
+	return nil
+}
+
+func newLogger(c config.Log, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level)) // validated by config
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}

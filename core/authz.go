@@ -1,0 +1,98 @@
+package core
+
+import "context"
+
+// Authorizer decides whether a caller may do something. Its implementation
+// evaluates the Rego policies in policies/ (internal/policy); Go code counts
+// (rate, concurrency, money) and policies decide (scopes, entitlements,
+// tiers, key restrictions).
+type Authorizer interface {
+	// Decide returns the decision for one request. An error means the
+	// decision could not be made; callers fail closed.
+	Decide(ctx context.Context, in *AuthzInput) (*Decision, error)
+}
+
+// Actions a request can ask for. Each endpoint maps to one.
+const (
+	ActionModelsRead    = "models.read"
+	ActionChatCreate    = "chat.create"
+	ActionEstimate      = "estimate.create"
+	ActionReceiptsRead  = "receipts.read"
+	ActionTestsCreate   = "tests.create"
+	ActionTestsRead     = "tests.read"
+	ActionCertifyCreate = "certify.create"
+	ActionCertifyRead   = "certify.read"
+	ActionModesWrite    = "modes.write"
+)
+
+// AuthzInput is the typed input of a policy decision. Its JSON form is what
+// policies see as `input`; see docs/policies.md.
+type AuthzInput struct {
+	Action    string          `json:"action"`
+	Principal *AuthzPrincipal `json:"principal"`
+	Org       *AuthzOrg       `json:"org"`
+	// Mode is the mode the request names, when it names one.
+	Mode *AuthzMode `json:"mode,omitempty"`
+	// Tier is the tier the request asks for, when it asks for one.
+	Tier Tier `json:"tier,omitempty"`
+}
+
+// AuthzPrincipal is who is calling.
+type AuthzPrincipal struct {
+	Kind   string   `json:"kind"` // "api_key"
+	KeyID  string   `json:"key_id"`
+	Test   bool     `json:"test"`
+	Scopes []string `json:"scopes"`
+	Modes  []string `json:"modes"` // empty: not limited to named modes
+}
+
+// AuthzOrg is the caller's organisation.
+type AuthzOrg struct {
+	ID   string `json:"id"`
+	Plan string `json:"plan"`
+}
+
+// AuthzMode is the mode a request names.
+type AuthzMode struct {
+	ID       string   `json:"id"`
+	Key      string   `json:"key"`
+	Ticker   string   `json:"ticker,omitempty"`
+	OwnerOrg string   `json:"owner_org,omitempty"`
+	Plans    []string `json:"plans"`
+	// Tiers are the tiers the mode has seat rows for.
+	Tiers []Tier `json:"tiers"`
+}
+
+// Decision is a policy's answer. When Allow is false, Code says why in the
+// wire contract's terms (insufficient_scope, mode_not_permitted, …).
+type Decision struct {
+	Allow   bool   `json:"allow"`
+	Code    Code   `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// PrincipalForKey builds the policy view of an API key.
+func PrincipalForKey(k *Key) *AuthzPrincipal {
+	return &AuthzPrincipal{Kind: "api_key", KeyID: k.ID, Test: k.Test, Scopes: nonNil(k.Scopes), Modes: nonNil(k.Modes)}
+}
+
+// OrgForPolicy builds the policy view of an organisation.
+func OrgForPolicy(o *Org) *AuthzOrg { return &AuthzOrg{ID: o.ID, Plan: o.Plan} }
+
+// ModeForPolicy builds the policy view of a mode.
+func ModeForPolicy(m *Mode) *AuthzMode {
+	am := &AuthzMode{ID: m.ID, Key: m.Key, Ticker: m.Ticker, OwnerOrg: m.OwnerOrg, Plans: nonNil(m.Plans)}
+	for _, t := range Tiers {
+		if len(m.Deliberation.Seats[t]) > 0 {
+			am.Tiers = append(am.Tiers, t)
+		}
+	}
+	return am
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

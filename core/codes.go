@@ -1,0 +1,97 @@
+package core
+
+// Code is a stable error code of the wire contract. Callers branch on it; the
+// human message beside it may be reworded at any time.
+//
+// The HTTP status, error type and retry advice of each code live in one table in
+// package api (and, for JSON-RPC, in package mcp); core only names them.
+type Code string
+
+// Core codes (the spec's "Core codes" table).
+const (
+	CodeInvalidAPIKey            Code = "invalid_api_key"
+	CodeRevokedAPIKey            Code = "revoked_api_key"
+	CodeInvalidOAuthToken        Code = "invalid_oauth_token"
+	CodeOrgSuspended             Code = "org_suspended"
+	CodeBrowserOriginNotAllowed  Code = "browser_origin_not_allowed"
+	CodeInsufficientScope        Code = "insufficient_scope"
+	CodeInvalidModel             Code = "invalid_model"
+	CodeInvalidMessages          Code = "invalid_messages"
+	CodeInvalidTier              Code = "invalid_tier"
+	CodeInvalidMaxCostUSD        Code = "invalid_max_cost_usd"
+	CodeStreamNotSupported       Code = "stream_not_supported"
+	CodeContextLengthExceeded    Code = "context_length_exceeded"
+	CodeModelNotFound            Code = "model_not_found"
+	CodeTierNotPermitted         Code = "tier_not_permitted"
+	CodeModeNotPermitted         Code = "mode_not_permitted"
+	CodeModeNotPublished         Code = "mode_not_published"
+	CodeLabNotAvailable          Code = "lab_not_available"
+	CodeRequestInProgress        Code = "request_in_progress"
+	CodeMissingRequestID         Code = "missing_request_id"
+	CodeReceiptNotFound          Code = "receipt_not_found"
+	CodeMethodNotAllowed         Code = "method_not_allowed"
+	CodeVerificationRequired     Code = "verification_required"
+	CodeInsufficientBalance      Code = "insufficient_balance"
+	CodeQuotaExceeded            Code = "quota_exceeded"
+	CodeNoBillingConfigured      Code = "no_billing_configured"
+	CodePlanLimitReached         Code = "plan_limit_reached"
+	CodeRateLimitExceeded        Code = "rate_limit_exceeded"
+	CodeConcurrencyLimitExceeded Code = "concurrency_limit_exceeded"
+	CodeTooManyConcurrent        Code = "too_many_concurrent_requests"
+	CodeClassificationFailed     Code = "classification_failed"
+	CodeServiceUnavailable       Code = "service_unavailable"
+	CodeModeUnavailable          Code = "mode_unavailable"
+	CodeUpstreamProviderError    Code = "upstream_provider_error"
+	CodeModeResolutionMismatch   Code = "mode_resolution_mismatch"
+	CodeCostUnreadable           Code = "cost_unreadable"
+	CodeInternalError            Code = "internal_error"
+)
+
+// Codes Conclave adds to the spec's tables for situations the spec names but
+// gives no code for. Each is documented in docs/errors.md.
+const (
+	// CodeUnknownURL answers a path no route serves (HTTP 404).
+	CodeUnknownURL Code = "unknown_url"
+	// CodeInvalidJSON answers a body that is not a JSON object (HTTP 400).
+	CodeInvalidJSON Code = "invalid_json"
+	// CodeRequestTooLarge answers a body over the server's size cap (HTTP 413).
+	// The spec lists it as another name for an oversized request.
+	CodeRequestTooLarge Code = "request_too_large"
+	// CodeUnsupportedMediaType answers a body sent with a Content-Type other
+	// than application/json (HTTP 415).
+	CodeUnsupportedMediaType Code = "unsupported_media_type"
+)
+
+// Test and certification launch codes.
+const (
+	CodeInvalidBuckets             Code = "invalid_buckets"
+	CodeInvalidBucket              Code = "invalid_bucket"
+	CodeInvalidBucketCount         Code = "invalid_bucket_count"
+	CodeTooManyQuestions           Code = "too_many_questions"
+	CodeInvalidJudges              Code = "invalid_judges"
+	CodeInvalidQuestions           Code = "invalid_questions"
+	CodeInvalidDifficulty          Code = "invalid_difficulty"
+	CodeInvalidQuestionCount       Code = "invalid_question_count"
+	CodeInvalidTiers               Code = "invalid_tiers"
+	CodeInvalidPunchUp             Code = "invalid_punch_up"
+	CodePriceUnavailable           Code = "price_unavailable"
+	CodeModeNotOwned               Code = "mode_not_owned"
+	CodeLaunchRefused              Code = "launch_refused"
+	CodeListingRequired            Code = "listing_required"
+	CodeMissingBatchID             Code = "missing_batch_id"
+	CodeBatchNotFound              Code = "batch_not_found"
+	CodeProviderUnavailable        Code = "provider_unavailable"
+	CodeIdempotencyKeyReused       Code = "idempotency_key_reused"
+	CodeReconciliationRequired     Code = "reconciliation_required"
+	CodeTestLaunchLimitExceeded    Code = "test_launch_limit_exceeded"
+	CodeCertifyLaunchLimitExceeded Code = "certify_launch_limit_exceeded"
+)
+
+// Codes used by the tool server and by mode authoring.
+const (
+	CodeTestKeyNotAllowed Code = "test_key_not_allowed"
+	CodeModeNotAllowed    Code = "mode_not_allowed"
+	CodeForbidden         Code = "forbidden"
+	CodeModeNotFound      Code = "mode_not_found"
+	CodeInvalidRequest    Code = "invalid_request"
+)

@@ -1,0 +1,71 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors for conditions callers branch on. Storage translates driver
+// errors into these where the driver is called.
+var (
+	// ErrNotFound: the thing asked for does not exist (or belongs to another
+	// organisation, which callers must not be able to tell apart).
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: a uniqueness rule refused the write (a ticker in use, say).
+	ErrConflict = errors.New("conflict")
+	// ErrInsufficientFunds: a debit would take a balance below what it holds.
+	ErrInsufficientFunds = errors.New("insufficient funds")
+)
+
+// Error is an error that carries a wire code, and optionally the request
+// parameter it concerns and how long the caller should wait before retrying.
+// It is what handlers return when the caller must see a specific code.
+type Error struct {
+	Code       Code
+	Message    string
+	Param      string
+	RetryAfter time.Duration
+	Err        error
+}
+
+// Errorf returns an *Error with the given code and a formatted message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// WithParam returns a copy of e naming the request parameter at fault.
+func (e *Error) WithParam(param string) *Error {
+	c := *e
+	c.Param = param
+	return &c
+}
+
+// WithCause returns a copy of e wrapping err.
+func (e *Error) WithCause(err error) *Error {
+	c := *e
+	c.Err = err
+	return &c
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// AsError finds the *Error in err's chain. Errors that carry no code become
+// internal_error, with their text kept out of the message the caller sees.
+func AsError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	if errors.Is(err, ErrInsufficientFunds) {
+		return &Error{Code: CodeInsufficientBalance, Message: "The organisation's balance is too low for this call.", Err: err}
+	}
+	return &Error{Code: CodeInternalError, Message: "The service failed to complete the request. Retry with the same Idempotency-Key.", Err: err}
+}

@@ -1,0 +1,95 @@
+package core
+
+import "time"
+
+// Org is an organisation: the unit that holds a balance, owns keys and modes,
+// and is entitled to modes.
+type Org struct {
+	ID     string
+	Name   string
+	Ticker string // four letters A–Z; the company part of a mode ticker
+	// Plan names the organisation's plan; policies read it to decide
+	// entitlements. New organisations are on PlanStandard.
+	Plan        string
+	SuspendedAt *time.Time
+	CreatedAt   time.Time
+}
+
+// Suspended reports whether the organisation is suspended.
+func (o *Org) Suspended() bool { return o.SuspendedAt != nil }
+
+// PlanStandard is the plan a new organisation starts on.
+const PlanStandard = "standard"
+
+// Balance is an organisation's money position.
+type Balance struct {
+	OrgID string
+	// Balance is the money the organisation has, holds included.
+	Balance Micros
+	// Held is the part of Balance reserved by calls in flight.
+	Held Micros
+	// TrialRemaining is the part of Balance that is unspent trial credit.
+	TrialRemaining Micros
+	UpdatedAt      time.Time
+}
+
+// Available is the money a new call may reserve.
+func (b *Balance) Available() Micros { return b.Balance - b.Held }
+
+// TrialCredit is what every new organisation receives.
+const TrialCredit Micros = 10 * MicrosPerUSD
+
+// Key is an API key's stored record. The secret itself is never stored; only
+// its SHA-256 (see HashKey).
+type Key struct {
+	ID     string
+	OrgID  string
+	Name   string
+	Test   bool     // a ccl_test_ key
+	Scopes []string // what the key may do; see Scope constants
+	// Modes limits the key to these mode ids (slugs); empty means every mode
+	// the organisation is entitled to.
+	Modes []string
+	// Per-key overrides; zero means the deployment default.
+	RPM            int
+	Concurrency    int
+	MaxInputTokens int
+	// Ceiling is the key's own per-call bill ceiling; zero means the default
+	// (the higher of $2.00 and the price of the mode called).
+	Ceiling   Micros
+	Hint      string // the key's first characters, safe to display
+	ExpiresAt *time.Time
+	RevokedAt *time.Time
+	CreatedAt time.Time
+}
+
+// Status reports whether the key may be used at t: "" when it may,
+// otherwise "revoked" or "expired".
+func (k *Key) Status(t time.Time) string {
+	switch {
+	case k.RevokedAt != nil:
+		return "revoked"
+	case k.ExpiresAt != nil && !t.Before(*k.ExpiresAt):
+		return "expired"
+	}
+	return ""
+}
+
+// Scopes a key can carry. Scope names are Conclave's (the spec leaves them
+// open); which endpoint needs which is decided by policy (policies/authz.rego).
+const (
+	ScopeModelsRead   = "models:read"
+	ScopeDeliberate   = "deliberate"
+	ScopeEstimate     = "estimate"
+	ScopeReceiptsRead = "receipts:read"
+	ScopeTests        = "tests"
+	ScopeCertify      = "certify"
+	ScopeModesWrite   = "modes:write"
+)
+
+// AllScopes is every scope, in a stable order. A key created without a scope
+// list gets all of them.
+var AllScopes = []string{
+	ScopeModelsRead, ScopeDeliberate, ScopeEstimate, ScopeReceiptsRead,
+	ScopeTests, ScopeCertify, ScopeModesWrite,
+}

@@ -1,0 +1,116 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// Store is the system of record. Its one implementation is Postgres
+// (internal/pgstore); core/storetest holds the conformance suite any
+// implementation must pass. Every method is safe for concurrent use.
+//
+// Methods that read by id return ErrNotFound for an id that does not exist.
+// Every balance change is a Posting whose legs sum to zero, written in the same
+// transaction as the balance row it changes.
+type Store interface {
+	// CreateOrg creates an organisation and grants it the trial credit
+	// (TrialCredit), journaled. A Ticker of "" is derived from the name.
+	// A ticker already in use returns ErrConflict.
+	CreateOrg(ctx context.Context, p *CreateOrgParams) (*Org, *Balance, error)
+	GetOrg(ctx context.Context, id string) (*Org, error)
+	OrgByTicker(ctx context.Context, ticker string) (*Org, error)
+	SetOrgSuspended(ctx context.Context, p *SetOrgSuspendedParams) (*Org, error)
+	SetOrgPlan(ctx context.Context, p *SetOrgPlanParams) (*Org, error)
+
+	// AddFunds credits a prepaid top-up to the organisation, journaled.
+	AddFunds(ctx context.Context, p *AddFundsParams) (*Balance, error)
+	GetBalance(ctx context.Context, orgID string) (*Balance, error)
+	// ListPostings returns the organisation's journal, oldest first.
+	ListPostings(ctx context.Context, orgID string) ([]*Posting, error)
+
+	// CreateKey stores a key by its hash. The secret never reaches the store.
+	CreateKey(ctx context.Context, p *CreateKeyParams) (*Key, error)
+	// KeyByHash finds a key and its organisation by the key's SHA-256.
+	KeyByHash(ctx context.Context, hash []byte) (*Key, *Org, error)
+	RevokeKey(ctx context.Context, id string) (*Key, error)
+	ListKeys(ctx context.Context, orgID string) ([]*Key, error)
+
+	// Ping reports whether the store can serve requests now.
+	Ping(ctx context.Context) error
+}
+
+// CreateOrgParams are the inputs of Store.CreateOrg.
+type CreateOrgParams struct {
+	Name   string
+	Ticker string // optional; derived from Name when empty
+	Plan   string // optional; PlanStandard when empty
+}
+
+// SetOrgSuspendedParams are the inputs of Store.SetOrgSuspended.
+type SetOrgSuspendedParams struct {
+	OrgID     string
+	Suspended bool
+}
+
+// SetOrgPlanParams are the inputs of Store.SetOrgPlan.
+type SetOrgPlanParams struct {
+	OrgID string
+	Plan  string
+}
+
+// AddFundsParams are the inputs of Store.AddFunds.
+type AddFundsParams struct {
+	OrgID  string
+	Amount Micros // must be positive
+	Memo   string
+}
+
+// CreateKeyParams are the inputs of Store.CreateKey.
+type CreateKeyParams struct {
+	OrgID          string
+	Hash           []byte
+	Hint           string
+	Name           string
+	Test           bool
+	Scopes         []string
+	Modes          []string
+	RPM            int
+	Concurrency    int
+	MaxInputTokens int
+	Ceiling        Micros
+	ExpiresAt      *time.Time
+}
+
+// Journal accounts. A leg moves money into (positive) or out of (negative)
+// one account; the legs of a posting sum to zero.
+const (
+	// AccountOrgBalance is an organisation's prepaid balance.
+	AccountOrgBalance = "org_balance"
+	// AccountTrialIssued is where trial credit comes from.
+	AccountTrialIssued = "trial_issued"
+	// AccountCashIn is where prepaid top-ups come from.
+	AccountCashIn = "cash_in"
+)
+
+// Posting kinds.
+const (
+	PostingTrialGrant = "trial_grant"
+	PostingTopUp      = "top_up"
+)
+
+// Posting is one balanced journal transaction.
+type Posting struct {
+	ID        int64
+	Kind      string
+	OrgID     string
+	Memo      string
+	CreatedAt time.Time
+	Legs      []Leg
+}
+
+// Leg is one line of a Posting.
+type Leg struct {
+	Account string
+	OrgID   string // the organisation whose account this is; "" for system accounts
+	Amount  Micros
+}

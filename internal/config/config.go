@@ -1,0 +1,299 @@
+// Package config loads Conclave's deployment configuration: the built-in
+// default (default.yaml, embedded), then an optional conclave.yaml on top,
+// then environment variables. Errors name the offending field.
+package config
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/conclavehq/conclave/core"
+)
+
+//go:embed default.yaml
+var defaultYAML []byte
+
+// Default returns the built-in configuration.
+func Default() []byte { return bytes.Clone(defaultYAML) }
+
+// Config is a whole deployment's configuration.
+type Config struct {
+	Server   Server   `yaml:"server"`
+	Database Database `yaml:"database"`
+	Policy   Policy   `yaml:"policy"`
+	Auth     Auth     `yaml:"auth"`
+	Limits   Limits   `yaml:"limits"`
+	Log      Log      `yaml:"log"`
+	Engines  []Engine `yaml:"engines"`
+	Modes    []Mode   `yaml:"modes"`
+}
+
+// Server configures the HTTP listener.
+type Server struct {
+	// Addr is the listen address. Env CONCLAVE_ADDR. Defaults to 127.0.0.1:8080.
+	Addr string `yaml:"addr"`
+	// MaxBodyBytes caps request bodies; larger ones get 413 request_too_large.
+	// Defaults to 1 MiB.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// ReadHeaderTimeout defaults to 10s.
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	// ReadTimeout bounds reading a whole request. Defaults to 30s.
+	ReadTimeout time.Duration `yaml:"read_timeout"`
+	// WriteTimeout bounds a whole response; deliberations run up to the
+	// spec's 300 s client timeout. Defaults to 330s.
+	WriteTimeout time.Duration `yaml:"write_timeout"`
+	// IdleTimeout defaults to 120s.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// ShutdownTimeout is how long a stopping server drains in-flight
+	// requests before closing them. Defaults to 30s.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+}
+
+// Database configures PostgreSQL.
+type Database struct {
+	// URL is a PostgreSQL connection string. Env DATABASE_URL. Defaults to
+	// "", which means: manage a local cluster in DataDir.
+	URL string `yaml:"url"`
+	// DataDir holds the managed local cluster. Defaults to ./.data/pg.
+	DataDir string `yaml:"data_dir"`
+	// MaxConns caps the connection pool. Defaults to 20.
+	MaxConns int32 `yaml:"max_conns"`
+}
+
+// Policy configures the OPA policies.
+type Policy struct {
+	// Dir replaces the embedded policies with the .rego files in it.
+	// Defaults to "" (the embedded set).
+	Dir string `yaml:"dir"`
+}
+
+// Auth configures key authentication.
+type Auth struct {
+	// KeyCacheTTL is how long a key lookup is cached (by hash, never the
+	// secret); a revocation takes effect within it. At most 10s. Defaults to 3s.
+	KeyCacheTTL time.Duration `yaml:"key_cache_ttl"`
+}
+
+// Limits are the per-key and per-organisation defaults a key can override.
+type Limits struct {
+	// RPM is requests per minute per key. Defaults to 60.
+	RPM int `yaml:"rpm"`
+	// Concurrency is calls in flight per organisation. Defaults to 5.
+	Concurrency int `yaml:"concurrency"`
+	// MaxInputTokens is the per-request input limit. Defaults to 8000.
+	MaxInputTokens int `yaml:"max_input_tokens"`
+	// CallCeilingUSD is the floor of a call's bill ceiling (the ceiling is
+	// the higher of it and the mode's price). Defaults to 2.00.
+	CallCeilingUSD USD `yaml:"call_ceiling_usd"`
+}
+
+// Log configures structured logging.
+type Log struct {
+	// Level is debug, info, warn or error. Defaults to info.
+	Level string `yaml:"level"`
+	// Format is json or text. Defaults to json.
+	Format string `yaml:"format"`
+}
+
+// Engine is one engine's configuration; see core.Engine.
+type Engine struct {
+	ID               string `yaml:"id"`
+	Family           string `yaml:"family"`
+	MaxTier          string `yaml:"max_tier"`
+	Adapter          string `yaml:"adapter"`
+	Endpoint         string `yaml:"endpoint"`
+	Credential       string `yaml:"credential"`
+	InputUSDPerMTok  USD    `yaml:"input_usd_per_mtok"`
+	OutputUSDPerMTok USD    `yaml:"output_usd_per_mtok"`
+}
+
+// Mode is one mode's configuration; see core.Mode.
+type Mode struct {
+	Key                  string                 `yaml:"key"`
+	ID                   string                 `yaml:"id"`
+	Ticker               string                 `yaml:"ticker"`
+	Name                 string                 `yaml:"name"`
+	Description          string                 `yaml:"description"`
+	UseWhen              string                 `yaml:"use_when"`
+	PriceTier            string                 `yaml:"price_tier"`
+	Plans                []string               `yaml:"plans"`
+	IncludesDeliberation bool                   `yaml:"includes_deliberation"`
+	Seats                map[string][]core.Seat `yaml:"seats"`
+	Staff                map[string]core.Staff  `yaml:"staff"`
+	Critique             string                 `yaml:"critique"`
+	MaxRounds            int                    `yaml:"max_rounds"`
+	Quorum               int                    `yaml:"quorum"`
+	StragglerDeadline    time.Duration          `yaml:"straggler_deadline"`
+	ExpressThreshold     float64                `yaml:"express_threshold"`
+	CostCeilingUSD       USD                    `yaml:"cost_ceiling_usd"`
+	Pricing              Pricing                `yaml:"pricing"`
+}
+
+// Pricing is a mode's surcharges in dollars.
+type Pricing struct {
+	SurchargeByDepth map[string]USD `yaml:"surcharge_by_depth"`
+	SurchargeUSD     *USD           `yaml:"surcharge_usd"`
+	ExpressUSD       *USD           `yaml:"express_usd"`
+}
+
+// USD is a dollar amount read exactly from its YAML text.
+type USD core.Micros
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (u *USD) UnmarshalYAML(n *yaml.Node) error {
+	m, err := core.ParseUSD(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*u = USD(m)
+	return nil
+}
+
+// Load reads the built-in default, then the file at path (if path is not
+// ""), then the environment (DATABASE_URL, CONCLAVE_ADDR), and validates the
+// result.
+func Load(path string) (*Config, error) {
+	var c Config
+	if err := decode(defaultYAML, &c); err != nil {
+		return nil, fmt.Errorf("built-in configuration: %w", err)
+	}
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("reading configuration: %w", err)
+		}
+		if err := decode(b, &c); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	if v := os.Getenv("DATABASE_URL"); v != "" {
+		c.Database.URL = v
+	}
+	if v := os.Getenv("CONCLAVE_ADDR"); v != "" {
+		c.Server.Addr = v
+	}
+	if err := c.Validate(); err != nil {
+		if path != "" {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return nil, err
+	}
+	return &c, nil
+}
+
+func decode(b []byte, c *Config) error {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	// An empty file decodes to io.EOF: it changes nothing.
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
+
+// Validate checks every field and names the first offending one.
+func (c *Config) Validate() error {
+	fe := func(field, format string, args ...any) error {
+		return &core.FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	s := c.Server
+	switch {
+	case s.Addr == "":
+		return fe("server.addr", "required")
+	case s.MaxBodyBytes < 1024:
+		return fe("server.max_body_bytes", "must be at least 1024")
+	case s.ReadHeaderTimeout <= 0:
+		return fe("server.read_header_timeout", "must be positive")
+	case s.ReadTimeout <= 0:
+		return fe("server.read_timeout", "must be positive")
+	case s.WriteTimeout <= 0:
+		return fe("server.write_timeout", "must be positive")
+	case s.IdleTimeout <= 0:
+		return fe("server.idle_timeout", "must be positive")
+	case s.ShutdownTimeout <= 0:
+		return fe("server.shutdown_timeout", "must be positive")
+	case c.Database.URL == "" && c.Database.DataDir == "":
+		return fe("database.data_dir", "required when database.url (DATABASE_URL) is not set")
+	case c.Database.MaxConns < 2:
+		return fe("database.max_conns", "must be at least 2")
+	case c.Auth.KeyCacheTTL < 0 || c.Auth.KeyCacheTTL > 10*time.Second:
+		return fe("auth.key_cache_ttl", "must be between 0s and 10s")
+	case c.Limits.RPM < 1:
+		return fe("limits.rpm", "must be at least 1")
+	case c.Limits.Concurrency < 1:
+		return fe("limits.concurrency", "must be at least 1")
+	case c.Limits.MaxInputTokens < 1:
+		return fe("limits.max_input_tokens", "must be at least 1")
+	case c.Limits.CallCeilingUSD <= 0:
+		return fe("limits.call_ceiling_usd", "must be positive")
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		return fe("log.level", "%q is not debug, info, warn or error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "json", "text":
+	default:
+		return fe("log.format", "%q is not json or text", c.Log.Format)
+	}
+	_, err := c.Catalog()
+	return err
+}
+
+// Catalog builds the engines and modes into a core.Catalog.
+func (c *Config) Catalog() (*core.Catalog, error) {
+	engines := make([]core.Engine, len(c.Engines))
+	for i, e := range c.Engines {
+		engines[i] = core.Engine{
+			ID: e.ID, Family: e.Family, MaxTier: core.Tier(e.MaxTier), Adapter: e.Adapter,
+			Endpoint: e.Endpoint, Credential: e.Credential,
+			InputPerMTok: core.Micros(e.InputUSDPerMTok), OutputPerMTok: core.Micros(e.OutputUSDPerMTok),
+		}
+	}
+	modes := make([]core.Mode, len(c.Modes))
+	for i, m := range c.Modes {
+		seats := map[core.Tier][]core.Seat{}
+		for tier, row := range m.Seats {
+			seats[core.Tier(tier)] = row
+		}
+		pricing := core.Pricing{SurchargeByDepth: map[core.Depth]core.Micros{}}
+		for d, v := range m.Pricing.SurchargeByDepth {
+			depth, ok := core.ParseDepth(d)
+			if !ok {
+				return nil, &core.FieldError{Field: fmt.Sprintf("modes[%d].pricing.surcharge_by_depth", i), Msg: fmt.Sprintf("unknown depth %q (light, medium, deep)", d)}
+			}
+			pricing.SurchargeByDepth[depth] = core.Micros(v)
+		}
+		if len(pricing.SurchargeByDepth) == 0 {
+			pricing.SurchargeByDepth = nil
+		}
+		if m.Pricing.SurchargeUSD != nil {
+			v := core.Micros(*m.Pricing.SurchargeUSD)
+			pricing.Surcharge = &v
+		}
+		if m.Pricing.ExpressUSD != nil {
+			v := core.Micros(*m.Pricing.ExpressUSD)
+			pricing.Express = &v
+		}
+		modes[i] = core.Mode{
+			Key: m.Key, ID: m.ID, Ticker: strings.TrimSpace(m.Ticker), Name: m.Name, Description: m.Description,
+			UseWhen: m.UseWhen, PriceTier: m.PriceTier, Plans: m.Plans, IncludesDeliberation: m.IncludesDeliberation,
+			Deliberation: core.Deliberation{
+				Seats: seats, Staff: m.Staff, Critique: m.Critique, MaxRounds: m.MaxRounds, Quorum: m.Quorum,
+				StragglerDeadline: m.StragglerDeadline, ExpressThreshold: m.ExpressThreshold,
+				CostCeiling: core.Micros(m.CostCeilingUSD),
+			},
+			Pricing: pricing,
+		}
+	}
+	return core.NewCatalog(engines, modes)
+}

@@ -1,0 +1,135 @@
+package config_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/internal/config"
+)
+
+func TestDefaultServesBothModes(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("CONCLAVE_ADDR", "")
+	c, err := config.Load("")
+	require.NoError(t, err)
+	cat, err := c.Catalog()
+	require.NoError(t, err)
+
+	std, ok := cat.Resolve("conclave-standard")
+	require.True(t, ok)
+	byTicker, ok := cat.Resolve("CNCL:STND")
+	require.True(t, ok)
+	require.Same(t, std, byTicker)
+	require.Equal(t, core.Micros(50_000), std.Pricing.SurchargeFor(core.DepthLight))
+	require.Equal(t, core.Micros(100_000), std.Pricing.SurchargeFor(core.DepthMedium))
+	require.Equal(t, core.Micros(150_000), std.Pricing.SurchargeFor(core.DepthDeep))
+	require.Len(t, cat.Families(std), 3, "standard seats three provider families")
+	require.Equal(t, core.CritiqueDeep, std.Deliberation.Critique)
+
+	max, ok := cat.Resolve("CNCL:MAXX")
+	require.True(t, ok)
+	require.Equal(t, "conclave-max", max.ID)
+	require.Equal(t, core.Micros(320_000), max.Pricing.Price())
+	require.Equal(t, core.CritiqueAlways, max.Deliberation.Critique)
+	for _, row := range max.Deliberation.Seats {
+		for _, s := range row {
+			e, _ := cat.Engine(s.Engine)
+			require.Equal(t, core.TierPro, e.MaxTier, "max mode seats frontier engines only")
+		}
+	}
+	require.Len(t, cat.ConfigHash(std), 12)
+	require.NotEqual(t, cat.ConfigHash(std), cat.ConfigHash(max))
+
+	require.Equal(t, "127.0.0.1:8080", c.Server.Addr)
+	require.Equal(t, config.USD(2_000_000), c.Limits.CallCeilingUSD)
+	require.Equal(t, 8000, c.Limits.MaxInputTokens)
+}
+
+func TestEnvironmentOverrides(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://example/db")
+	t.Setenv("CONCLAVE_ADDR", "127.0.0.1:9999")
+	c, err := config.Load("")
+	require.NoError(t, err)
+	require.Equal(t, "postgres://example/db", c.Database.URL)
+	require.Equal(t, "127.0.0.1:9999", c.Server.Addr)
+}
+
+func TestFileErrorsNameTheField(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("CONCLAVE_ADDR", "")
+	cases := map[string]struct{ yaml, want string }{
+		"unknown field":   {"server:\n  adress: x\n", "field adress not found"},
+		"bad level":       {"log:\n  level: loud\n", "log.level"},
+		"bad money":       {"limits:\n  call_ceiling_usd: 1.0000001\n", "more than six decimal places"},
+		"unknown engine":  {modesWith("{engine: sim/nope}"), `modes[0].seats.plus[0].engine: unknown engine "sim/nope"`},
+		"tier too high":   {modesWith("{engine: sim/swift}"), `modes[0].seats.plus[0].engine: engine "sim/swift" only fills seats up to tier experience`},
+		"bad ticker":      {"modes:\n  - {key: k, id: my-mode, ticker: ABC, name: N, critique: never, max_rounds: 1, seats: {plus: [{engine: sim/atlas}]}}\n", "modes[0].ticker"},
+		"bad critique":    {"modes:\n  - {key: k, id: my-mode, name: N, critique: sometimes, max_rounds: 1, seats: {plus: [{engine: sim/atlas}]}}\n", "modes[0].critique"},
+		"unknown depth":   {"modes:\n  - {key: k, id: my-mode, name: N, critique: never, max_rounds: 1, seats: {plus: [{engine: sim/atlas}]}, pricing: {surcharge_by_depth: {extreme: 1}}}\n", "modes[0].pricing.surcharge_by_depth"},
+		"engine family":   {"engines:\n  - {id: e, max_tier: pro, adapter: openai}\n", "engines[0].family: required"},
+		"negative cache":  {"auth:\n  key_cache_ttl: -1s\n", "auth.key_cache_ttl"},
+		"quorum too high": {"modes:\n  - {key: k, id: my-mode, name: N, critique: never, max_rounds: 1, quorum: 3, seats: {plus: [{engine: sim/atlas}]}}\n", "modes[0].quorum"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "conclave.yaml")
+			require.NoError(t, os.WriteFile(path, []byte(tc.yaml), 0o600))
+			_, err := config.Load(path)
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tc.want)
+			require.Contains(t, err.Error(), path, "the error names the file")
+		})
+	}
+}
+
+func modesWith(seat string) string {
+	return "modes:\n  - {key: k, id: my-mode, name: N, critique: never, max_rounds: 1, seats: {plus: [" + seat + "]}}\n"
+}
+
+func TestFileReplacesModesAndKeepsDefaults(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("CONCLAVE_ADDR", "")
+	path := filepath.Join(t.TempDir(), "conclave.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`
+server:
+  addr: 127.0.0.1:7000
+modes:
+  - key: solo
+    id: solo-mode
+    ticker: CNCL:SOLO
+    name: Solo
+    plans: [enterprise]
+    critique: never
+    max_rounds: 1
+    seats:
+      plus: [{engine: sim/atlas}]
+    pricing:
+      surcharge_usd: 0.01
+`), 0o600))
+	c, err := config.Load(path)
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:7000", c.Server.Addr)
+	require.Equal(t, int64(1<<20), c.Server.MaxBodyBytes, "unset fields keep the default")
+	cat, err := c.Catalog()
+	require.NoError(t, err)
+	require.Len(t, cat.Modes(), 1)
+	m, ok := cat.Resolve("CNCL:SOLO")
+	require.True(t, ok)
+	require.Equal(t, []string{"enterprise"}, m.Plans)
+	_, ok = cat.Resolve("conclave-standard")
+	require.False(t, ok)
+}
+
+func TestEmptyFileChangesNothing(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("CONCLAVE_ADDR", "")
+	path := filepath.Join(t.TempDir(), "conclave.yaml")
+	require.NoError(t, os.WriteFile(path, nil, 0o600))
+	c, err := config.Load(path)
+	require.NoError(t, err)
+	require.Len(t, c.Modes, 2)
+}
