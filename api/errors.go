@@ -141,7 +141,7 @@ type requestBlock struct {
 }
 
 // writeError answers with err in the spec's envelope. Errors without a code
-// are internal errors: their text is logged, never sent.
+// are internal errors. The cause of any 5xx is logged, never sent.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := core.AsError(err)
 	info := infoFor(e.Code)
@@ -149,8 +149,9 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if st != nil {
 		st.code = string(e.Code)
 	}
-	if e.Code == core.CodeInternalError && st != nil && st.logger != nil {
-		st.logger.ErrorContext(r.Context(), "request failed", slog.String("error", err.Error()))
+	if info.Status >= 500 && e.Err != nil && st != nil && st.logger != nil {
+		st.logger.ErrorContext(r.Context(), "request failed", slog.String("request_id", st.id),
+			slog.String("code", string(e.Code)), slog.String("error", e.Err.Error()))
 	}
 	body := errorEnvelope{Error: errorObject{Message: e.Message, Type: info.Type, Code: string(e.Code)}}
 	if e.Param != "" {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -87,10 +88,7 @@ func (h *handler) observe(next http.Handler) http.Handler {
 					writeError(sw, r, core.Errorf(core.CodeInternalError, "The service failed to complete the request. Retry with the same Idempotency-Key."))
 				}
 			}
-			route := "unmatched"
-			if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" && st.code != string(core.CodeUnknownURL) {
-				route = rc.RoutePattern()
-			}
+			route := h.routeLabel(r, st)
 			status := sw.status
 			if status == 0 {
 				status = http.StatusOK
@@ -113,6 +111,29 @@ func (h *handler) observe(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(sw, r)
 	})
+}
+
+// routeLabel is the bounded route label of a request: the pattern of the
+// route it reached, or of the route it was aimed at when admission refused it
+// before routing finished; "unmatched" for paths no route serves.
+func (h *handler) routeLabel(r *http.Request, st *reqState) string {
+	if st.code == string(core.CodeUnknownURL) {
+		return "unmatched"
+	}
+	if rc := chi.RouteContext(r.Context()); rc != nil {
+		if p := rc.RoutePattern(); p != "" && !strings.HasSuffix(p, "*") {
+			return p
+		}
+	}
+	if p := h.router.Find(chi.NewRouteContext(), r.Method, r.URL.Path); p != "" {
+		return p
+	}
+	for _, m := range routeMethods { // the path exists under another method
+		if p := h.router.Find(chi.NewRouteContext(), m, r.URL.Path); p != "" {
+			return p
+		}
+	}
+	return "unmatched"
 }
 
 // refuseBrowsers answers 403 browser_origin_not_allowed to any request that
@@ -178,9 +199,6 @@ func (h *handler) authenticate(next http.Handler) http.Handler {
 
 func (h *handler) authFailure(w http.ResponseWriter, r *http.Request, e *core.Error) {
 	h.metrics.authFailures.WithLabelValues(string(e.Code)).Inc()
-	if e.Code == core.CodeServiceUnavailable && e.Err != nil {
-		h.log.ErrorContext(r.Context(), "key lookup failed", slog.String("request_id", RequestID(r.Context())), slog.String("error", e.Err.Error()))
-	}
 	writeError(w, r, e)
 }
 

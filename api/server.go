@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/classify"
 )
 
 // Config configures the REST handler.
@@ -60,6 +61,14 @@ type Deps struct {
 	// Registry receives the metrics and is served on /metrics. Defaults to a
 	// fresh registry.
 	Registry *prometheus.Registry
+	// Classifier classifies questions for estimates (and, later, calls).
+	// Defaults to the deterministic classify.Heuristic.
+	Classifier Classifier
+}
+
+// Classifier is what the API needs of a question classifier.
+type Classifier interface {
+	Classify(ctx context.Context, messages []core.Message) (*classify.Result, error)
 }
 
 type handler struct {
@@ -72,6 +81,9 @@ type handler struct {
 	metrics *metrics
 	keys    *keyCache
 	started time.Time
+
+	classifier Classifier
+	router     *chi.Mux
 }
 
 // New returns the HTTP handler for the whole service.
@@ -86,6 +98,9 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
+	if d.Classifier == nil {
+		d.Classifier = classify.Heuristic{}
+	}
 	if d.Registry == nil {
 		d.Registry = prometheus.NewRegistry()
 	}
@@ -96,9 +111,11 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	h := &handler{
 		cfg: cfg, store: d.Store, authz: d.Authz, catalog: d.Catalog, ready: d.Ready,
 		log: d.Logger, metrics: m, keys: newKeyCache(d.Store, cfg.KeyCacheTTL), started: time.Now(),
+		classifier: d.Classifier,
 	}
 
 	r := chi.NewRouter()
+	h.router = r
 	r.Use(h.observe)
 	r.NotFound(h.notFound)
 	r.MethodNotAllowed(h.methodNotAllowed(r))
@@ -113,6 +130,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 		r.MethodNotAllowed(h.methodNotAllowed(r))
 		r.With(h.requireScope(core.ActionModelsRead)).Get("/models", h.listModels)
 		r.With(h.requireScope(core.ActionModelsRead)).Get("/models/{model}", h.getModel)
+		r.With(h.requireScope(core.ActionEstimate)).Post("/estimate", h.estimate)
 	})
 	return r, nil
 }

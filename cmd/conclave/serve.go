@@ -78,13 +78,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	base := "http://" + ln.Addr().String()
 	log.Info("serving", slog.String("addr", ln.Addr().String()), slog.Bool("managed_postgres", db.cluster != nil))
-	fmt.Fprintf(stdout, "Conclave is serving on %s\n", base)
+	// The demo key comes first: "serving on" is the line scripts wait for.
 	if *demo {
 		if err := printDemoKey(ctx, db, base, stdout); err != nil {
 			_ = ln.Close()
 			return err
 		}
 	}
+	fmt.Fprintf(stdout, "Conclave is serving on %s\n", base)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -127,9 +128,9 @@ func printDemoKey(ctx context.Context, db *database, base string, w io.Writer) e
 	}
 	fmt.Fprintf(w, `Demo organisation %s (%s), balance $%s
 Demo key (shown once): %s
-
 Try it:
   curl -s -H "Authorization: Bearer %s" %s/v1/models
+
 `, org.Ticker, org.ID, bal.Balance, secret, secret, base)
 	return nil
 }

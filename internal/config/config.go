@@ -157,6 +157,19 @@ func (u *USD) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// Builtin returns the validated built-in configuration, without reading
+// any file or the environment.
+func Builtin() (*Config, error) {
+	var c Config
+	if err := decode(defaultYAML, &c); err != nil {
+		return nil, fmt.Errorf("built-in configuration: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("built-in configuration: %w", err)
+	}
+	return &c, nil
+}
+
 // Load reads the built-in default, then the file at path (if path is not
 // ""), then the environment (DATABASE_URL, CONCLAVE_ADDR), and validates the
 // result.

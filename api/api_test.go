@@ -1,0 +1,511 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclavehq/conclave/api"
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/internal/config"
+	"github.com/conclavehq/conclave/internal/pgstore"
+	"github.com/conclavehq/conclave/internal/pgtest"
+	"github.com/conclavehq/conclave/internal/policy"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// syncBuffer is a log sink safe for the server's concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+type testBundle struct {
+	srv   *httptest.Server
+	store *pgstore.Store
+	org   *core.Org
+	key   string // a live key with every scope
+	logs  *syncBuffer
+}
+
+type setupOpts struct {
+	cfg   api.Config
+	ready func(context.Context) error
+}
+
+// enterpriseMode is a system mode limited to organisations on plan
+// "enterprise", added to the built-in catalog for entitlement tests.
+const enterpriseMode = "conclave-enterprise"
+
+func setup(t *testing.T, opts ...func(*setupOpts)) *testBundle {
+	t.Helper()
+	ctx := context.Background()
+	o := setupOpts{}
+	for _, f := range opts {
+		f(&o)
+	}
+	store := pgstore.New(pgtest.NewPool(t))
+	cfg, err := config.Builtin()
+	require.NoError(t, err)
+	ent := cfg.Modes[0]
+	ent.Key, ent.ID, ent.Ticker, ent.Name, ent.Plans = "enterprise", enterpriseMode, "CNCL:ENTR", "Conclave Enterprise", []string{"enterprise"}
+	cfg.Modes = append(cfg.Modes, ent)
+	catalog, err := cfg.Catalog()
+	require.NoError(t, err)
+	authz, err := policy.New(ctx, policy.Config{})
+	require.NoError(t, err)
+
+	logs := &syncBuffer{}
+	ready := o.ready
+	if ready == nil {
+		ready = store.Ready
+	}
+	h, err := api.New(o.cfg, api.Deps{
+		Store: store, Authz: authz, Catalog: catalog, Ready: ready,
+		Logger:   slog.New(slog.NewJSONHandler(logs, nil)),
+		Registry: prometheus.NewRegistry(),
+	})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+
+	org, _, err := store.CreateOrg(ctx, &core.CreateOrgParams{Name: "Test Org"})
+	require.NoError(t, err)
+	tb := &testBundle{srv: srv, store: store, org: org, logs: logs}
+	tb.key = tb.newKey(t, &core.CreateKeyParams{})
+	return tb
+}
+
+// newKey issues a key for the bundle's organisation (unless p names one).
+func (tb *testBundle) newKey(t *testing.T, p *core.CreateKeyParams) string {
+	t.Helper()
+	secret, hash := core.NewKeySecret(p.Test)
+	if p.OrgID == "" {
+		p.OrgID = tb.org.ID
+	}
+	p.Hash, p.Hint = hash, core.KeyHint(secret)
+	_, err := tb.store.CreateKey(context.Background(), p)
+	require.NoError(t, err)
+	return secret
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    string
+}
+
+// do sends one request; key "" sends no Authorization header.
+func (tb *testBundle) do(t *testing.T, method, path, key, body string, headers ...string) *response {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, tb.srv.URL+path, rd)
+	require.NoError(t, err)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	out := &response{status: res.StatusCode, header: res.Header, raw: string(b)}
+	if len(b) > 0 && strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
+		require.NoError(t, json.Unmarshal(b, &out.body), "body: %s", b)
+	}
+	return out
+}
+
+// requireError checks status, error.code, error.type, and that the request
+// id in the envelope is the one in the X-Request-Id header.
+func requireError(t *testing.T, r *response, status int, code core.Code, typ string) {
+	t.Helper()
+	require.Equal(t, status, r.status, "body: %s", r.raw)
+	e, ok := r.body["error"].(map[string]any)
+	require.True(t, ok, "no error object in %s", r.raw)
+	require.Equal(t, string(code), e["code"], r.raw)
+	require.Equal(t, typ, e["type"], r.raw)
+	require.NotEmpty(t, e["message"])
+	require.Contains(t, e, "param")
+	block, ok := r.body["conclave"].(map[string]any)
+	require.True(t, ok, "no conclave block in %s", r.raw)
+	id, _ := block["request_id"].(string)
+	require.True(t, strings.HasPrefix(id, "req_"), "request id %q", id)
+	require.Equal(t, r.header.Get(api.RequestIDHeader), id)
+	require.Equal(t, "application/json", r.header.Get("Content-Type"))
+}
+
+func TestBrowserOriginRefusedWhateverTheKey(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	for _, key := range []string{"", "not-a-key", tb.key} {
+		r := tb.do(t, "GET", "/v1/models", key, "", "Origin", "https://example.com")
+		requireError(t, r, 403, core.CodeBrowserOriginNotAllowed, "permission_error")
+	}
+	// An empty Origin header is still a browser's Origin header.
+	r := tb.do(t, "GET", "/v1/models", tb.key, "", "Origin", "null")
+	requireError(t, r, 403, core.CodeBrowserOriginNotAllowed, "permission_error")
+}
+
+func TestInvalidAPIKey(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	unknown, _ := core.NewKeySecret(false)
+	cases := map[string]string{
+		"missing":        "",
+		"basic scheme":   "Basic dXNlcjpwYXNz",
+		"empty bearer":   "Bearer ",
+		"malformed":      "Bearer sk-1234",
+		"wrong length":   "Bearer ccl_live_abc",
+		"wrong prefix":   "Bearer ccl_prod_" + strings.Repeat("A", 43),
+		"unknown":        "Bearer " + unknown,
+		"unknown (case)": "bearer " + unknown,
+	}
+	for name, header := range cases {
+		t.Run(name, func(t *testing.T) {
+			var r *response
+			if header == "" {
+				r = tb.do(t, "GET", "/v1/models", "", "")
+			} else {
+				r = tb.do(t, "GET", "/v1/models", "", "", "Authorization", header)
+			}
+			requireError(t, r, 401, core.CodeInvalidAPIKey, "authentication_error")
+		})
+	}
+}
+
+func TestRevokedAndExpiredKeys(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+
+	secret, hash := core.NewKeySecret(false)
+	k, err := tb.store.CreateKey(ctx, &core.CreateKeyParams{OrgID: tb.org.ID, Hash: hash, Hint: core.KeyHint(secret)})
+	require.NoError(t, err)
+	require.Equal(t, 200, tb.do(t, "GET", "/v1/models", secret, "").status)
+	_, err = tb.store.RevokeKey(ctx, k.ID)
+	require.NoError(t, err)
+	requireError(t, tb.do(t, "GET", "/v1/models", secret, ""), 401, core.CodeRevokedAPIKey, "authentication_error")
+
+	past := time.Now().Add(-time.Minute)
+	expired := tb.newKey(t, &core.CreateKeyParams{ExpiresAt: &past})
+	requireError(t, tb.do(t, "GET", "/v1/models", expired, ""), 401, core.CodeRevokedAPIKey, "authentication_error")
+}
+
+func TestRevocationTakesEffectWithinTheCacheWindow(t *testing.T) {
+	t.Parallel()
+	const ttl = 300 * time.Millisecond
+	tb := setup(t, func(o *setupOpts) { o.cfg.KeyCacheTTL = ttl })
+	ctx := context.Background()
+	secret, hash := core.NewKeySecret(false)
+	k, err := tb.store.CreateKey(ctx, &core.CreateKeyParams{OrgID: tb.org.ID, Hash: hash, Hint: core.KeyHint(secret)})
+	require.NoError(t, err)
+	require.Equal(t, 200, tb.do(t, "GET", "/v1/models", secret, "").status) // now cached
+	_, err = tb.store.RevokeKey(ctx, k.ID)
+	require.NoError(t, err)
+	revokedAt := time.Now()
+	require.Eventually(t, func() bool {
+		return tb.do(t, "GET", "/v1/models", secret, "").status == 401
+	}, 5*time.Second, 50*time.Millisecond)
+	// Generous bound for a loaded CI machine; the point is "bounded by the
+	// TTL", not a latency figure.
+	require.Less(t, time.Since(revokedAt), ttl+3*time.Second)
+	requireError(t, tb.do(t, "GET", "/v1/models", secret, ""), 401, core.CodeRevokedAPIKey, "authentication_error")
+}
+
+func TestSuspendedOrganisation(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+	_, err := tb.store.SetOrgSuspended(ctx, &core.SetOrgSuspendedParams{OrgID: tb.org.ID, Suspended: true})
+	require.NoError(t, err)
+	requireError(t, tb.do(t, "GET", "/v1/models", tb.key, ""), 403, core.CodeOrgSuspended, "permission_error")
+	requireError(t, tb.do(t, "POST", "/v1/estimate", tb.key, `{"model":"conclave-standard","messages":[{"role":"user","content":"hi"}]}`),
+		403, core.CodeOrgSuspended, "permission_error")
+	_, err = tb.store.SetOrgSuspended(ctx, &core.SetOrgSuspendedParams{OrgID: tb.org.ID, Suspended: false})
+	require.NoError(t, err)
+	require.Equal(t, 200, tb.do(t, "GET", "/v1/models", tb.key, "").status)
+}
+
+func TestInsufficientScope(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	estimateOnly := tb.newKey(t, &core.CreateKeyParams{Scopes: []string{core.ScopeEstimate}})
+	requireError(t, tb.do(t, "GET", "/v1/models", estimateOnly, ""), 403, core.CodeInsufficientScope, "permission_error")
+	requireError(t, tb.do(t, "GET", "/v1/models/conclave-standard", estimateOnly, ""), 403, core.CodeInsufficientScope, "permission_error")
+
+	modelsOnly := tb.newKey(t, &core.CreateKeyParams{Scopes: []string{core.ScopeModelsRead}})
+	require.Equal(t, 200, tb.do(t, "GET", "/v1/models", modelsOnly, "").status)
+	requireError(t, tb.do(t, "POST", "/v1/estimate", modelsOnly, `{"model":"conclave-standard","messages":[{"role":"user","content":"hi"}]}`),
+		403, core.CodeInsufficientScope, "permission_error")
+
+	// A key limited to named modes sees and may use only those.
+	limited := tb.newKey(t, &core.CreateKeyParams{Modes: []string{"conclave-max"}})
+	r := tb.do(t, "GET", "/v1/models", limited, "")
+	require.Equal(t, 200, r.status)
+	require.Equal(t, []string{"conclave-max"}, modelIDs(r))
+	require.Equal(t, 200, tb.do(t, "GET", "/v1/models/CNCL:MAXX", limited, "").status)
+	requireError(t, tb.do(t, "GET", "/v1/models/conclave-standard", limited, ""), 403, core.CodeInsufficientScope, "permission_error")
+}
+
+func modelIDs(r *response) []string {
+	var ids []string
+	for _, m := range r.body["data"].([]any) {
+		ids = append(ids, m.(map[string]any)["id"].(string))
+	}
+	return ids
+}
+
+func TestModelNotFound(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	for _, id := range []string{"gpt-4o", "CONCLAVE-STANDARD", "cncl:stnd"} {
+		r := tb.do(t, "GET", "/v1/models/"+id, tb.key, "")
+		requireError(t, r, 404, core.CodeModelNotFound, "invalid_request_error")
+		require.Equal(t, "model", r.body["error"].(map[string]any)["param"])
+	}
+	r := tb.do(t, "POST", "/v1/estimate", tb.key, `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`)
+	requireError(t, r, 404, core.CodeModelNotFound, "invalid_request_error")
+}
+
+func TestModeNotPermitted(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+	r := tb.do(t, "GET", "/v1/models", tb.key, "")
+	require.Equal(t, []string{"conclave-standard", "conclave-max"}, modelIDs(r), "the plan-limited mode is not listed")
+
+	r = tb.do(t, "GET", "/v1/models/"+enterpriseMode, tb.key, "")
+	requireError(t, r, 403, core.CodeModeNotPermitted, "permission_error")
+	require.Equal(t, "model", r.body["error"].(map[string]any)["param"])
+	r = tb.do(t, "POST", "/v1/estimate", tb.key, `{"model":"CNCL:ENTR","messages":[{"role":"user","content":"hi"}]}`)
+	requireError(t, r, 403, core.CodeModeNotPermitted, "permission_error")
+
+	_, err := tb.store.SetOrgPlan(ctx, &core.SetOrgPlanParams{OrgID: tb.org.ID, Plan: "enterprise"})
+	require.NoError(t, err)
+	require.Equal(t, 200, tb.do(t, "GET", "/v1/models/"+enterpriseMode, tb.key, "").status)
+	require.Contains(t, modelIDs(tb.do(t, "GET", "/v1/models", tb.key, "")), enterpriseMode)
+}
+
+func TestUnknownRouteAndWrongMethod(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	requireError(t, tb.do(t, "GET", "/v1/nope", tb.key, ""), 404, core.CodeUnknownURL, "invalid_request_error")
+	requireError(t, tb.do(t, "GET", "/nope", "", ""), 404, core.CodeUnknownURL, "invalid_request_error")
+
+	r := tb.do(t, "DELETE", "/v1/models", tb.key, "")
+	requireError(t, r, 405, core.CodeMethodNotAllowed, "invalid_request_error")
+	require.Equal(t, []string{"GET"}, r.header.Values("Allow"))
+
+	r = tb.do(t, "POST", "/v1/models/conclave-standard", tb.key, "{}")
+	requireError(t, r, 405, core.CodeMethodNotAllowed, "invalid_request_error")
+	require.Equal(t, []string{"GET"}, r.header.Values("Allow"))
+
+	r = tb.do(t, "GET", "/v1/estimate", tb.key, "")
+	requireError(t, r, 405, core.CodeMethodNotAllowed, "invalid_request_error")
+	require.Equal(t, []string{"POST"}, r.header.Values("Allow"))
+}
+
+func TestBodyErrors(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, func(o *setupOpts) { o.cfg.MaxBodyBytes = 2048 })
+	cases := []struct {
+		name, body, contentType string
+		status                  int
+		code                    core.Code
+	}{
+		{"not json", "model=conclave-standard", "application/json", 400, core.CodeInvalidJSON},
+		{"truncated json", `{"model":"conclave-standard",`, "application/json", 400, core.CodeInvalidJSON},
+		{"array", `[{"model":"conclave-standard"}]`, "application/json", 400, core.CodeInvalidJSON},
+		{"two objects", `{} {}`, "application/json", 400, core.CodeInvalidJSON},
+		{"too large", `{"model":"conclave-standard","messages":[{"role":"user","content":"` + strings.Repeat("a", 4096) + `"}]}`, "application/json", 413, core.CodeRequestTooLarge},
+		{"form", `a=b`, "application/x-www-form-urlencoded", 415, core.CodeUnsupportedMediaType},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tb.do(t, "POST", "/v1/estimate", tb.key, tc.body, "Content-Type", tc.contentType)
+			requireError(t, r, tc.status, tc.code, "invalid_request_error")
+		})
+	}
+}
+
+func TestEstimateValidation(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	msgs := `"messages":[{"role":"user","content":"hi"}]`
+	cases := []struct {
+		name, body string
+		code       core.Code
+		param      string
+	}{
+		{"model missing", `{` + msgs + `}`, core.CodeInvalidModel, "model"},
+		{"model null", `{"model":null,` + msgs + `}`, core.CodeInvalidModel, "model"},
+		{"model number", `{"model":7,` + msgs + `}`, core.CodeInvalidModel, "model"},
+		{"model empty", `{"model":"",` + msgs + `}`, core.CodeInvalidModel, "model"},
+		{"messages missing", `{"model":"conclave-standard"}`, core.CodeInvalidMessages, "messages"},
+		{"messages empty", `{"model":"conclave-standard","messages":[]}`, core.CodeInvalidMessages, "messages"},
+		{"messages object", `{"model":"conclave-standard","messages":{"role":"user"}}`, core.CodeInvalidMessages, "messages"},
+		{"bad role", `{"model":"conclave-standard","messages":[{"role":"tool","content":"x"}]}`, core.CodeInvalidMessages, "messages[0].role"},
+		{"content not string", `{"model":"conclave-standard","messages":[{"role":"user","content":[{"type":"text"}]}]}`, core.CodeInvalidMessages, "messages[0].content"},
+		{"content missing", `{"model":"conclave-standard","messages":[{"role":"user"}]}`, core.CodeInvalidMessages, "messages[0].content"},
+		{"no user message", `{"model":"conclave-standard","messages":[{"role":"system","content":"be brief"}]}`, core.CodeInvalidMessages, "messages"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tb.do(t, "POST", "/v1/estimate", tb.key, tc.body)
+			requireError(t, r, 400, tc.code, "invalid_request_error")
+			require.Equal(t, tc.param, r.body["error"].(map[string]any)["param"])
+		})
+	}
+}
+
+func TestEstimateQuotesTheDepthSurchargeFree(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+	before, err := tb.store.GetBalance(ctx, tb.org.ID)
+	require.NoError(t, err)
+
+	hard := `Our twelve-person team runs a monolith on Postgres. Should we split it into microservices this year, given the trade-off between deployment independence and operational overhead? Compare the risks and recommend a strategy.`
+	cases := []struct {
+		model, question string
+		depth           string
+		price           float64
+		verdict         string
+	}{
+		{"conclave-standard", "What is 17 * 23?", "light", 0.05, "likely_hurts"},
+		{"CNCL:STND", hard, "deep", 0.15, "likely_helps"},
+		{"conclave-max", hard, "deep", 0.32, "likely_helps"},
+	}
+	for _, tc := range cases {
+		body, _ := json.Marshal(map[string]any{"model": tc.model, "messages": []map[string]string{{"role": "user", "content": tc.question}}})
+		r := tb.do(t, "POST", "/v1/estimate", tb.key, string(body))
+		require.Equal(t, 200, r.status, r.raw)
+		b := r.body
+		require.Equal(t, r.header.Get(api.RequestIDHeader), b["request_id"])
+		require.Equal(t, tc.model, b["model"])
+		require.Equal(t, tc.depth, b["depth"])
+		require.Equal(t, tc.price, b["estimated_price_usd"])
+		require.Equal(t, 0.0, b["billed_usd"])
+		score := b["difficulty_score"].(float64)
+		require.True(t, score >= 0 && score <= 1)
+		require.NotEmpty(t, b["task_type"])
+		dv := b["deliberation_value"].(map[string]any)
+		require.Equal(t, tc.verdict, dv["verdict"])
+		for _, f := range []string{"reason", "basis", "evidence"} {
+			require.NotEmpty(t, dv[f], f)
+		}
+		timing := b["timing_ms"].(map[string]any)
+		require.Contains(t, timing, "total")
+		require.Contains(t, timing, "classify")
+		require.NotContains(t, b, "estimated_seconds", "an estimate carries no time estimate")
+	}
+	mode := tb.do(t, "POST", "/v1/estimate", tb.key, `{"model":"CNCL:STND","messages":[{"role":"user","content":"hi"}]}`).body
+	require.Equal(t, "conclave-standard", mode["mode"])
+	require.Equal(t, "standard", mode["mode_key"])
+
+	after, err := tb.store.GetBalance(ctx, tb.org.ID)
+	require.NoError(t, err)
+	require.Equal(t, before.Balance, after.Balance, "estimates are free")
+	postings, err := tb.store.ListPostings(ctx, tb.org.ID)
+	require.NoError(t, err)
+	require.Len(t, postings, 1, "only the trial grant is journaled")
+}
+
+func TestMetricsCountRequestsAndAuthFailures(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	tb.do(t, "GET", "/v1/models", tb.key, "")
+	tb.do(t, "GET", "/v1/models", "", "")
+	tb.do(t, "GET", "/v1/models/nope", tb.key, "")
+	m := tb.do(t, "GET", "/metrics", "", "").raw
+	require.Contains(t, m, `conclave_http_requests_total{code="ok",route="/v1/models",status="200"} 1`)
+	require.Contains(t, m, `conclave_http_requests_total{code="invalid_api_key",route="/v1/models",status="401"} 1`)
+	require.Contains(t, m, `conclave_http_requests_total{code="model_not_found",route="/v1/models/{model}",status="404"} 1`)
+	require.Contains(t, m, `conclave_auth_failures_total{code="invalid_api_key"} 1`)
+	require.Contains(t, m, `conclave_http_request_duration_seconds_bucket{route="/v1/models"`)
+}
+
+func TestLogsNeverCarryKeysOrPrompts(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	const prompt = "the secret launch codes are purple-otter-42"
+	unknown, _ := core.NewKeySecret(false)
+	body, _ := json.Marshal(map[string]any{"model": "conclave-standard", "messages": []map[string]string{{"role": "user", "content": prompt}}})
+	ok := tb.do(t, "POST", "/v1/estimate", tb.key, string(body))
+	require.Equal(t, 200, ok.status)
+	tb.do(t, "POST", "/v1/estimate", unknown, string(body))
+	tb.do(t, "GET", "/v1/models", tb.key, "", "Origin", "https://example.com")
+	tb.do(t, "POST", "/v1/estimate", tb.key, `{"model":"x","messages":[{"role":"user","content":"`+prompt+`"}]}`)
+
+	logs := tb.logs.String()
+	require.Contains(t, logs, ok.header.Get(api.RequestIDHeader), "requests are logged by id")
+	require.Contains(t, logs, tb.org.ID)
+	for _, secret := range []string{tb.key, unknown, tb.key[len(core.LiveKeyPrefix):], "purple-otter-42"} {
+		require.NotContains(t, logs, secret)
+	}
+}
+
+func TestHealthAndReadiness(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	r := tb.do(t, "GET", "/healthz", "", "")
+	require.Equal(t, 200, r.status)
+	r = tb.do(t, "GET", "/readyz", "", "")
+	require.Equal(t, 200, r.status, r.raw)
+	require.Equal(t, "ready", r.body["status"])
+
+	// A database that is gone makes the service not ready.
+	pool := pgtest.NewPool(t)
+	gone := pgstore.New(pool)
+	down := setup(t, func(o *setupOpts) { o.ready = gone.Ready })
+	pool.Close()
+	requireError(t, down.do(t, "GET", "/readyz", "", ""), 503, core.CodeServiceUnavailable, "api_error")
+}
+
+func TestSuccessfulResponsesCarryARequestID(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	seen := map[string]bool{}
+	for i := 0; i < 3; i++ {
+		r := tb.do(t, "GET", "/v1/models", tb.key, "")
+		id := r.header.Get(api.RequestIDHeader)
+		require.True(t, strings.HasPrefix(id, "req_"))
+		require.False(t, seen[id], "ids are unique")
+		seen[id] = true
+	}
+}

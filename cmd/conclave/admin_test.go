@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/internal/pgstore"
+	"github.com/conclavehq/conclave/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// adminBundle runs subcommands in-process against a fresh database, named in
+// a configuration file so that tests can run in parallel.
+type adminBundle struct {
+	cfgPath string
+	store   *pgstore.Store
+}
+
+func setupAdmin(t *testing.T) *adminBundle {
+	t.Helper()
+	if os.Getenv("DATABASE_URL") != "" {
+		t.Fatal("unset DATABASE_URL to run these tests: it would override the per-test database")
+	}
+	url := pgtest.NewDatabase(t)
+	cfgPath := filepath.Join(t.TempDir(), "conclave.yaml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf("database:\n  url: %q\n", url)), 0o600))
+	pool, err := pgxpool.New(context.Background(), url)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return &adminBundle{cfgPath: cfgPath, store: pgstore.New(pool)}
+}
+
+// run runs one subcommand with --config and --json and decodes its output.
+func (b *adminBundle) run(t *testing.T, args ...string) (map[string]any, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	args = append(args, "--config", b.cfgPath, "--json")
+	err := run(context.Background(), args, &out, &errOut)
+	if err != nil {
+		return nil, err
+	}
+	var v map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &v), "output: %s", out.String())
+	return v, nil
+}
+
+func (b *adminBundle) mustRun(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	v, err := b.run(t, args...)
+	require.NoError(t, err)
+	return v
+}
+
+func TestAdminProvisioningFlow(t *testing.T) {
+	t.Parallel()
+	b := setupAdmin(t)
+	ctx := context.Background()
+
+	org := b.mustRun(t, "org", "create", "--name", "Acme Research", "--ticker", "ACME")
+	orgID := org["org_id"].(string)
+	require.True(t, strings.HasPrefix(orgID, "org_"))
+	require.Equal(t, "ACME", org["ticker"])
+	require.Equal(t, 10.0, org["balance_usd"])
+
+	derived := b.mustRun(t, "org", "create", "--name", "Zephyr Ltd")
+	require.Equal(t, "ZEPH", derived["ticker"])
+
+	_, err := b.run(t, "org", "create", "--name", "Copycat", "--ticker", "ACME")
+	require.ErrorContains(t, err, `ticker "ACME" is already in use`)
+
+	bal := b.mustRun(t, "balance", "add", "--org", orgID, "--usd", "12.5")
+	require.Equal(t, 22.5, bal["balance_usd"])
+	require.Equal(t, 10.0, bal["trial_remaining_usd"])
+	bal = b.mustRun(t, "balance", "show", "--org", orgID)
+	require.Equal(t, 22.5, bal["available_usd"])
+
+	key := b.mustRun(t, "key", "create", "--org", orgID, "--name", "ci", "--scopes", "models:read,estimate",
+		"--modes", "conclave-standard", "--rpm", "120", "--concurrency", "3", "--max-input-tokens", "16000",
+		"--ceiling-usd", "3.5", "--expires-in", "720h")
+	secret := key["key"].(string)
+	require.True(t, core.WellFormedKey(secret))
+	require.True(t, strings.HasPrefix(secret, core.LiveKeyPrefix))
+	keyID := key["key_id"].(string)
+	require.Equal(t, []any{"models:read", "estimate"}, key["scopes"])
+	require.Equal(t, []any{"conclave-standard"}, key["modes"])
+	require.Equal(t, 120.0, key["rpm"])
+	require.Equal(t, 3.0, key["concurrency"])
+	require.Equal(t, 16000.0, key["max_input_tokens"])
+	require.Equal(t, 3.5, key["ceiling_usd"])
+	require.NotNil(t, key["expires_at"])
+
+	stored, storedOrg, err := b.store.KeyByHash(ctx, core.HashKey(secret))
+	require.NoError(t, err, "the key is stored by its hash")
+	require.Equal(t, keyID, stored.ID)
+	require.Equal(t, orgID, storedOrg.ID)
+
+	test := b.mustRun(t, "key", "create", "--org", orgID, "--test")
+	require.True(t, strings.HasPrefix(test["key"].(string), core.TestKeyPrefix))
+	require.Equal(t, true, test["test"])
+
+	var out, errOut bytes.Buffer
+	require.NoError(t, run(ctx, []string{"key", "list", "--org", orgID, "--config", b.cfgPath, "--json"}, &out, &errOut))
+	require.NotContains(t, out.String(), secret[len(core.LiveKeyPrefix):], "a listing never shows a secret")
+	var list struct {
+		Keys []map[string]any `json:"keys"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &list))
+	require.Len(t, list.Keys, 2)
+	for _, k := range list.Keys {
+		require.NotContains(t, k, "key")
+	}
+
+	revoked := b.mustRun(t, "key", "revoke", "--key", keyID)
+	require.Equal(t, "revoked", revoked["status"])
+
+	susp := b.mustRun(t, "org", "suspend", "--org", orgID)
+	require.Equal(t, true, susp["suspended"])
+	susp = b.mustRun(t, "org", "unsuspend", "--org", orgID)
+	require.Equal(t, false, susp["suspended"])
+	plan := b.mustRun(t, "org", "plan", "--org", orgID, "--plan", "pro")
+	require.Equal(t, "pro", plan["plan"])
+
+	// Every balance change is journaled: the balance equals its legs.
+	postings, err := b.store.ListPostings(ctx, orgID)
+	require.NoError(t, err)
+	require.Len(t, postings, 2)
+	var legs core.Micros
+	for _, p := range postings {
+		var sum core.Micros
+		for _, l := range p.Legs {
+			sum += l.Amount
+			if l.Account == core.AccountOrgBalance {
+				legs += l.Amount
+			}
+		}
+		require.Zero(t, sum)
+	}
+	got, err := b.store.GetBalance(ctx, orgID)
+	require.NoError(t, err)
+	require.Equal(t, got.Balance, legs)
+	require.Equal(t, core.Micros(22_500_000), legs)
+}
+
+func TestAdminErrors(t *testing.T) {
+	t.Parallel()
+	b := setupAdmin(t)
+	cases := []struct {
+		args  []string
+		want  string
+		usage bool
+	}{
+		{[]string{"org", "create"}, "--name is required", true},
+		{[]string{"org", "create", "--name", "X", "--ticker", "abc"}, "not four letters", true},
+		{[]string{"org", "suspend", "--org", "org_missing"}, `no organisation with id "org_missing"`, false},
+		{[]string{"balance", "add", "--org", "org_missing", "--usd", "5"}, `no organisation with id "org_missing"`, false},
+		{[]string{"balance", "add", "--org", "o", "--usd", "-5"}, "not a positive dollar amount", true},
+		{[]string{"balance", "add", "--org", "o", "--usd", "0.0000001"}, "not a positive dollar amount", true},
+		{[]string{"key", "create", "--org", "org_missing"}, `no organisation with id "org_missing"`, false},
+		{[]string{"key", "create", "--org", "o", "--scopes", "admin"}, `unknown scope "admin"`, true},
+		{[]string{"key", "revoke", "--key", "key_missing"}, `no key with id "key_missing"`, false},
+		{[]string{"key", "list", "--org", "org_missing"}, `no organisation with id "org_missing"`, false},
+		{[]string{"key", "create", "--org", "o", "--bogus"}, "flag provided but not defined", true},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`, true},
+	}
+	for _, tc := range cases {
+		_, err := b.run(t, tc.args...)
+		require.ErrorContains(t, err, tc.want, "args %v", tc.args)
+		var u usageError
+		require.Equal(t, tc.usage, errors.As(err, &u), "usage error for %v", tc.args)
+	}
+}

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclavehq/conclave/internal/pgstore"
+	"github.com/conclavehq/conclave/internal/pgtest"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// binary builds the conclave command once per test run.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "conclave-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "conclave")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, buildErr)
+	return binPath
+}
+
+// process is a running `conclave serve`.
+type process struct {
+	cmd    *exec.Cmd
+	base   string // http://host:port
+	stdout *safeLines
+	stderr *safeLines
+	done   chan error
+}
+
+type safeLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (s *safeLines) add(l string) {
+	s.mu.Lock()
+	s.lines = append(s.lines, l)
+	s.mu.Unlock()
+}
+
+func (s *safeLines) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Join(s.lines, "\n")
+}
+
+var servingRe = regexp.MustCompile(`Conclave is serving on (http://\S+)`)
+
+// startServe runs the binary with args and env, and waits until it prints
+// its address.
+func startServe(t *testing.T, dir string, env []string, args ...string) *process {
+	t.Helper()
+	cmd := exec.Command(binary(t), append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	outPipe, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	errPipe, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	p := &process{cmd: cmd, stdout: &safeLines{}, stderr: &safeLines{}, done: make(chan error, 1)}
+	addr := make(chan string, 1)
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go func() {
+		defer readers.Done()
+		sc := bufio.NewScanner(outPipe)
+		for sc.Scan() {
+			p.stdout.add(sc.Text())
+			if m := servingRe.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+	}()
+	go func() {
+		defer readers.Done()
+		sc := bufio.NewScanner(errPipe)
+		for sc.Scan() {
+			p.stderr.add(sc.Text())
+		}
+	}()
+	go func() {
+		readers.Wait()
+		p.done <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+		}
+	})
+	select {
+	case p.base = <-addr:
+	case err := <-p.done:
+		t.Fatalf("conclave serve exited before serving: %v\nstderr:\n%s", err, p.stderr)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("conclave serve did not start\nstderr:\n%s", p.stderr)
+	}
+	return p
+}
+
+// stop sends SIGTERM and requires a clean exit.
+func (p *process) stop(t *testing.T) {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-p.done:
+		require.NoError(t, err, "stderr:\n%s", p.stderr)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("conclave serve did not stop\nstderr:\n%s", p.stderr)
+	}
+}
+
+func get(t *testing.T, url, key string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	require.NoError(t, err)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+func TestTwoReplicasStartTogetherOnOneDatabase(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewEmptyDatabase(t)
+	env := []string{"DATABASE_URL=" + url}
+	var wg sync.WaitGroup
+	procs := make([]*process, 2)
+	for i := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			procs[i] = startServe(t, t.TempDir(), env)
+		}()
+	}
+	wg.Wait()
+	for _, p := range procs {
+		require.NotNil(t, p)
+		status, body := get(t, p.base+"/readyz", "")
+		require.Equal(t, 200, status, body)
+		require.NotContains(t, p.stderr.String(), "migration", "no migration errors")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var applied, distinct int
+	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*), count(DISTINCT version) FROM schema_migrations").Scan(&applied, &distinct))
+	require.Equal(t, pgstore.LatestVersion(), applied, "each migration applied once")
+	require.Equal(t, applied, distinct)
+	for _, p := range procs {
+		p.stop(t)
+	}
+}
+
+func TestServeDemoKeyAndGracefulDrain(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewEmptyDatabase(t)
+	p := startServe(t, t.TempDir(), []string{"DATABASE_URL=" + url}, "--demo")
+	m := regexp.MustCompile(`ccl_live_[A-Za-z0-9_-]{43}`).FindString(p.stdout.String())
+	require.NotEmpty(t, m, "a demo key is printed:\n%s", p.stdout)
+	status, body := get(t, p.base+"/v1/models", m)
+	require.Equal(t, 200, status, body)
+	require.Contains(t, body, `"id":"conclave-standard"`)
+	require.Contains(t, body, `"id":"conclave-max"`)
+
+	// An in-flight request — its body still arriving — is drained, not cut,
+	// when the process is told to stop.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(p.base, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	body = `{"model":"conclave-standard","messages":[{"role":"user","content":"Should we drain?"}]}`
+	half := len(body) / 2
+	_, err = fmt.Fprintf(conn, "POST /v1/estimate HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", m, len(body), body[:half])
+	require.NoError(t, err)
+	time.Sleep(200 * time.Millisecond) // let the server start reading the body
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	time.Sleep(200 * time.Millisecond) // the server is now draining
+	_, err = io.WriteString(conn, body[half:])
+	require.NoError(t, err)
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	require.Equal(t, 200, res.StatusCode, "the in-flight request completes")
+	res.Body.Close()
+	select {
+	case err := <-p.done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not exit after draining")
+	}
+	require.Contains(t, p.stderr.String(), `"msg":"stopped"`)
+
+	// A restart reuses the demo organisation rather than making another.
+	p2 := startServe(t, t.TempDir(), []string{"DATABASE_URL=" + url}, "--demo")
+	require.Contains(t, p2.stdout.String(), "Demo organisation DEMO")
+	p2.stop(t)
+}
+
+func TestServeManagesALocalClusterWhenNoDatabaseURL(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	// A short data directory keeps the Unix socket path under its limit.
+	cfg := filepath.Join(dir, "conclave.yaml")
+	dataDir, err := os.MkdirTemp("", "ccl")
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(dataDir, 0o755)) // the server may run as another OS user
+	t.Cleanup(func() { _ = os.RemoveAll(dataDir) })
+	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf("database:\n  data_dir: %q\n", filepath.Join(dataDir, "pg"))), 0o600))
+	p := startServe(t, dir, []string{"DATABASE_URL="}, "--config", cfg)
+	status, body := get(t, p.base+"/readyz", "")
+	require.Equal(t, 200, status, body)
+	require.FileExists(t, filepath.Join(dataDir, "pg", "postmaster.pid"))
+	p.stop(t)
+	require.NoFileExists(t, filepath.Join(dataDir, "pg", "postmaster.pid"), "the managed cluster is stopped on shutdown")
+}
+
+func TestServeWithoutPostgresSaysWhatToDoInOneLine(t *testing.T) {
+	t.Parallel()
+	empty := t.TempDir()
+	cmd := exec.Command(binary(t), "serve", "--addr", "127.0.0.1:0")
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "DATABASE_URL=", "CONCLAVE_PG_BIN="+empty)
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	require.NotZero(t, exit.ExitCode())
+	require.Empty(t, out)
+	msg := strings.TrimRight(string(exit.Stderr), "\n")
+	require.NotContains(t, msg, "\n", "one line: %q", msg)
+	require.Contains(t, msg, "install PostgreSQL")
+	require.Contains(t, msg, "DATABASE_URL")
+}

@@ -1,0 +1,112 @@
+package policy
+
+import (
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/conclavehq/conclave/core"
+)
+
+// Keys of the input document, built once. They follow the JSON tags of
+// core.AuthzInput and its parts; TestInputValueMatchesJSON holds them to it.
+var (
+	keyAction    = ast.StringTerm("action")
+	keyPrincipal = ast.StringTerm("principal")
+	keyOrg       = ast.StringTerm("org")
+	keyMode      = ast.StringTerm("mode")
+	keyTier      = ast.StringTerm("tier")
+
+	keyKind   = ast.StringTerm("kind")
+	keyKeyID  = ast.StringTerm("key_id")
+	keyTest   = ast.StringTerm("test")
+	keyScopes = ast.StringTerm("scopes")
+	keyModes  = ast.StringTerm("modes")
+
+	keyID   = ast.StringTerm("id")
+	keyPlan = ast.StringTerm("plan")
+
+	keyKey      = ast.StringTerm("key")
+	keyTicker   = ast.StringTerm("ticker")
+	keyOwnerOrg = ast.StringTerm("owner_org")
+	keyPlans    = ast.StringTerm("plans")
+	keyTiers    = ast.StringTerm("tiers")
+)
+
+// inputValue builds the policy input for in directly as an AST value: the
+// same document json.Marshal(in) would produce (omitted and null fields
+// included), without a JSON round trip.
+func inputValue(in *core.AuthzInput) ast.Value {
+	items := make([][2]*ast.Term, 0, 5)
+	items = append(items,
+		ast.Item(keyAction, ast.StringTerm(in.Action)),
+		ast.Item(keyPrincipal, principalTerm(in.Principal)),
+		ast.Item(keyOrg, orgTerm(in.Org)),
+	)
+	if in.Mode != nil {
+		items = append(items, ast.Item(keyMode, modeTerm(in.Mode)))
+	}
+	if in.Tier != "" {
+		items = append(items, ast.Item(keyTier, ast.StringTerm(string(in.Tier))))
+	}
+	return ast.NewObject(items...)
+}
+
+func principalTerm(p *core.AuthzPrincipal) *ast.Term {
+	if p == nil {
+		return ast.NullTerm()
+	}
+	return ast.ObjectTerm(
+		ast.Item(keyKind, ast.StringTerm(p.Kind)),
+		ast.Item(keyKeyID, ast.StringTerm(p.KeyID)),
+		ast.Item(keyTest, ast.BooleanTerm(p.Test)),
+		ast.Item(keyScopes, stringsTerm(p.Scopes)),
+		ast.Item(keyModes, stringsTerm(p.Modes)),
+	)
+}
+
+func orgTerm(o *core.AuthzOrg) *ast.Term {
+	if o == nil {
+		return ast.NullTerm()
+	}
+	return ast.ObjectTerm(
+		ast.Item(keyID, ast.StringTerm(o.ID)),
+		ast.Item(keyPlan, ast.StringTerm(o.Plan)),
+	)
+}
+
+func modeTerm(m *core.AuthzMode) *ast.Term {
+	items := make([][2]*ast.Term, 0, 6)
+	items = append(items,
+		ast.Item(keyID, ast.StringTerm(m.ID)),
+		ast.Item(keyKey, ast.StringTerm(m.Key)),
+	)
+	if m.Ticker != "" {
+		items = append(items, ast.Item(keyTicker, ast.StringTerm(m.Ticker)))
+	}
+	if m.OwnerOrg != "" {
+		items = append(items, ast.Item(keyOwnerOrg, ast.StringTerm(m.OwnerOrg)))
+	}
+	items = append(items, ast.Item(keyPlans, stringsTerm(m.Plans)))
+	if m.Tiers == nil {
+		items = append(items, ast.Item(keyTiers, ast.NullTerm()))
+	} else {
+		tiers := make([]*ast.Term, len(m.Tiers))
+		for i, t := range m.Tiers {
+			tiers[i] = ast.StringTerm(string(t))
+		}
+		items = append(items, ast.Item(keyTiers, ast.ArrayTerm(tiers...)))
+	}
+	return ast.ObjectTerm(items...)
+}
+
+// stringsTerm is a JSON array of ss, or null for a nil slice, as
+// encoding/json writes it.
+func stringsTerm(ss []string) *ast.Term {
+	if ss == nil {
+		return ast.NullTerm()
+	}
+	terms := make([]*ast.Term, len(ss))
+	for i, s := range ss {
+		terms[i] = ast.StringTerm(s)
+	}
+	return ast.ArrayTerm(terms...)
+}

@@ -1,0 +1,228 @@
+// Package policy evaluates Conclave's Rego authorization policies: it
+// implements core.Authorizer on top of OPA.
+//
+// New loads the policies once (the set embedded from policies/, or the .rego
+// files of a directory), compiles them and prepares the query
+// data.conclave.authz.decision; Decide then evaluates that prepared query
+// for each request. Decide is safe for concurrent use.
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/policies"
+)
+
+// Query is the query a policy set must answer: an object
+// {"allow": bool, "code": string, "message": string}.
+const Query = "data.conclave.authz.decision"
+
+// decisionRule is Query as a reference, to check the set defines it.
+var decisionRule = ast.MustParseRef(Query)
+
+// Config configures an Engine.
+type Config struct {
+	// Dir, when set, replaces the embedded policies with the .rego files in
+	// this directory and its subdirectories (files ending in _test.rego are
+	// ignored) — a policy author's workflow (`conclave serve --policy-dir`).
+	// Defaults to the embedded set.
+	Dir string
+}
+
+// Engine decides with a compiled, prepared policy set.
+type Engine struct {
+	query rego.PreparedEvalQuery
+}
+
+var _ core.Authorizer = (*Engine)(nil)
+
+// New loads and compiles the policy set cfg names and prepares its decision
+// query. A policy that does not parse or compile fails New with an error
+// naming the file and line; so does a set that defines no decision, or whose
+// decision does not have the expected shape.
+func New(ctx context.Context, cfg Config) (*Engine, error) {
+	fsys, source, prefix := fs.FS(policies.FS), "embedded policies", "policies"
+	if cfg.Dir != "" {
+		info, err := os.Stat(cfg.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("policy: %w", err)
+		}
+		if !info.IsDir() {
+			return nil, fmt.Errorf("policy: %s is not a directory", cfg.Dir)
+		}
+		fsys, source, prefix = os.DirFS(cfg.Dir), cfg.Dir, cfg.Dir
+	}
+
+	modules, err := parseModules(fsys, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("policy: loading %s: %w", source, err)
+	}
+	if len(modules) == 0 {
+		return nil, fmt.Errorf("policy: loading %s: no .rego policy files", source)
+	}
+	compiler := ast.NewCompiler().WithDefaultRegoVersion(ast.RegoV1)
+	if compiler.Compile(modules); compiler.Failed() {
+		return nil, fmt.Errorf("policy: compiling %s: %w", source, compiler.Errors)
+	}
+	rules := compiler.GetRules(decisionRule)
+	if len(rules) == 0 {
+		return nil, fmt.Errorf("policy: loading %s: no rule defines %s (a package conclave.authz with a decision rule is required)", source, Query)
+	}
+
+	pq, err := rego.New(
+		rego.Query(Query),
+		rego.Compiler(compiler),
+		rego.SetRegoVersion(ast.RegoV1),
+	).PrepareForEval(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("policy: preparing %s: %w", Query, err)
+	}
+	e := &Engine{query: pq}
+
+	// Probe once so that a set whose decision is undefined or misshapen
+	// fails at start rather than on the first request.
+	if _, err := e.decide(ctx, probeInput()); err != nil {
+		var at []string
+		for _, r := range rules {
+			at = append(at, r.Location.String())
+		}
+		return nil, fmt.Errorf("policy: checking %s (decision defined at %s): %w", source, strings.Join(at, ", "), err)
+	}
+	return e, nil
+}
+
+// Decide evaluates the policy for one request. An undefined decision, or one
+// of the wrong shape, is an error: the caller fails closed.
+func (e *Engine) Decide(ctx context.Context, in *core.AuthzInput) (*core.Decision, error) {
+	if in == nil {
+		return nil, errors.New("policy: nil input")
+	}
+	d, err := e.decide(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	return d, nil
+}
+
+func (e *Engine) decide(ctx context.Context, in *core.AuthzInput) (*core.Decision, error) {
+	rs, err := e.query.Eval(ctx, rego.EvalParsedInput(inputValue(in)))
+	if err != nil {
+		return nil, fmt.Errorf("evaluating %s: %w", Query, err)
+	}
+	return decisionOf(rs)
+}
+
+// parseModules parses every non-test .rego file of fsys. Module names are
+// prefix joined with the file's path, so that errors name the file as the
+// author knows it.
+func parseModules(fsys fs.FS, prefix string) (map[string]*ast.Module, error) {
+	var names []string
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != "." && strings.HasPrefix(d.Name(), ".") {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(p, ".rego") && !strings.HasSuffix(p, "_test.rego") {
+			names = append(names, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+
+	modules := make(map[string]*ast.Module, len(names))
+	var errs []error
+	for _, name := range names {
+		src, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return nil, err
+		}
+		file := joinPath(prefix, name)
+		m, err := ast.ParseModuleWithOpts(file, string(src), ast.ParserOptions{RegoVersion: ast.RegoV1})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		modules[file] = m
+	}
+	return modules, errors.Join(errs...)
+}
+
+// joinPath names a file of an fs.FS (slash-separated) under prefix, a path
+// of the operating system.
+func joinPath(prefix, name string) string {
+	if prefix == "policies" {
+		return path.Join(prefix, name)
+	}
+	return filepath.Join(prefix, filepath.FromSlash(name))
+}
+
+// probeInput is an ordinary request: a key with every scope listing the models.
+func probeInput() *core.AuthzInput {
+	return &core.AuthzInput{
+		Action:    core.ActionModelsRead,
+		Principal: &core.AuthzPrincipal{Kind: "api_key", KeyID: "probe", Scopes: core.AllScopes, Modes: []string{}},
+		Org:       &core.AuthzOrg{ID: "probe", Plan: core.PlanStandard},
+	}
+}
+
+// decisionOf reads the decision out of a result set.
+func decisionOf(rs rego.ResultSet) (*core.Decision, error) {
+	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
+		return nil, fmt.Errorf("%s is undefined", Query)
+	}
+	if len(rs) > 1 || len(rs[0].Expressions) > 1 {
+		return nil, fmt.Errorf("%s has more than one value", Query)
+	}
+	obj, ok := rs[0].Expressions[0].Value.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%s is %T, not an object {allow, code, message}", Query, rs[0].Expressions[0].Value)
+	}
+	allow, ok := obj["allow"].(bool)
+	if !ok {
+		return nil, fmt.Errorf("%s.allow is %T, not a boolean", Query, obj["allow"])
+	}
+	code, err := optionalString(obj, "code")
+	if err != nil {
+		return nil, err
+	}
+	message, err := optionalString(obj, "message")
+	if err != nil {
+		return nil, err
+	}
+	if !allow && code == "" {
+		return nil, fmt.Errorf("%s denies without a code", Query)
+	}
+	return &core.Decision{Allow: allow, Code: core.Code(code), Message: message}, nil
+}
+
+func optionalString(obj map[string]any, key string) (string, error) {
+	v, ok := obj[key]
+	if !ok || v == nil {
+		return "", nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("%s.%s is %T, not a string", Query, key, v)
+	}
+	return s, nil
+}

@@ -1,0 +1,310 @@
+package policy_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/internal/policy"
+)
+
+// embedded is one engine over the embedded policies, shared by the tests.
+var embedded = sync.OnceValues(func() (*policy.Engine, error) {
+	return policy.New(context.Background(), policy.Config{})
+})
+
+func engine(tb testing.TB) *policy.Engine {
+	tb.Helper()
+	e, err := embedded()
+	require.NoError(tb, err)
+	return e
+}
+
+func key(mut ...func(*core.Key)) *core.AuthzPrincipal {
+	k := &core.Key{ID: "key_1", OrgID: "org_ours", Scopes: core.AllScopes}
+	for _, f := range mut {
+		f(k)
+	}
+	return core.PrincipalForKey(k)
+}
+
+var ours = &core.Org{ID: "org_ours", Plan: core.PlanStandard}
+
+func seats(tiers ...core.Tier) core.Deliberation {
+	d := core.Deliberation{Seats: map[core.Tier][]core.Seat{}}
+	for _, t := range tiers {
+		d.Seats[t] = []core.Seat{{Engine: "sim/atlas"}}
+	}
+	return d
+}
+
+var (
+	standardMode = core.ModeForPolicy(&core.Mode{
+		Key: "standard", ID: "conclave-standard", Ticker: "CNCL:STND",
+		Deliberation: seats(core.Tiers...),
+	})
+	maxMode = core.ModeForPolicy(&core.Mode{
+		Key: "max", ID: "conclave-max", Ticker: "CNCL:MAXX", Plans: []string{"pro", "enterprise"},
+		Deliberation: seats(core.Tiers...),
+	})
+	ownMode = core.ModeForPolicy(&core.Mode{
+		Key: "panel", ID: "ours-panel", Ticker: "OURS:PANL", OwnerOrg: "org_ours", Plans: []string{"pro"},
+		Deliberation: seats(core.TierPlus),
+	})
+	theirMode = core.ModeForPolicy(&core.Mode{
+		Key: "secret", ID: "theirs-secret", Ticker: "THEM:SCRT", OwnerOrg: "org_theirs",
+		Deliberation: seats(core.Tiers...),
+	})
+)
+
+func TestDecide(t *testing.T) {
+	t.Parallel()
+	free := &core.AuthzOrg{ID: "org_ours", Plan: "free"}
+	app := key()
+	app.Kind = "app"
+
+	tests := []struct {
+		name string
+		in   core.AuthzInput
+		want core.Code // "" means allow
+	}{
+		{"allow models.read", core.AuthzInput{Action: core.ActionModelsRead, Principal: key(), Org: core.OrgForPolicy(ours)}, ""},
+		{"allow chat", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: core.OrgForPolicy(ours), Mode: standardMode, Tier: core.TierPlus}, ""},
+		{"allow own mode", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: core.OrgForPolicy(ours), Mode: ownMode, Tier: core.TierPlus}, ""},
+		{"allow plan-limited mode on its plan", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: &core.AuthzOrg{ID: "org_ours", Plan: "pro"}, Mode: maxMode}, ""},
+		{"allow key limited by ticker", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(func(k *core.Key) { k.Modes = []string{"CNCL:STND"} }), Org: core.OrgForPolicy(ours), Mode: standardMode}, ""},
+		{"allow api key pro on free plan", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: free, Mode: standardMode, Tier: core.TierPro}, ""},
+		{"allow app within plan", core.AuthzInput{Action: core.ActionChatCreate, Principal: app, Org: free, Mode: standardMode, Tier: core.TierExperience}, ""},
+		{"allow nil key scopes and modes read as empty", core.AuthzInput{Action: core.ActionModelsRead, Principal: &core.AuthzPrincipal{Kind: "api_key", Scopes: []string{core.ScopeModelsRead}}, Org: core.OrgForPolicy(ours)}, ""},
+
+		{"model_not_found", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: core.OrgForPolicy(ours), Mode: theirMode}, core.CodeModelNotFound},
+		{"insufficient_scope", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(func(k *core.Key) { k.Scopes = []string{core.ScopeModelsRead} }), Org: core.OrgForPolicy(ours), Mode: standardMode}, core.CodeInsufficientScope},
+		{"insufficient_scope unknown action", core.AuthzInput{Action: "models.delete", Principal: key(), Org: core.OrgForPolicy(ours)}, core.CodeInsufficientScope},
+		{"insufficient_scope nil principal", core.AuthzInput{Action: core.ActionModelsRead, Org: core.OrgForPolicy(ours)}, core.CodeInsufficientScope},
+		{"test_key_not_allowed", core.AuthzInput{Action: core.ActionModesWrite, Principal: key(func(k *core.Key) { k.Test = true }), Org: core.OrgForPolicy(ours)}, core.CodeTestKeyNotAllowed},
+		{"mode_not_permitted", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: core.OrgForPolicy(ours), Mode: maxMode}, core.CodeModeNotPermitted},
+		{"insufficient_scope key limited", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(func(k *core.Key) { k.Modes = []string{"conclave-fast"} }), Org: core.OrgForPolicy(ours), Mode: standardMode}, core.CodeInsufficientScope},
+		{"tier_not_permitted no seats", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: core.OrgForPolicy(ours), Mode: ownMode, Tier: core.TierPro}, core.CodeTierNotPermitted},
+		{"tier_not_permitted over plan", core.AuthzInput{Action: core.ActionChatCreate, Principal: app, Org: free, Mode: standardMode, Tier: core.TierPlus}, core.CodeTierNotPermitted},
+		{"tier_not_permitted unknown tier", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: core.OrgForPolicy(ours), Mode: standardMode, Tier: "ultra"}, core.CodeTierNotPermitted},
+		{"precedence not found over scope", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(func(k *core.Key) { k.Scopes = nil }), Org: core.OrgForPolicy(ours), Mode: theirMode}, core.CodeModelNotFound},
+		{"precedence mode_not_permitted over tier", core.AuthzInput{Action: core.ActionChatCreate, Principal: app, Org: free, Mode: maxMode, Tier: core.TierPro}, core.CodeModeNotPermitted},
+	}
+	e := engine(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d, err := e.Decide(t.Context(), &tt.in)
+			require.NoError(t, err)
+			if tt.want == "" {
+				require.Equal(t, &core.Decision{Allow: true}, d)
+				return
+			}
+			require.False(t, d.Allow)
+			require.Equal(t, tt.want, d.Code)
+			require.NotEmpty(t, d.Message)
+		})
+	}
+}
+
+func TestDecideNilInput(t *testing.T) {
+	t.Parallel()
+	_, err := engine(t).Decide(t.Context(), nil)
+	require.Error(t, err)
+}
+
+func TestDecideConcurrently(t *testing.T) {
+	t.Parallel()
+	e := engine(t)
+	in := &core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: core.OrgForPolicy(ours), Mode: maxMode, Tier: core.TierPlus}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				d, err := e.Decide(context.Background(), in)
+				if err != nil || d.Code != core.CodeModeNotPermitted {
+					t.Errorf("got %+v, %v", d, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// writePolicies writes files (name → source) into a fresh directory.
+func writePolicies(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, src := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(src), 0o644))
+	}
+	return dir
+}
+
+func TestDirReplacesEmbedded(t *testing.T) {
+	t.Parallel()
+	dir := writePolicies(t, map[string]string{
+		"authz.rego": `package conclave.authz
+
+decision := {"allow": false, "code": "mode_not_permitted", "message": "Nothing is permitted here."}
+`,
+		// Test files are not loaded: this one would not even compile.
+		"authz_test.rego": "package conclave.authz_test\n\ntest_x if { undefined_function(1) }\n",
+	})
+	e, err := policy.New(t.Context(), policy.Config{Dir: dir})
+	require.NoError(t, err)
+
+	d, err := e.Decide(t.Context(), &core.AuthzInput{Action: core.ActionModelsRead, Principal: key(), Org: core.OrgForPolicy(ours)})
+	require.NoError(t, err)
+	require.Equal(t, &core.Decision{Allow: false, Code: core.CodeModeNotPermitted, Message: "Nothing is permitted here."}, d)
+}
+
+func TestDirRecursesAndIgnoresTests(t *testing.T) {
+	t.Parallel()
+	dir := writePolicies(t, map[string]string{
+		"authz.rego":      "package conclave.authz\n\nimport data.conclave.tables\n\ndecision := {\"allow\": input.action in tables.allowed, \"code\": \"forbidden\", \"message\": \"\"}\n",
+		"lib/tables.rego": "package conclave.tables\n\nallowed := {\"models.read\"}\n",
+	})
+	e, err := policy.New(t.Context(), policy.Config{Dir: dir})
+	require.NoError(t, err)
+	d, err := e.Decide(t.Context(), &core.AuthzInput{Action: core.ActionModelsRead})
+	require.NoError(t, err)
+	require.True(t, d.Allow)
+	d, err = e.Decide(t.Context(), &core.AuthzInput{Action: core.ActionChatCreate})
+	require.NoError(t, err)
+	require.Equal(t, &core.Decision{Code: core.CodeForbidden}, d)
+}
+
+func TestBrokenDirFailsNew(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  []string // substrings of the error
+	}{
+		{
+			name:  "syntax error",
+			files: map[string]string{"authz.rego": "package conclave.authz\n\ndecision := {\"allow\" true}\n\nx := 1\n"},
+			want:  []string{"authz.rego:3", "rego_parse_error"},
+		},
+		{
+			name:  "compile error",
+			files: map[string]string{"authz.rego": "package conclave.authz\n\ndecision := {\"allow\": true, \"code\": \"\", \"message\": \"\"}\n\nx if no_such_function(1)\n"},
+			want:  []string{"authz.rego:5", "no_such_function"},
+		},
+		{
+			name:  "rego conflict",
+			files: map[string]string{"authz.rego": "package conclave.authz\n\ndecision := {\"allow\": true}\n\ndecision := {\"allow\": false, \"code\": \"forbidden\"}\n"},
+			want:  []string{"authz.rego"},
+		},
+		{
+			name:  "no decision rule",
+			files: map[string]string{"authz.rego": "package conclave.authz\n\nallow := true\n"},
+			want:  []string{"data.conclave.authz.decision"},
+		},
+		{
+			name:  "decision not an object",
+			files: map[string]string{"authz.rego": "package conclave.authz\n\ndecision := true\n"},
+			want:  []string{"not an object"},
+		},
+		{
+			name:  "decision undefined",
+			files: map[string]string{"authz.rego": "package conclave.authz\n\ndecision := {\"allow\": true} if input.action == \"nothing\"\n"},
+			want:  []string{"undefined"},
+		},
+		{
+			name:  "deny without code",
+			files: map[string]string{"authz.rego": "package conclave.authz\n\ndecision := {\"allow\": false, \"message\": \"no\"}\n"},
+			want:  []string{"without a code"},
+		},
+		{
+			name:  "only tests",
+			files: map[string]string{"authz_test.rego": "package conclave.authz_test\n"},
+			want:  []string{"no .rego policy files"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := writePolicies(t, tt.files)
+			_, err := policy.New(t.Context(), policy.Config{Dir: dir})
+			require.Error(t, err)
+			for _, w := range tt.want {
+				require.ErrorContains(t, err, w)
+			}
+			if tt.name != "only tests" && tt.name != "no decision rule" {
+				require.ErrorContains(t, err, filepath.Join(dir, "authz.rego"), "the error names the file")
+			}
+		})
+	}
+}
+
+func TestMissingDirFailsNew(t *testing.T) {
+	t.Parallel()
+	_, err := policy.New(t.Context(), policy.Config{Dir: filepath.Join(t.TempDir(), "nope")})
+	require.Error(t, err)
+}
+
+func TestDecideRejectsMisshapenDecision(t *testing.T) {
+	t.Parallel()
+	dir := writePolicies(t, map[string]string{"authz.rego": `package conclave.authz
+
+decision := {"allow": true, "code": "", "message": ""} if input.action == "models.read"
+
+decision := {"allow": false, "code": "", "message": "no code"} if input.action == "chat.create"
+
+decision := {"allow": "yes"} if input.action == "tests.read"
+`})
+	e, err := policy.New(t.Context(), policy.Config{Dir: dir})
+	require.NoError(t, err)
+	for action, want := range map[string]string{
+		core.ActionChatCreate:   "without a code",
+		core.ActionTestsRead:    "not a boolean",
+		core.ActionReceiptsRead: "undefined",
+	} {
+		d, err := e.Decide(t.Context(), &core.AuthzInput{Action: action})
+		require.ErrorContains(t, err, want, action)
+		require.Nil(t, d)
+	}
+}
+
+func BenchmarkDecide(b *testing.B) {
+	e := engine(b)
+	in := &core.AuthzInput{
+		Action:    core.ActionChatCreate,
+		Principal: key(func(k *core.Key) { k.Modes = []string{"conclave-standard", "conclave-max"} }),
+		Org:       core.OrgForPolicy(ours),
+		Mode:      standardMode,
+		Tier:      core.TierPlus,
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		d, err := e.Decide(ctx, in)
+		if err != nil || !d.Allow {
+			b.Fatalf("got %+v, %v", d, err)
+		}
+	}
+}
+
+func BenchmarkDecideParallel(b *testing.B) {
+	e := engine(b)
+	in := &core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: core.OrgForPolicy(ours), Mode: maxMode, Tier: core.TierPlus}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := e.Decide(context.Background(), in); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,300 @@
+# Conclave's authorization policy.
+#
+# For every /v1 request Conclave evaluates data.conclave.authz.decision with
+# the request's AuthzInput as `input`, and reads back
+#
+#     {"allow": true|false, "code": "…", "message": "…"}
+#
+# Policies decide (scopes, entitlements, tiers, key restrictions); Go counts
+# (rates, concurrency, money). docs/policies.md describes the input document,
+# the rules and how to change them; authz_test.rego tests every rule.
+#
+# How this file is built: each rule below adds a denial, with a rank, to the
+# set `denials`; `decision` answers the denial with the lowest rank, or an
+# allow when there is none. Rules never conflict, and adding one is adding a
+# `denials contains …` block and a row in `precedence`.
+package conclave.authz
+
+# ---------------------------------------------------------------------------
+# Data tables: edit these to change who may do what.
+# ---------------------------------------------------------------------------
+
+# required_scope names the one scope each action needs. An action missing
+# from this table is refused.
+required_scope := {
+	"models.read": "models:read",
+	"chat.create": "deliberate",
+	"estimate.create": "estimate",
+	"receipts.read": "receipts:read",
+	"tests.create": "tests",
+	"tests.read": "tests",
+	"certify.create": "certify",
+	"certify.read": "certify",
+	"modes.write": "modes:write",
+}
+
+# tier_rank orders the tiers, lowest first. A tier missing from it is refused.
+tier_rank := {"experience": 1, "plus": 2, "pro": 3}
+
+# plan_max_tier is the highest tier a connected app (any principal that is
+# not an API key) may ask for, by the organisation's plan. A plan missing
+# from this table is capped at the lowest tier. API keys are not capped.
+plan_max_tier := {
+	"free": "experience",
+	"plus": "plus",
+	"standard": "plus",
+	"pro": "pro",
+	"enterprise": "pro",
+}
+
+# plan_limited_modes opens system modes, by id, only to the plans listed,
+# whatever plans the configuration gives them: for example
+# {"conclave-max": {"pro"}}. Modes owned by an organisation are not affected.
+plan_limited_modes := {}
+
+# precedence orders the denials: when several apply, the lowest number wins.
+precedence := {
+	"mode_of_another_org": 1, # model_not_found
+	"missing_scope": 2, # insufficient_scope
+	"test_key": 3, # test_key_not_allowed
+	"plan_excluded": 4, # mode_not_permitted
+	"key_limited": 5, # insufficient_scope
+	"tier": 6, # tier_not_permitted
+}
+
+# ---------------------------------------------------------------------------
+# The decision.
+# ---------------------------------------------------------------------------
+
+# decision is the first denial by precedence, or an allow when none applies.
+decision := {"allow": false, "code": d.code, "message": d.message} if {
+	d := first_denial
+} else := {"allow": true, "code": "", "message": ""}
+
+# first_denial is the denial of lowest rank. Should two share a rank, the
+# smaller one (by code, then message) is chosen, so the answer never depends
+# on evaluation order.
+first_denial := min({d | some d in denials; d.rank == lowest}) if {
+	count(denials) > 0
+	lowest := min({d.rank | some d in denials})
+}
+
+# ---------------------------------------------------------------------------
+# The input, read defensively: a missing or null field reads as empty, so a
+# malformed input is refused rather than let through.
+# ---------------------------------------------------------------------------
+
+action := input.action if {
+	is_string(input.action)
+} else := ""
+
+principal := input.principal if {
+	is_object(input.principal)
+} else := {}
+
+org := input.org if {
+	is_object(input.org)
+} else := {}
+
+# mode is the mode the request names; undefined when it names none.
+mode := input.mode if is_object(input.mode)
+
+has_mode if is_object(input.mode)
+
+# tier is the tier the request asks for; undefined when it asks for none.
+tier := input.tier if {
+	input.tier != null
+	input.tier != ""
+}
+
+principal_kind := principal.kind if {
+	is_string(principal.kind)
+} else := ""
+
+is_test_key if principal.test == true
+
+key_scopes := {s | some s in principal.scopes; is_string(s)}
+
+# key_modes is empty when the key may use every mode the org is entitled to.
+key_modes := {m | some m in principal.modes; is_string(m); m != ""}
+
+org_id := org.id if {
+	is_string(org.id)
+} else := ""
+
+org_plan := org.plan if {
+	is_string(org.plan)
+} else := ""
+
+mode_id := mode.id if {
+	is_string(mode.id)
+} else := ""
+
+mode_ticker := mode.ticker if {
+	is_string(mode.ticker)
+} else := ""
+
+# mode_owner is "" for a system mode (owner_org empty or absent).
+mode_owner := mode.owner_org if {
+	is_string(mode.owner_org)
+} else := ""
+
+# mode_plans are the plans a system mode is open to; empty means every plan.
+mode_plans := plan_limited_modes[mode_id] if {
+	has_mode
+} else := {p | some p in mode.plans; is_string(p); p != ""}
+
+mode_tiers := {t | some t in mode.tiers; is_string(t)}
+
+# ---------------------------------------------------------------------------
+# Rule 1 — scope. Each action needs the one scope required_scope names.
+# ---------------------------------------------------------------------------
+
+denials contains {
+	"rank": precedence.missing_scope,
+	"code": "insufficient_scope",
+	"message": sprintf("This key lacks the %q scope that %s requires.", [scope, action]),
+} if {
+	scope := required_scope[action]
+	not scope in key_scopes
+}
+
+# An action the table does not know is refused the same way.
+denials contains {
+	"rank": precedence.missing_scope,
+	"code": "insufficient_scope",
+	"message": sprintf("No scope grants the action %q.", [action]),
+} if {
+	not required_scope[action]
+}
+
+# ---------------------------------------------------------------------------
+# Rule 2 — test keys cannot create or change modes.
+# ---------------------------------------------------------------------------
+
+denials contains {
+	"rank": precedence.test_key,
+	"code": "test_key_not_allowed",
+	"message": "Test keys cannot create or change modes; use a live key.",
+} if {
+	action == "modes.write"
+	is_test_key
+}
+
+# ---------------------------------------------------------------------------
+# Rule 3 — mode entitlement (only when the request names a mode). The org is
+# entitled to a mode it owns, and to a system mode whose plan list is empty
+# or includes the org's plan.
+# ---------------------------------------------------------------------------
+
+system_mode if {
+	has_mode
+	mode_owner == ""
+}
+
+entitled if {
+	mode_owner != ""
+	mode_owner == org_id
+}
+
+entitled if {
+	system_mode
+	count(mode_plans) == 0
+}
+
+entitled if {
+	system_mode
+	org_plan in mode_plans
+}
+
+# A mode owned by another organisation is answered as if it did not exist:
+# the message names nothing, so it reveals nothing.
+denials contains {
+	"rank": precedence.mode_of_another_org,
+	"code": "model_not_found",
+	"message": "The requested model does not exist or is not available to your organisation. GET /v1/models lists the modes you can call.",
+} if {
+	mode_owner != ""
+	mode_owner != org_id
+}
+
+# A system mode whose plans leave out the organisation's plan.
+denials contains {
+	"rank": precedence.plan_excluded,
+	"code": "mode_not_permitted",
+	"message": sprintf("Mode %q is not included in your organisation's plan (%s).", [mode_id, org_plan]),
+} if {
+	system_mode
+	not entitled
+}
+
+# ---------------------------------------------------------------------------
+# Rule 4 — a key limited to named modes may use only those, named by id or
+# by ticker.
+# ---------------------------------------------------------------------------
+
+key_allows_mode if mode_id in key_modes
+
+key_allows_mode if mode_ticker in key_modes
+
+denials contains {
+	"rank": precedence.key_limited,
+	"code": "insufficient_scope",
+	"message": sprintf("This key is limited to named modes, and %q is not one of them.", [mode_id]),
+} if {
+	has_mode
+	count(key_modes) > 0
+	not key_allows_mode
+}
+
+# ---------------------------------------------------------------------------
+# Rule 5 — tier (only when the request asks for one). The tier must be one
+# of the three and one the mode has a seat row for. An API key accepts any
+# of the three; any other principal (a connected app) is capped by the
+# organisation's plan (plan_max_tier).
+# ---------------------------------------------------------------------------
+
+tier_unknown if {
+	t := tier
+	not tier_rank[t]
+}
+
+tier_without_seats if {
+	t := tier
+	tier_rank[t]
+	has_mode
+	not t in mode_tiers
+}
+
+plan_cap := object.get(plan_max_tier, org_plan, "experience")
+
+tier_over_plan if {
+	t := tier
+	principal_kind != "api_key"
+	tier_rank[t] > tier_rank[plan_cap]
+}
+
+denials contains {
+	"rank": precedence.tier,
+	"code": "tier_not_permitted",
+	"message": sprintf("The tier %v is not one of experience, plus or pro.", [tier]),
+} if {
+	tier_unknown
+}
+
+denials contains {
+	"rank": precedence.tier,
+	"code": "tier_not_permitted",
+	"message": sprintf("Mode %q has no seats at the %s tier.", [mode_id, tier]),
+} if {
+	tier_without_seats
+}
+
+denials contains {
+	"rank": precedence.tier,
+	"code": "tier_not_permitted",
+	"message": sprintf("Your organisation's plan (%s) allows tiers up to %s; %s is above it.", [org_plan, plan_cap, tier]),
+} if {
+	tier_over_plan
+	not tier_without_seats
+}

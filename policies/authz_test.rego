@@ -1,0 +1,395 @@
+# Tests of authz.rego: every rule, every precedence pair, and the allows.
+# Run them with `go test ./policies/...` (or `opa test policies/`).
+package conclave.authz_test
+
+import data.conclave.authz
+
+# ---------------------------------------------------------------------------
+# Fixtures. Inputs are built from these with object.union, which merges
+# objects key by key and replaces arrays, so a test states only what differs.
+# ---------------------------------------------------------------------------
+
+all_scopes := ["models:read", "deliberate", "estimate", "receipts:read", "tests", "certify", "modes:write"]
+
+live_key := {
+	"kind": "api_key",
+	"key_id": "key_live",
+	"test": false,
+	"scopes": all_scopes,
+	"modes": [],
+}
+
+app := object.union(live_key, {"kind": "app", "key_id": "app_1"})
+
+our_org := {"id": "org_ours", "plan": "standard"}
+
+# A system mode open to every plan, with seats at every tier.
+open_mode := {
+	"id": "conclave-standard",
+	"key": "standard",
+	"ticker": "CNCL:STND",
+	"plans": [],
+	"tiers": ["experience", "plus", "pro"],
+}
+
+# A system mode limited to the pro plan.
+pro_mode := {
+	"id": "conclave-max",
+	"key": "max",
+	"ticker": "CNCL:MAXX",
+	"plans": ["pro", "enterprise"],
+	"tiers": ["experience", "plus", "pro"],
+}
+
+# A mode our organisation owns, with seats at plus only.
+our_mode := {
+	"id": "ours-panel",
+	"key": "panel",
+	"ticker": "OURS:PANL",
+	"owner_org": "org_ours",
+	"plans": ["pro"],
+	"tiers": ["plus"],
+}
+
+# A mode another organisation owns.
+their_mode := {
+	"id": "theirs-secret",
+	"key": "secret",
+	"ticker": "THEM:SCRT",
+	"owner_org": "org_theirs",
+	"plans": [],
+	"tiers": ["experience", "plus", "pro"],
+}
+
+# chat is a chat.create request on open_mode at plus, changed by patch.
+chat(patch) := object.union(
+	{"action": "chat.create", "principal": live_key, "org": our_org, "mode": open_mode, "tier": "plus"},
+	patch,
+)
+
+# request is a request for action with no mode and no tier.
+request(act) := {"action": act, "principal": live_key, "org": our_org}
+
+decide(inp) := d if {
+	d := authz.decision with input as inp
+}
+
+code(inp) := decide(inp).code
+
+allowed(inp) if decide(inp) == {"allow": true, "code": "", "message": ""}
+
+scopes_without(s) := [x | some x in all_scopes; x != s]
+
+# ---------------------------------------------------------------------------
+# Allows.
+# ---------------------------------------------------------------------------
+
+test_allow_every_action_with_its_scope if {
+	every act, scope in authz.required_scope {
+		allowed(object.union(request(act), {"principal": {"scopes": [scope]}}))
+	}
+}
+
+test_allow_chat_on_open_system_mode if allowed(chat({}))
+
+test_allow_system_mode_listing_the_plan if {
+	allowed(chat({"mode": pro_mode, "org": {"plan": "pro"}}))
+}
+
+test_allow_own_mode_whatever_its_plans if {
+	# our_mode lists only "pro"; plans bind system modes, not owned ones.
+	allowed(chat({"mode": our_mode}))
+}
+
+test_allow_key_limited_by_mode_id if {
+	allowed(chat({"principal": {"modes": ["conclave-standard"]}}))
+}
+
+test_allow_key_limited_by_ticker if {
+	allowed(chat({"principal": {"modes": ["CNCL:STND"]}}))
+}
+
+test_allow_api_key_any_tier_whatever_the_plan if {
+	every t in ["experience", "plus", "pro"] {
+		allowed(chat({"tier": t, "org": {"plan": "free"}}))
+	}
+}
+
+test_allow_app_within_plan_cap if {
+	allowed(chat({"principal": app, "org": {"plan": "free"}, "tier": "experience"}))
+	allowed(chat({"principal": app, "org": {"plan": "plus"}, "tier": "plus"}))
+	allowed(chat({"principal": app, "org": {"plan": "standard"}, "tier": "plus"}))
+	allowed(chat({"principal": app, "org": {"plan": "pro"}, "tier": "pro"}))
+	allowed(chat({"principal": app, "org": {"plan": "enterprise"}, "tier": "pro"}))
+}
+
+test_allow_no_tier_skips_tier_checks if {
+	inp := json.remove(chat({"mode": {"tiers": []}}), ["tier"])
+	allowed(inp)
+}
+
+test_allow_test_key_outside_modes_write if {
+	allowed(chat({"principal": {"test": true}}))
+	allowed(object.union(request("models.read"), {"principal": {"test": true}}))
+}
+
+test_allow_live_key_modes_write if allowed(request("modes.write"))
+
+test_allow_null_owner_org_is_system_mode if {
+	allowed(chat({"mode": {"owner_org": null}}))
+}
+
+# ---------------------------------------------------------------------------
+# Rule 1 — scope.
+# ---------------------------------------------------------------------------
+
+test_scope_missing_for_every_action if {
+	every act, scope in authz.required_scope {
+		code(object.union(request(act), {"principal": {"scopes": scopes_without(scope)}})) == "insufficient_scope"
+	}
+}
+
+test_scope_message_names_scope if {
+	d := decide(chat({"principal": {"scopes": ["models:read"]}}))
+	d.allow == false
+	contains(d.message, "\"deliberate\"")
+}
+
+test_scope_unknown_action if {
+	code(request("models.delete")) == "insufficient_scope"
+}
+
+test_scope_missing_action if {
+	code(json.remove(request("models.read"), ["action"])) == "insufficient_scope"
+}
+
+test_scope_null_scopes if {
+	code(object.union(request("models.read"), {"principal": {"scopes": null}})) == "insufficient_scope"
+}
+
+test_scope_null_principal_and_org if {
+	code({"action": "models.read", "principal": null, "org": null}) == "insufficient_scope"
+}
+
+test_scope_empty_input if {
+	code({}) == "insufficient_scope"
+}
+
+# ---------------------------------------------------------------------------
+# Rule 2 — test keys cannot change modes.
+# ---------------------------------------------------------------------------
+
+test_test_key_modes_write if {
+	code(object.union(request("modes.write"), {"principal": {"test": true}})) == "test_key_not_allowed"
+}
+
+test_test_key_modes_write_on_own_mode if {
+	code(chat({"action": "modes.write", "mode": our_mode, "principal": {"test": true}})) == "test_key_not_allowed"
+}
+
+# ---------------------------------------------------------------------------
+# Rule 3 — mode entitlement.
+# ---------------------------------------------------------------------------
+
+test_mode_of_another_org_is_not_found if {
+	code(chat({"mode": their_mode})) == "model_not_found"
+}
+
+test_mode_of_another_org_message_reveals_nothing if {
+	d := decide(chat({"mode": their_mode}))
+	not contains(d.message, "theirs")
+	not contains(d.message, "THEM")
+}
+
+test_mode_owned_but_org_id_missing_is_not_found if {
+	code(chat({"mode": our_mode, "org": {"id": null}})) == "model_not_found"
+}
+
+test_system_mode_excluding_plan if {
+	code(chat({"mode": pro_mode})) == "mode_not_permitted"
+}
+
+test_system_mode_excluding_missing_plan if {
+	code(chat({"mode": pro_mode, "org": {"plan": null}})) == "mode_not_permitted"
+}
+
+test_plan_limited_modes_replace_configured_plans if {
+	limited := {"conclave-standard": {"pro"}}
+	code(chat({"org": {"plan": "standard"}})) == "mode_not_permitted" with authz.plan_limited_modes as limited
+	allowed(chat({"org": {"plan": "pro"}})) with authz.plan_limited_modes as limited
+	allowed(chat({"mode": pro_mode, "org": {"plan": "standard"}})) with authz.plan_limited_modes as {"conclave-max": {"standard"}}
+	allowed(chat({"mode": our_mode})) with authz.plan_limited_modes as {"ours-panel": {"free"}}
+}
+
+test_system_mode_message_names_mode if {
+	contains(decide(chat({"mode": pro_mode})).message, "conclave-max")
+}
+
+# ---------------------------------------------------------------------------
+# Rule 4 — key limited to named modes.
+# ---------------------------------------------------------------------------
+
+test_key_limited_to_other_modes if {
+	d := decide(chat({"principal": {"modes": ["conclave-fast", "CNCL:FAST"]}}))
+	d.code == "insufficient_scope"
+	contains(d.message, "limited to named modes")
+}
+
+test_key_limited_without_mode_in_request if {
+	# A request naming no mode is not restricted by the key's mode list.
+	allowed(object.union(request("receipts.read"), {"principal": {"modes": ["conclave-fast"]}}))
+}
+
+# ---------------------------------------------------------------------------
+# Rule 5 — tier.
+# ---------------------------------------------------------------------------
+
+test_tier_without_seats if {
+	code(chat({"mode": our_mode, "tier": "pro"})) == "tier_not_permitted"
+}
+
+test_tier_without_seats_empty_tiers if {
+	code(chat({"mode": {"tiers": []}})) == "tier_not_permitted"
+}
+
+test_tier_null_tiers if {
+	code(chat({"mode": {"tiers": null}})) == "tier_not_permitted"
+}
+
+test_tier_unknown if {
+	d := decide(chat({"tier": "ultra"}))
+	d.code == "tier_not_permitted"
+	contains(d.message, "ultra")
+}
+
+test_tier_app_over_plan_cap if {
+	code(chat({"principal": app, "org": {"plan": "free"}, "tier": "plus"})) == "tier_not_permitted"
+	code(chat({"principal": app, "org": {"plan": "free"}, "tier": "pro"})) == "tier_not_permitted"
+	code(chat({"principal": app, "org": {"plan": "plus"}, "tier": "pro"})) == "tier_not_permitted"
+	code(chat({"principal": app, "org": {"plan": "standard"}, "tier": "pro"})) == "tier_not_permitted"
+}
+
+test_tier_app_unknown_plan_capped_at_lowest if {
+	code(chat({"principal": app, "org": {"plan": "mystery"}, "tier": "plus"})) == "tier_not_permitted"
+	allowed(chat({"principal": app, "org": {"plan": "mystery"}, "tier": "experience"}))
+}
+
+test_tier_missing_kind_is_capped if {
+	code(chat({"principal": {"kind": null}, "org": {"plan": "free"}, "tier": "pro"})) == "tier_not_permitted"
+}
+
+test_tier_seats_checked_before_plan_cap if {
+	d := decide(chat({"principal": app, "mode": our_mode, "org": {"plan": "free"}, "tier": "pro"}))
+	d.code == "tier_not_permitted"
+	contains(d.message, "no seats")
+}
+
+# ---------------------------------------------------------------------------
+# Precedence: model_not_found > insufficient_scope (endpoint) >
+# test_key_not_allowed > mode_not_permitted > insufficient_scope (mode-limited
+# key) > tier_not_permitted. One test per pair.
+# ---------------------------------------------------------------------------
+
+no_scopes := {"principal": {"scopes": []}}
+
+as_test_key := {"principal": {"test": true}}
+
+limited_key := {"principal": {"modes": ["conclave-fast"]}}
+
+bad_tier := {"tier": "ultra"}
+
+modes_write := {"action": "modes.write"}
+
+test_precedence_not_found_over_scope if {
+	code(chat(object.union({"mode": their_mode}, no_scopes))) == "model_not_found"
+}
+
+test_precedence_not_found_over_test_key if {
+	code(chat(object.union_n([{"mode": their_mode}, modes_write, as_test_key]))) == "model_not_found"
+}
+
+# A mode owned by another org is never a system mode, so these two cannot
+# both apply to one input; check the ranking itself on made-up denials.
+test_precedence_not_found_over_mode_not_permitted if {
+	d := authz.decision with authz.denials as {
+		{"rank": authz.precedence.plan_excluded, "code": "mode_not_permitted", "message": "b"},
+		{"rank": authz.precedence.mode_of_another_org, "code": "model_not_found", "message": "a"},
+	}
+	d.code == "model_not_found"
+}
+
+test_precedence_not_found_over_limited_key if {
+	code(chat(object.union({"mode": their_mode}, limited_key))) == "model_not_found"
+}
+
+test_precedence_not_found_over_tier if {
+	code(chat(object.union({"mode": their_mode}, bad_tier))) == "model_not_found"
+}
+
+test_precedence_scope_over_test_key if {
+	d := decide(chat(object.union_n([modes_write, as_test_key, {"principal": {"scopes": ["deliberate"]}}])))
+	d.code == "insufficient_scope"
+	contains(d.message, "\"modes:write\"")
+}
+
+test_precedence_scope_over_mode_not_permitted if {
+	code(chat(object.union({"mode": pro_mode}, no_scopes))) == "insufficient_scope"
+}
+
+test_precedence_scope_over_limited_key if {
+	d := decide(chat(object.union_n([limited_key, no_scopes])))
+	d.code == "insufficient_scope"
+	contains(d.message, "\"deliberate\" scope")
+	not contains(d.message, "limited to named modes")
+}
+
+test_precedence_scope_over_tier if {
+	code(chat(object.union(bad_tier, no_scopes))) == "insufficient_scope"
+}
+
+test_precedence_test_key_over_mode_not_permitted if {
+	code(chat(object.union_n([{"mode": pro_mode}, modes_write, as_test_key]))) == "test_key_not_allowed"
+}
+
+test_precedence_test_key_over_limited_key if {
+	code(chat(object.union_n([modes_write, as_test_key, limited_key]))) == "test_key_not_allowed"
+}
+
+test_precedence_test_key_over_tier if {
+	code(chat(object.union_n([modes_write, as_test_key, bad_tier]))) == "test_key_not_allowed"
+}
+
+test_precedence_mode_not_permitted_over_limited_key if {
+	code(chat(object.union({"mode": pro_mode}, limited_key))) == "mode_not_permitted"
+}
+
+test_precedence_mode_not_permitted_over_tier if {
+	code(chat(object.union({"mode": pro_mode}, bad_tier))) == "mode_not_permitted"
+}
+
+test_precedence_limited_key_over_tier if {
+	d := decide(chat(object.union(limited_key, bad_tier)))
+	d.code == "insufficient_scope"
+	contains(d.message, "limited to named modes")
+}
+
+# ---------------------------------------------------------------------------
+# The decision's shape.
+# ---------------------------------------------------------------------------
+
+test_denial_shape if {
+	d := decide(chat({"mode": pro_mode}))
+	object.keys(d) == {"allow", "code", "message"}
+	d.allow == false
+	d.code != ""
+	d.message != ""
+}
+
+test_allow_shape if {
+	object.keys(decide(chat({}))) == {"allow", "code", "message"}
+}
+
+test_precedence_table_has_a_rank_per_rule if {
+	ranks := [r | some r in authz.precedence]
+	count(ranks) == count({r | some r in ranks})
+}
