@@ -61,7 +61,7 @@ type setupOpts struct {
 // "enterprise", added to the built-in catalog for entitlement tests.
 const enterpriseMode = "conclave-enterprise"
 
-func setup(t *testing.T, opts ...func(*setupOpts)) *testBundle {
+func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 	t.Helper()
 	ctx := context.Background()
 	o := setupOpts{}
@@ -100,8 +100,12 @@ func setup(t *testing.T, opts ...func(*setupOpts)) *testBundle {
 	return tb
 }
 
+func setupBench(b *testing.B, cfg api.Config) *testBundle {
+	return setup(b, func(o *setupOpts) { o.cfg = cfg })
+}
+
 // newKey issues a key for the bundle's organisation (unless p names one).
-func (tb *testBundle) newKey(t *testing.T, p *core.CreateKeyParams) string {
+func (tb *testBundle) newKey(t testing.TB, p *core.CreateKeyParams) string {
 	t.Helper()
 	secret, hash := core.NewKeySecret(p.Test)
 	if p.OrgID == "" {

@@ -9,6 +9,7 @@ package policy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -17,6 +18,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -39,11 +41,22 @@ type Config struct {
 	// ignored) — a policy author's workflow (`conclave serve --policy-dir`).
 	// Defaults to the embedded set.
 	Dir string
+	// MemoEntries bounds the memo of decisions already made. A decision is a
+	// pure function of its input (the policy set is fixed for the life of the
+	// Engine and reads no clock or outside data), so a repeated input is
+	// answered from the memo; when it is full it is emptied. Negative turns
+	// the memo off. Defaults to 4096.
+	MemoEntries int
 }
 
-// Engine decides with a compiled, prepared policy set.
+// Engine decides with a compiled, prepared policy set. It is safe for
+// concurrent use.
 type Engine struct {
 	query rego.PreparedEvalQuery
+
+	memoMax int
+	memoMu  sync.Mutex
+	memo    map[string]core.Decision
 }
 
 var _ core.Authorizer = (*Engine)(nil)
@@ -89,7 +102,13 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy: preparing %s: %w", Query, err)
 	}
-	e := &Engine{query: pq}
+	e := &Engine{query: pq, memoMax: cfg.MemoEntries, memo: map[string]core.Decision{}}
+	if e.memoMax == 0 {
+		e.memoMax = 4096
+	}
+	if impure := nondeterministicCalls(compiler); len(impure) > 0 {
+		e.memoMax = -1 // the same input may not give the same decision
+	}
 
 	// Probe once so that a set whose decision is undefined or misshapen
 	// fails at start rather than on the first request.
@@ -109,9 +128,31 @@ func (e *Engine) Decide(ctx context.Context, in *core.AuthzInput) (*core.Decisio
 	if in == nil {
 		return nil, errors.New("policy: nil input")
 	}
+	var key string
+	if e.memoMax > 0 {
+		b, err := json.Marshal(in) // field order is fixed, so equal inputs give equal keys
+		if err != nil {
+			return nil, fmt.Errorf("policy: encoding input: %w", err)
+		}
+		key = string(b)
+		e.memoMu.Lock()
+		d, ok := e.memo[key]
+		e.memoMu.Unlock()
+		if ok {
+			return &d, nil // a copy: callers may change what they get
+		}
+	}
 	d, err := e.decide(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
+	}
+	if e.memoMax > 0 {
+		e.memoMu.Lock()
+		if len(e.memo) >= e.memoMax {
+			clear(e.memo)
+		}
+		e.memo[key] = *d
+		e.memoMu.Unlock()
 	}
 	return d, nil
 }
@@ -123,6 +164,34 @@ func (e *Engine) decide(ctx context.Context, in *core.AuthzInput) (*core.Decisio
 	}
 	return decisionOf(rs)
 }
+
+// nondeterministicCalls lists the built-ins the policy set calls whose
+// results can change between calls with the same input (time.now_ns,
+// http.send, rand.intn, …). Such a set cannot be memoized.
+func nondeterministicCalls(c *ast.Compiler) []string {
+	seen := map[string]bool{}
+	for _, m := range c.Modules {
+		ast.WalkExprs(m, func(x *ast.Expr) bool {
+			if !x.IsCall() {
+				return false
+			}
+			name := x.Operator().String()
+			if b, ok := ast.BuiltinMap[name]; ok && b.Nondeterministic {
+				seen[name] = true
+			}
+			return false
+		})
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Memoized reports whether the engine answers repeated inputs from its memo.
+func (e *Engine) Memoized() bool { return e.memoMax > 0 }
 
 // parseModules parses every non-test .rego file of fsys. Module names are
 // prefix joined with the file's path, so that errors name the file as the

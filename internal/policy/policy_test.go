@@ -11,6 +11,7 @@ import (
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/internal/policy"
+	"github.com/conclavehq/conclave/policies"
 )
 
 // embedded is one engine over the embedded policies, shared by the tests.
@@ -276,8 +277,34 @@ decision := {"allow": "yes"} if input.action == "tests.read"
 	}
 }
 
+// A policy set that reads the clock (or any non-deterministic built-in) is
+// never memoized: the same input may deserve a different answer later.
+func TestImpurePoliciesAreNotMemoized(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pure, err := policy.New(ctx, policy.Config{})
+	require.NoError(t, err)
+	require.True(t, pure.Memoized())
+
+	dir := t.TempDir()
+	src, err := policies.FS.ReadFile("authz.rego")
+	require.NoError(t, err)
+	impure := string(src) + `
+# Deny everything during a maintenance window that never ends.
+denials contains {"rank": 0, "code": "insufficient_scope", "message": "maintenance"} if {
+	time.now_ns() > 0
+}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(impure), 0o600))
+	e, err := policy.New(ctx, policy.Config{Dir: dir})
+	require.NoError(t, err)
+	require.False(t, e.Memoized())
+}
+
+// BenchmarkDecide measures one decision evaluated by OPA (memo=off) beside
+// the same decision answered from the memo (memo=on), as the API sees it
+// for a repeated key, mode and tier.
 func BenchmarkDecide(b *testing.B) {
-	e := engine(b)
 	in := &core.AuthzInput{
 		Action:    core.ActionChatCreate,
 		Principal: key(func(k *core.Key) { k.Modes = []string{"conclave-standard", "conclave-max"} }),
@@ -286,12 +313,46 @@ func BenchmarkDecide(b *testing.B) {
 		Tier:      core.TierPlus,
 	}
 	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		d, err := e.Decide(ctx, in)
-		if err != nil || !d.Allow {
-			b.Fatalf("got %+v, %v", d, err)
+	for _, c := range []struct {
+		name string
+		memo int
+	}{{"memo=off", -1}, {"memo=on", 0}} {
+		b.Run(c.name, func(b *testing.B) {
+			e, err := policy.New(ctx, policy.Config{MemoEntries: c.memo})
+			require.NoError(b, err)
+			b.ReportAllocs()
+			for b.Loop() {
+				d, err := e.Decide(ctx, in)
+				if err != nil || !d.Allow {
+					b.Fatalf("got %+v, %v", d, err)
+				}
+			}
+		})
+	}
+}
+
+// The memo answers a repeated input exactly as evaluation would, and hands
+// out copies.
+func TestMemoAnswersLikeEvaluation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	memo, err := policy.New(ctx, policy.Config{MemoEntries: 2})
+	require.NoError(t, err)
+	plain, err := policy.New(ctx, policy.Config{MemoEntries: -1})
+	require.NoError(t, err)
+	inputs := []*core.AuthzInput{
+		{Action: core.ActionModelsRead, Principal: key(), Org: core.OrgForPolicy(ours), Mode: maxMode},
+		{Action: core.ActionModelsRead, Principal: key(func(k *core.Key) { k.Scopes = []string{core.ScopeEstimate} }), Org: core.OrgForPolicy(ours)},
+		{Action: core.ActionModelsRead, Principal: key(func(k *core.Key) { k.Modes = []string{"conclave-standard"} }), Org: core.OrgForPolicy(ours), Mode: maxMode},
+	}
+	for round := 0; round < 3; round++ { // the third input overflows the memo and empties it
+		for _, in := range inputs {
+			want, err := plain.Decide(ctx, in)
+			require.NoError(t, err)
+			got, err := memo.Decide(ctx, in)
+			require.NoError(t, err)
+			require.Equal(t, want, got)
+			got.Allow, got.Code = !got.Allow, "tampered"
 		}
 	}
 }
