@@ -4,8 +4,10 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"net/http/httptest"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -53,4 +55,27 @@ func TestEveryCodeHasOneTableRow(t *testing.T) {
 	// The two types the spec states outright.
 	require.Equal(t, typeRateLimit, codeTable[core.CodeRateLimitExceeded].Type)
 	require.Equal(t, typeInvalidRequest, codeTable[core.CodeModelNotFound].Type)
+}
+
+// A 429 always tells the caller when to come back: the error's own
+// RetryAfter rounded up to whole seconds, or one second.
+func TestRateLimitErrorsCarryRetryAfter(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err  *core.Error
+		want string
+	}{
+		{&core.Error{Code: core.CodeRateLimitExceeded, Message: "slow down", RetryAfter: 1500 * time.Millisecond}, "2"},
+		{&core.Error{Code: core.CodeConcurrencyLimitExceeded, Message: "too many"}, "1"},
+		{&core.Error{Code: core.CodeTestLaunchLimitExceeded, Message: "daily", RetryAfter: time.Hour}, "3600"},
+	} {
+		w := httptest.NewRecorder()
+		writeError(w, httptest.NewRequest("POST", "/v1/estimate", nil), tc.err)
+		require.Equal(t, 429, w.Code)
+		require.Equal(t, tc.want, w.Header().Get("Retry-After"))
+		require.Contains(t, w.Body.String(), `"type":"rate_limit_error"`)
+	}
+	w := httptest.NewRecorder()
+	writeError(w, httptest.NewRequest("GET", "/", nil), core.Errorf(core.CodeModelNotFound, "no"))
+	require.Empty(t, w.Header().Get("Retry-After"), "only throttling answers carry Retry-After")
 }

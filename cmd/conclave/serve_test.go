@@ -22,6 +22,7 @@ import (
 
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
+	"github.com/conclavehq/conclave/policies"
 )
 
 var (
@@ -229,6 +230,29 @@ func TestServeDemoKeyAndGracefulDrain(t *testing.T) {
 	p2 := startServe(t, t.TempDir(), []string{"DATABASE_URL=" + url}, "--demo")
 	require.Contains(t, p2.stdout.String(), "Demo organisation DEMO")
 	p2.stop(t)
+}
+
+// The worked example of docs/policies.md, end to end: a policy directory
+// that opens conclave-max to the pro plan only replaces the embedded set.
+func TestServePolicyDirReplacesTheEmbeddedPolicies(t *testing.T) {
+	t.Parallel()
+	src, err := policies.FS.ReadFile("authz.rego")
+	require.NoError(t, err)
+	edited := strings.Replace(string(src), "plan_limited_modes := {}", `plan_limited_modes := {"conclave-max": {"pro"}}`, 1)
+	require.NotEqual(t, string(src), edited, "the worked example's line is in the policy")
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(edited), 0o600))
+
+	p := startServe(t, t.TempDir(), []string{"DATABASE_URL=" + pgtest.NewDatabase(t)}, "--demo", "--policy-dir", dir)
+	key := regexp.MustCompile(`ccl_live_[A-Za-z0-9_-]{43}`).FindString(p.stdout.String())
+	status, body := get(t, p.base+"/v1/models", key)
+	require.Equal(t, 200, status, body)
+	require.Contains(t, body, `"id":"conclave-standard"`)
+	require.NotContains(t, body, `"id":"conclave-max"`)
+	status, body = get(t, p.base+"/v1/models/CNCL:MAXX", key)
+	require.Equal(t, 403, status, body)
+	require.Contains(t, body, `"code":"mode_not_permitted"`)
+	p.stop(t)
 }
 
 func TestServeManagesALocalClusterWhenNoDatabaseURL(t *testing.T) {
