@@ -50,6 +50,25 @@ func NewCatalog(engines []Engine, modes []Mode) (*Catalog, error) {
 			return nil, &FieldError{f + ".price", "prices cannot be negative"}
 		case e.Adapter == "":
 			return nil, &FieldError{f + ".adapter", "required"}
+		case e.Timeout < 0:
+			return nil, &FieldError{f + ".timeout", "cannot be negative"}
+		}
+		if e.Model == "" {
+			if _, after, ok := strings.Cut(e.ID, "/"); ok {
+				e.Model = after
+			} else {
+				e.Model = e.ID
+			}
+		}
+		switch e.Carrier {
+		case "":
+			e.Carrier = CarrierNative
+		case CarrierNative, CarrierWasm, CarrierGoPlugin:
+		default:
+			return nil, &FieldError{f + ".carrier", fmt.Sprintf("%q is not native, wasm or goplugin", e.Carrier)}
+		}
+		if e.Carrier != CarrierNative && e.Plugin == "" {
+			return nil, &FieldError{f + ".plugin", "required when carrier is " + e.Carrier + " (the plugin-manifest entry to load)"}
 		}
 		c.engines[e.ID] = &e
 	}

@@ -81,7 +81,33 @@ type Engine struct {
 	// Credential names the credential the egress layer injects (an
 	// environment variable, for instance); never the secret itself.
 	Credential string `json:"credential,omitempty"`
+	// Model is the provider's identifier for the model; defaults to the part
+	// of ID after the first "/".
+	Model string `json:"model"`
+	// Carrier runs the adapter: CarrierNative (compiled in, the default),
+	// CarrierWasm or CarrierGoPlugin.
+	Carrier string `json:"carrier"`
+	// Plugin names the plugin-manifest entry that provides the adapter when
+	// Carrier is not native.
+	Plugin string `json:"plugin,omitempty"`
+	// Timeout bounds one attempt of one call; 0 means the egress default.
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// AWS settings for engines whose adapter signs with AWS SigV4: the
+	// region, and the role the service assumes per request (with its
+	// external id). STSEndpoint overrides the STS endpoint (for tests and
+	// the simulated provider).
+	AWSRegion     string `json:"aws_region,omitempty"`
+	AWSRoleARN    string `json:"aws_role_arn,omitempty"`
+	AWSExternalID string `json:"aws_external_id,omitempty"`
+	STSEndpoint   string `json:"sts_endpoint,omitempty"`
 }
+
+// Carriers of an adapter.
+const (
+	CarrierNative   = "native"
+	CarrierWasm     = "wasm"
+	CarrierGoPlugin = "goplugin"
+)
 
 // Seat is one place at a panel: a primary engine and its backup.
 type Seat struct {

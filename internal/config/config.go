@@ -105,14 +105,22 @@ type Log struct {
 
 // Engine is one engine's configuration; see core.Engine.
 type Engine struct {
-	ID               string `yaml:"id"`
-	Family           string `yaml:"family"`
-	MaxTier          string `yaml:"max_tier"`
-	Adapter          string `yaml:"adapter"`
-	Endpoint         string `yaml:"endpoint"`
-	Credential       string `yaml:"credential"`
-	InputUSDPerMTok  USD    `yaml:"input_usd_per_mtok"`
-	OutputUSDPerMTok USD    `yaml:"output_usd_per_mtok"`
+	ID               string        `yaml:"id"`
+	Family           string        `yaml:"family"`
+	MaxTier          string        `yaml:"max_tier"`
+	Adapter          string        `yaml:"adapter"`
+	Endpoint         string        `yaml:"endpoint"`
+	Credential       string        `yaml:"credential"`
+	InputUSDPerMTok  USD           `yaml:"input_usd_per_mtok"`
+	OutputUSDPerMTok USD           `yaml:"output_usd_per_mtok"`
+	Model            string        `yaml:"model"`
+	Carrier          string        `yaml:"carrier"`
+	Plugin           string        `yaml:"plugin"`
+	Timeout          time.Duration `yaml:"timeout"`
+	AWSRegion        string        `yaml:"aws_region"`
+	AWSRoleARN       string        `yaml:"aws_role_arn"`
+	AWSExternalID    string        `yaml:"aws_external_id"`
+	STSEndpoint      string        `yaml:"sts_endpoint"`
 }
 
 // Mode is one mode's configuration; see core.Mode.
@@ -268,7 +276,9 @@ func (c *Config) Catalog() (*core.Catalog, error) {
 	for i, e := range c.Engines {
 		engines[i] = core.Engine{
 			ID: e.ID, Family: e.Family, MaxTier: core.Tier(e.MaxTier), Adapter: e.Adapter,
-			Endpoint: e.Endpoint, Credential: e.Credential,
+			Endpoint: e.Endpoint, Credential: e.Credential, Model: e.Model, Carrier: e.Carrier, Plugin: e.Plugin,
+			Timeout: e.Timeout, AWSRegion: e.AWSRegion, AWSRoleARN: e.AWSRoleARN, AWSExternalID: e.AWSExternalID,
+			STSEndpoint:  e.STSEndpoint,
 			InputPerMTok: core.Micros(e.InputUSDPerMTok), OutputPerMTok: core.Micros(e.OutputUSDPerMTok),
 		}
 	}

@@ -1,0 +1,75 @@
+package core
+
+import "context"
+
+// Protocol is a judging protocol: a pure plugin that turns a question and
+// its anonymised answers into judge prompts (Plan), and the judges' replies
+// into scores (Score). The host makes every model call. Like Adapter, it runs
+// natively, as a WebAssembly module or as a go-plugin process, and must be
+// safe for concurrent use.
+type Protocol interface {
+	Describe(ctx context.Context) (*ProtocolInfo, error)
+	Plan(ctx context.Context, task *JudgeTask) (*JudgePlan, error)
+	Score(ctx context.Context, in *JudgeVerdicts) (*JudgeScores, error)
+}
+
+// ProtocolInfo describes a judging protocol.
+type ProtocolInfo struct {
+	Name    string `json:"name"` // "direct", "pairwise", "plurality", …
+	Version string `json:"version"`
+}
+
+// JudgeTask is what a protocol plans prompts for. Answers are anonymised:
+// their ids carry no engine name, and their order is the host's shuffle.
+type JudgeTask struct {
+	Question string        `json:"question"`
+	Answers  []JudgeAnswer `json:"answers"`
+	// Seed makes any choice the protocol makes (pair order, say)
+	// reproducible; protocols must not read a clock or random source.
+	Seed int64 `json:"seed"`
+}
+
+// JudgeAnswer is one anonymised answer.
+type JudgeAnswer struct {
+	ID   string `json:"id"`
+	Text string `json:"text"`
+}
+
+// JudgePlan is the prompts a protocol wants judges to answer.
+type JudgePlan struct {
+	Prompts []JudgePrompt `json:"prompts"`
+}
+
+// JudgePrompt is one prompt for a judge engine.
+type JudgePrompt struct {
+	ID         string `json:"id"`
+	System     string `json:"system"`
+	User       string `json:"user"`
+	JSONOutput bool   `json:"json_output"`
+}
+
+// JudgeVerdicts carries the judges' raw replies back to the protocol.
+type JudgeVerdicts struct {
+	Task     JudgeTask      `json:"task"`
+	Verdicts []JudgeVerdict `json:"verdicts"`
+}
+
+// JudgeVerdict is one judge's reply to one prompt.
+type JudgeVerdict struct {
+	PromptID string `json:"prompt_id"`
+	Judge    string `json:"judge"` // an opaque judge label
+	Text     string `json:"text"`
+}
+
+// JudgeScores is a protocol's reading of the verdicts.
+type JudgeScores struct {
+	// Scores by answer id, 0 to 1.
+	Scores map[string]float64 `json:"scores"`
+	// Best is the id of the best answer; "" when no verdict could be read.
+	Best string `json:"best"`
+	// Divergence is how far apart the answers are, 0 to 1, when the
+	// protocol can tell; nil otherwise.
+	Divergence *float64 `json:"divergence,omitempty"`
+	// Unreadable counts verdicts the protocol could not parse.
+	Unreadable int `json:"unreadable"`
+}
