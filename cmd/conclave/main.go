@@ -51,6 +51,8 @@ Usage:
                       [--ceiling-usd X] [--expires-in DURATION] [--json]
   conclave key revoke --key ID [--json]
   conclave key list --org ID [--json]
+  conclave sim [--addr HOST:PORT] [--profile quick|seed] [--time-scale X] [--seed N] [--api-key K]
+  conclave plugins list|verify [--config conclave.yaml] [--json]
   conclave migrate
   conclave version
 
@@ -78,6 +80,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return serve(ctx, args[1:], stdout, stderr)
 	case "migrate":
 		return migrate(ctx, args[1:], stdout)
+	case "sim":
+		return simCmd(ctx, args[1:], stderr)
 	case "org":
 		return orgCmd(ctx, args[1:], stdout)
 	case "balance":

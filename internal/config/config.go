@@ -26,14 +26,17 @@ func Default() []byte { return bytes.Clone(defaultYAML) }
 
 // Config is a whole deployment's configuration.
 type Config struct {
-	Server   Server   `yaml:"server"`
-	Database Database `yaml:"database"`
-	Policy   Policy   `yaml:"policy"`
-	Auth     Auth     `yaml:"auth"`
-	Limits   Limits   `yaml:"limits"`
-	Log      Log      `yaml:"log"`
-	Engines  []Engine `yaml:"engines"`
-	Modes    []Mode   `yaml:"modes"`
+	Server    Server    `yaml:"server"`
+	Database  Database  `yaml:"database"`
+	Policy    Policy    `yaml:"policy"`
+	Auth      Auth      `yaml:"auth"`
+	Limits    Limits    `yaml:"limits"`
+	Log       Log       `yaml:"log"`
+	Plugins   Plugins   `yaml:"plugins"`
+	Simulator Simulator `yaml:"simulator"`
+	Egress    Egress    `yaml:"egress"`
+	Engines   []Engine  `yaml:"engines"`
+	Modes     []Mode    `yaml:"modes"`
 }
 
 // Server configures the HTTP listener.
@@ -101,6 +104,54 @@ type Log struct {
 	Level string `yaml:"level"`
 	// Format is json or text. Defaults to json.
 	Format string `yaml:"format"`
+}
+
+// Plugins configures the plugin carriers.
+type Plugins struct {
+	// Manifest is the plugin manifest (plugins.yaml) listing the WebAssembly
+	// and go-plugin plugins engines may name, each pinned by sha256.
+	// Defaults to "" (native adapters only).
+	Manifest string `yaml:"manifest"`
+	// WasmCacheDir holds wazero's compilation cache. Defaults to
+	// ./.data/wasm-cache; "" keeps it in memory.
+	WasmCacheDir string `yaml:"wasm_cache_dir"`
+	// WasmPoolSize is the number of warm instances per module. Defaults to
+	// 0, one per core.
+	WasmPoolSize int `yaml:"wasm_pool_size"`
+	// WasmMemoryLimitMiB caps a module instance's memory. Defaults to 64.
+	WasmMemoryLimitMiB int `yaml:"wasm_memory_limit_mib"`
+	// CallTimeout bounds one call into a plugin. Defaults to 5s.
+	CallTimeout time.Duration `yaml:"call_timeout"`
+}
+
+// Simulator configures the in-process simulated provider.
+type Simulator struct {
+	// Profile is quick (a panel answers in a few seconds) or seed (the
+	// spec's published latency). Defaults to quick.
+	Profile string `yaml:"profile"`
+	// TimeScale multiplies every simulated latency. Defaults to 1.
+	TimeScale float64 `yaml:"time_scale"`
+	// Seed makes the simulation repeatable. Defaults to 1.
+	Seed int64 `yaml:"seed"`
+}
+
+// Egress configures the layer that sends provider requests.
+type Egress struct {
+	// AllowHosts lists the hosts provider requests may go to ("host",
+	// "host:port" or "*.example.com"). Defaults to [] — the hosts of the
+	// configured engine endpoints.
+	AllowHosts []string `yaml:"allow_hosts"`
+	// DefaultTimeout bounds one attempt when an engine sets none. Defaults
+	// to 120s.
+	DefaultTimeout time.Duration `yaml:"default_timeout"`
+	// MaxResponseBytes caps a provider response. Defaults to 8 MiB.
+	MaxResponseBytes int64 `yaml:"max_response_bytes"`
+	// MaxAttempts counts the first try and the retries of retryable
+	// failures. Defaults to 3.
+	MaxAttempts int `yaml:"max_attempts"`
+	// BaseBackoff is the first retry's back-off, doubled per attempt with
+	// jitter. Defaults to 250ms.
+	BaseBackoff time.Duration `yaml:"base_backoff"`
 }
 
 // Engine is one engine's configuration; see core.Engine.
@@ -265,6 +316,26 @@ func (c *Config) Validate() error {
 	case "json", "text":
 	default:
 		return fe("log.format", "%q is not json or text", c.Log.Format)
+	}
+	switch {
+	case c.Plugins.WasmPoolSize < 0:
+		return fe("plugins.wasm_pool_size", "cannot be negative")
+	case c.Plugins.WasmMemoryLimitMiB < 8 || c.Plugins.WasmMemoryLimitMiB > 4096:
+		return fe("plugins.wasm_memory_limit_mib", "must be 8 to 4096")
+	case c.Plugins.CallTimeout <= 0:
+		return fe("plugins.call_timeout", "must be positive")
+	case c.Simulator.Profile != "quick" && c.Simulator.Profile != "seed":
+		return fe("simulator.profile", "%q is not quick or seed", c.Simulator.Profile)
+	case c.Simulator.TimeScale <= 0:
+		return fe("simulator.time_scale", "must be positive")
+	case c.Egress.DefaultTimeout <= 0:
+		return fe("egress.default_timeout", "must be positive")
+	case c.Egress.MaxResponseBytes < 1024:
+		return fe("egress.max_response_bytes", "must be at least 1024")
+	case c.Egress.MaxAttempts < 1 || c.Egress.MaxAttempts > 10:
+		return fe("egress.max_attempts", "must be 1 to 10")
+	case c.Egress.BaseBackoff < 0:
+		return fe("egress.base_backoff", "cannot be negative")
 	}
 	_, err := c.Catalog()
 	return err

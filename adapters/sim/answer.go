@@ -1,0 +1,94 @@
+package sim
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+)
+
+// jsonAskRe recognises a prompt that asks for JSON output ("respond with
+// JSON", "in JSON", "JSON object"), not one that merely mentions JSON. It
+// runs on lower-cased text.
+var jsonAskRe = regexp.MustCompile(`\b(respond|reply|answer|return|output|format(?:ted)?|give|produce|emit)\b[^.\n]{0,40}\bjson\b|\bjson\s+(object|only|format|with)\b|\bin\s+json\b|\bas\s+json\b`)
+
+// asksForJSON runs jsonAskRe only around each "json" in text: a prompt can
+// be long, and the regular expression is not cheap.
+func asksForJSON(text string) bool {
+	low := strings.ToLower(text)
+	for off := 0; ; {
+		i := strings.Index(low[off:], "json")
+		if i < 0 {
+			return false
+		}
+		i += off
+		if jsonAskRe.MatchString(low[max(0, i-80):min(len(low), i+24)]) {
+			return true
+		}
+		off = i + len("json")
+	}
+}
+
+// answer writes the answer text of a call: judge JSON when the prompt holds
+// answer blocks and asks for JSON; a revision when it holds answer blocks
+// (critique, synthesis); otherwise an answer to the question.
+func (s *Server) answer(c *call, prof EngineProfile) string {
+	full := stripDirectives(c.text())
+	wantJSON := c.jsonMode || asksForJSON(full)
+	head, blocks := answerBlocks(full)
+	if len(blocks) > 0 {
+		q := questionIn(head)
+		if wantJSON {
+			return judgeJSON(q, blocks, s.cfg.Seed, c.model)
+		}
+		return s.compose(q, c.model, prof, full, blocks)
+	}
+	text := s.compose(stripDirectives(c.lastUser()), c.model, prof, full, nil)
+	if wantJSON {
+		b, _ := json.Marshal(struct {
+			Answer string `json:"answer"`
+		}{text})
+		return string(b)
+	}
+	return text
+}
+
+// compose answers a question: exactly when solve can, otherwise in prose
+// whose conclusion follows the engine's stance or, when earlier answers
+// are in the prompt, usually their majority.
+func (s *Server) compose(question, model string, prof EngineProfile, prompt string, blocks []answerBlock) string {
+	if sol, ok := solve(question); ok {
+		return styleSolution(prof.Style, sol)
+	}
+	sh := analyze(question)
+	concl := stance(sh, s.cfg.Seed, model, question, prof.Dissent)
+	if len(blocks) > 0 {
+		if maj := majorityKey(blocks); maj != "" {
+			r := seeded(s.cfg.Seed, "revise", model, digest(prompt))
+			if r.Float64() >= prof.Dissent/2 {
+				concl = maj
+			}
+		}
+	}
+	r := seeded(s.cfg.Seed, "prose", model, digest(prompt))
+	target := prof.OutputTokensMin
+	if prof.OutputTokensMax > target {
+		target += r.IntN(prof.OutputTokensMax - target + 1)
+	}
+	return writeProse(prof.Style, sh, concl, r, target)
+}
+
+// styleSolution words an exact answer in the engine's style, keeping the
+// result where conclusionKey finds it: a yes/no first, a number last.
+func styleSolution(style string, sol solution) string {
+	switch style {
+	case "terse":
+		return sol.terse
+	case "structured":
+		return sol.statement + "\n\n(Checked step by step.)"
+	case "thorough":
+		return sol.statement + " I double-checked the working."
+	case "nuanced":
+		return sol.statement + " The question leaves no room for interpretation."
+	}
+	return sol.statement
+}

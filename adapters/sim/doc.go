@@ -1,0 +1,29 @@
+// Package sim is the simulated provider: a real HTTP server on loopback
+// that stands in for the language-model providers when none can be
+// reached — for `make run`, tests and benchmarks. It speaks four real
+// wire formats (OpenAI chat completions, Anthropic Messages, Gemini
+// generateContent, Bedrock Converse, plus the STS AssumeRole that Bedrock
+// credentials come from), so that Conclave's real adapters and egress
+// layer run against it unchanged. It is a stand-in for providers only.
+//
+// Each model id ("atlas" for the engine "sim/atlas") has an EngineProfile:
+// a latency distribution, failure rates, an answer length, a writing style
+// and a tendency to dissent. Two built-in profiles set them: ProfileQuick
+// (every call 50–600 ms, the default) and ProfileSeed (calibrated so that a
+// wait-for-all three-seat panel reproduces the spec's published
+// deliberation latency, median 28.5 s, p90 88.2 s, p99 229.3 s). TimeScale
+// shrinks every delay so the seed profile runs in seconds.
+//
+// Answers are deterministic for a given seed, model and prompt. The
+// simulator solves arithmetic, numeric comparisons and syllogisms, writes
+// prose otherwise (engines sometimes reach different conclusions on open
+// questions), answers judge prompts with the judge JSON Conclave's judging
+// protocol expects, and counts tokens as ceil(bytes/4) (see TokenCount).
+// Test directives in the prompt, such as [[sim: error=rate_limited count=2]],
+// force failures, delays, answers and lengths; docs/simulator.md lists
+// them all.
+//
+// A Server is safe for concurrent use; it serves each call in its own
+// goroutine, so thousands of hanging calls cost only their goroutines, and
+// a call whose client goes away stops waiting at once.
+package sim

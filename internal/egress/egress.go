@@ -1,0 +1,398 @@
+package egress
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"reflect"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+
+	"github.com/conclavehq/conclave/core"
+)
+
+// Egress sends provider requests for seat calls. It is safe for concurrent
+// use; construct it with New.
+type Egress struct {
+	cfg     Config
+	creds   core.Credentials
+	allow   allowList
+	client  *http.Client
+	log     *slog.Logger
+	metrics *metrics
+	signer  *v4.Signer
+	infos   infoCache
+
+	// Seams for tests: the signing clock and the back-off wait.
+	now   func() time.Time
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+// New returns an Egress that injects credentials from creds. engines are
+// the deployment's engines: when cfg.AllowHosts is empty their endpoints'
+// hosts (and ports) form the allow-list. An engine whose endpoint is not an
+// http(s) URL is an error.
+func New(cfg Config, creds core.Credentials, engines []*core.Engine) (*Egress, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if creds == nil {
+		return nil, errors.New("egress: credentials are required")
+	}
+	var allow allowList
+	for _, h := range cfg.AllowHosts {
+		r, _ := parseHostRule(h) // validate checked it
+		allow = append(allow, r)
+	}
+	derive := len(allow) == 0
+	for _, eng := range engines {
+		if eng == nil || eng.Endpoint == "" {
+			continue
+		}
+		ep, err := parseEndpoint(eng.Endpoint)
+		if err != nil {
+			return nil, fmt.Errorf("egress: engine %q: %w", eng.ID, err)
+		}
+		if derive {
+			allow = append(allow, hostRule{host: ep.host, port: ep.port})
+		} else if !allow.allows(ep.host, ep.port) {
+			cfg.Logger.Warn("egress: engine endpoint is outside AllowHosts; its calls will be refused", "engine", eng.ID)
+		}
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("egress: registering metrics: %w", err)
+	}
+	client := *cfg.HTTPClient
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	client.Jar = nil
+	return &Egress{
+		cfg: cfg, creds: creds, allow: allow, client: &client, log: cfg.Logger, metrics: m,
+		signer: newSigner(), infos: infoCache{m: map[core.Adapter]core.AdapterInfo{}},
+		now: time.Now, sleep: sleepCtx,
+	}, nil
+}
+
+// CloseIdleConnections closes the HTTP client's idle connections. Egress
+// stays usable; it is meant for shutdown and tests.
+func (e *Egress) CloseIdleConnections() { e.client.CloseIdleConnections() }
+
+// Call runs one seat call: build, check, authorise, send, parse, retry. It
+// implements core.Egress. The answer is never nil when the error is nil; a
+// provider failure, a refusal and an adapter failure are answers with Error
+// set. The error is non-nil only when the caller's ctx ended (ctx.Err()),
+// the call is incomplete, or no credential could be had.
+func (e *Egress) Call(ctx context.Context, c *core.EgressCall) (*core.SeatAnswer, error) {
+	if c == nil || c.Engine == nil || c.Adapter == nil || c.Request == nil {
+		return nil, errors.New("egress: a call needs an engine, an adapter and a request")
+	}
+	start := time.Now()
+	ans, err := e.call(ctx, c)
+	outcome := outcomeOK
+	switch {
+	case err != nil && ctx.Err() != nil:
+		outcome = outcomeCanceled
+	case err != nil:
+		outcome = outcomeError
+	case ans.Error != nil:
+		outcome = string(ans.Error.Class)
+	}
+	e.metrics.call(c.Engine.ID, outcome, time.Since(start))
+	return ans, err
+}
+
+func (e *Egress) call(ctx context.Context, c *core.EgressCall) (*core.SeatAnswer, error) {
+	info, err := e.infos.describe(ctx, c.Adapter)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return failed(core.ErrorAdapterFailed, 0, "adapter could not describe itself: "+adapterMessage(err)), nil
+	}
+	if !knownScheme(info.Auth) {
+		return failed(core.ErrorAdapterFailed, 0, fmt.Sprintf("adapter %q names unknown credential scheme %q", info.Name, info.Auth)), nil
+	}
+	ep, err := parseEndpoint(c.Engine.Endpoint)
+	if err != nil {
+		return failed(core.ErrorEgressRefused, 0, "engine "+err.Error()), nil
+	}
+	if !e.allow.allows(ep.host, ep.port) {
+		return failed(core.ErrorEgressRefused, 0, "engine endpoint host is not in the egress allow-list"), nil
+	}
+	if info.Auth != core.AuthNone && ep.url.Scheme == "http" && !ep.loopback() && !e.cfg.AllowPlainHTTP {
+		return failed(core.ErrorEgressRefused, 0, "refusing to send a credential over plain http to a host that is not loopback"), nil
+	}
+	timeout := c.Engine.Timeout
+	if timeout <= 0 {
+		timeout = e.cfg.DefaultTimeout
+	}
+	for attempt := 1; ; attempt++ {
+		e.metrics.attempt(c.Engine.ID)
+		start := time.Now()
+		r, err := e.attempt(ctx, c, info, ep, timeout)
+		if err != nil {
+			return nil, err
+		}
+		ans := r.ans
+		if e.log.Enabled(ctx, slog.LevelDebug) {
+			var class core.ErrorClass
+			if ans.Error != nil {
+				class = ans.Error.Class
+			}
+			e.log.DebugContext(ctx, "egress attempt", "engine", c.Engine.ID, "attempt", attempt,
+				"status", r.status, "class", string(class), "duration", time.Since(start))
+		}
+		if ans.Error == nil || !ans.Error.Class.Retryable() || attempt >= e.cfg.MaxAttempts {
+			return ans, nil
+		}
+		d := e.backoff(attempt, r.retryAfter)
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
+			return ans, nil // no time to try again: the answer beats a bare deadline error
+		}
+		if err := e.sleep(ctx, d); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// backoff is the wait before retry number n (1 for the first retry): the
+// provider's Retry-After when it gave one, else full jitter below
+// BaseBackoff·2ⁿ⁻¹; both capped by MaxBackoff.
+func (e *Egress) backoff(n int, retryAfter time.Duration) time.Duration {
+	if retryAfter > 0 {
+		return min(retryAfter, e.cfg.MaxBackoff)
+	}
+	ceil := e.cfg.BaseBackoff
+	for i := 1; i < n && ceil < e.cfg.MaxBackoff; i++ {
+		ceil *= 2
+	}
+	ceil = min(ceil, e.cfg.MaxBackoff)
+	if ceil <= 0 {
+		return 0
+	}
+	return rand.N(ceil + 1)
+}
+
+// result is what one attempt produced.
+type result struct {
+	ans        *core.SeatAnswer // never nil
+	status     int              // the provider's HTTP status; 0 when none arrived
+	retryAfter time.Duration    // the provider's requested wait; 0 when none
+}
+
+// answer is the result of an attempt that ended in a failure of egress's
+// own finding (refusal, transport, adapter).
+func answer(ans *core.SeatAnswer) (result, error) {
+	return result{ans: ans, status: ans.Error.Status}, nil
+}
+
+// attempt sends the call once. The error is set only when the call cannot
+// go on at all.
+func (e *Egress) attempt(ctx context.Context, c *core.EgressCall, info core.AdapterInfo, ep *endpoint, timeout time.Duration) (result, error) {
+	hreq, err := c.Adapter.BuildRequest(ctx, c.Request)
+	if err != nil || hreq == nil {
+		if ctx.Err() != nil {
+			return result{}, ctx.Err()
+		}
+		msg := "adapter built no request"
+		if err != nil {
+			msg = "adapter could not build the request: " + adapterMessage(err)
+		}
+		return answer(failed(core.ErrorAdapterFailed, 0, msg))
+	}
+	u, err := resolve(ep, hreq)
+	if err != nil {
+		return answer(failed(core.ErrorEgressRefused, 0, err.Error()))
+	}
+	header, err := requestHeader(hreq.Header)
+	if err != nil {
+		return answer(failed(core.ErrorEgressRefused, 0, err.Error()))
+	}
+
+	var cred *core.Credential
+	if info.Auth != core.AuthNone {
+		cred, err = e.creds.Credential(ctx, &core.CredentialRequest{Engine: c.Engine, Scheme: info.Auth, OrgID: c.OrgID})
+		if err == nil {
+			err = checkCredential(info.Auth, cred)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return result{}, ctx.Err()
+			}
+			return result{}, fmt.Errorf("egress: credential for engine %q (scheme %s): %w", c.Engine.ID, info.Auth, err)
+		}
+	}
+
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var body io.Reader
+	if len(hreq.Body) > 0 {
+		body = bytes.NewReader(hreq.Body)
+	}
+	req, err := http.NewRequestWithContext(actx, hreq.Method, u.String(), body)
+	if err != nil {
+		return answer(failed(core.ErrorEgressRefused, 0, "request could not be formed"))
+	}
+	req.Header = header
+	if err := e.authorize(ctx, req, hreq.Body, info.Auth, cred, c.Engine.AWSRegion); err != nil {
+		return result{}, fmt.Errorf("egress: authorising the call for engine %q: %w", c.Engine.ID, err)
+	}
+
+	res, err := e.client.Do(req)
+	if err != nil {
+		return e.transportFailure(ctx, err, timeout)
+	}
+	defer res.Body.Close()
+	raw, err := readBody(res, e.cfg.MaxResponseBytes)
+	switch {
+	case errors.Is(err, errTooLarge):
+		return answer(failed(core.ErrorEgressRefused, res.StatusCode,
+			fmt.Sprintf("response body is larger than %d bytes", e.cfg.MaxResponseBytes)))
+	case err != nil:
+		return e.transportFailure(ctx, err, timeout)
+	}
+	wait := retryAfter(res.Header, e.now())
+
+	sec := secrets(cred)
+	hres := &core.HTTPResponse{Status: res.StatusCode, Header: responseHeader(res.Header, sec), Body: scrub(raw, sec)}
+	ans, err := c.Adapter.ParseResponse(ctx, hres)
+	if err != nil || ans == nil {
+		if ctx.Err() != nil {
+			return result{}, ctx.Err()
+		}
+		msg := "adapter returned no answer"
+		if err != nil {
+			msg = "adapter could not parse the response: " + adapterMessage(err)
+		}
+		return answer(failed(core.ErrorAdapterFailed, res.StatusCode, msg))
+	}
+	if ans.Error != nil && ans.Error.Status == 0 {
+		a, pe := *ans, *ans.Error
+		pe.Status = res.StatusCode
+		a.Error = &pe
+		ans = &a
+	}
+	return result{ans: ans, status: res.StatusCode, retryAfter: wait}, nil
+}
+
+// transportFailure classifies a failure to send or to read the answer. When
+// the caller's ctx ended, that is the result, not a provider failure.
+func (e *Egress) transportFailure(ctx context.Context, err error, timeout time.Duration) (result, error) {
+	if ctx.Err() != nil {
+		return result{}, ctx.Err()
+	}
+	var ne net.Error
+	var (
+		unknownCA  x509.UnknownAuthorityError
+		badHost    x509.HostnameError
+		badCert    x509.CertificateInvalidError
+		verify     *tls.CertificateVerificationError
+		recordHead tls.RecordHeaderError
+	)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
+		return answer(failed(core.ErrorTimeout, 0, fmt.Sprintf("provider did not answer within %s", timeout)))
+	case errors.As(err, &unknownCA), errors.As(err, &badHost), errors.As(err, &badCert),
+		errors.As(err, &verify), errors.As(err, &recordHead):
+		return answer(failed(core.ErrorEgressRefused, 0, "provider's TLS identity could not be verified"))
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return answer(failed(core.ErrorOverloaded, 0, "provider refused the connection"))
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return answer(failed(core.ErrorOverloaded, 0, "provider closed the connection"))
+	}
+	return answer(failed(core.ErrorOverloaded, 0, "provider could not be reached"))
+}
+
+func failed(class core.ErrorClass, status int, msg string) *core.SeatAnswer {
+	return &core.SeatAnswer{Error: &core.ProviderError{Class: class, Message: msg, Status: status}}
+}
+
+// adapterMessage is an adapter error's text, bounded. Adapters never hold a
+// credential, so their errors cannot carry one.
+func adapterMessage(err error) string {
+	const max = 256
+	s := err.Error()
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// infoCache remembers each adapter's Describe answer: a plugin carrier pays
+// a round trip for it, and it never changes for one adapter value.
+type infoCache struct {
+	mu sync.Mutex
+	m  map[core.Adapter]core.AdapterInfo
+}
+
+// maxCachedAdapters bounds the cache against callers that make an adapter
+// value per call.
+const maxCachedAdapters = 256
+
+func (c *infoCache) describe(ctx context.Context, a core.Adapter) (core.AdapterInfo, error) {
+	cacheable := hashable(reflect.TypeOf(a))
+	if cacheable {
+		c.mu.Lock()
+		info, ok := c.m[a]
+		c.mu.Unlock()
+		if ok {
+			return info, nil
+		}
+	}
+	p, err := a.Describe(ctx)
+	if err != nil {
+		return core.AdapterInfo{}, err
+	}
+	if p == nil {
+		return core.AdapterInfo{}, errors.New("adapter described nothing")
+	}
+	if cacheable {
+		c.mu.Lock()
+		if len(c.m) >= maxCachedAdapters {
+			clear(c.m)
+		}
+		c.m[a] = *p
+		c.mu.Unlock()
+	}
+	return *p, nil
+}
+
+// hashable reports whether values of t can be map keys without a run-time
+// panic: no interfaces, maps, slices or funcs inside.
+func hashable(t reflect.Type) bool {
+	if t == nil {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Interface, reflect.Map, reflect.Slice, reflect.Func:
+		return false
+	case reflect.Array:
+		return hashable(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if !hashable(t.Field(i).Type) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+var _ core.Egress = (*Egress)(nil)

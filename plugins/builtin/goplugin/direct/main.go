@@ -1,0 +1,14 @@
+// Command direct is the built-in direct judging protocol as a go-plugin
+// plugin process, for the go-plugin carrier (plugins/goplugin). Build it,
+// pin its sha256 in the plugin manifest (carrier: goplugin) and let the host
+// start it; run by hand, it only prints that it is a plugin:
+//
+//	go build -trimpath -o direct-goplugin ./plugins/builtin/goplugin/direct
+package main
+
+import (
+	"github.com/conclavehq/conclave/plugins/goplugin"
+	"github.com/conclavehq/conclave/plugins/protocol/direct"
+)
+
+func main() { goplugin.ServeProtocol(direct.New()) }

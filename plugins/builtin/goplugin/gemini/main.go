@@ -1,0 +1,14 @@
+// Command gemini is the built-in gemini adapter as a go-plugin plugin process,
+// for the go-plugin carrier (plugins/goplugin). Build it, pin its sha256 in
+// the plugin manifest (carrier: goplugin) and let the host start it; run by
+// hand, it only prints that it is a plugin:
+//
+//	go build -trimpath -o gemini-goplugin ./plugins/builtin/goplugin/gemini
+package main
+
+import (
+	"github.com/conclavehq/conclave/adapters/gemini"
+	"github.com/conclavehq/conclave/plugins/goplugin"
+)
+
+func main() { goplugin.ServeAdapter(gemini.New()) }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package wasmhost_test
+
+const raceEnabled = false
