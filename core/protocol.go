@@ -72,4 +72,21 @@ type JudgeScores struct {
 	Divergence *float64 `json:"divergence,omitempty"`
 	// Unreadable counts verdicts the protocol could not parse.
 	Unreadable int `json:"unreadable"`
+	// Converged is whether the readable verdicts found that the answers
+	// settled on one position (a majority of them; a tie is false); nil
+	// when no readable verdict said.
+	Converged *bool `json:"converged,omitempty"`
+	// FactualConflict is true when any readable verdict flagged a factual
+	// conflict between answers.
+	FactualConflict bool `json:"factual_conflict"`
+	// ContestedPassage is the passage that carried the split, when a
+	// readable verdict named one in a known answer.
+	ContestedPassage *ContestedPassage `json:"contested_passage,omitempty"`
+}
+
+// ContestedPassage is a quote from one answer that the judges disagreed on.
+type ContestedPassage struct {
+	Answer string `json:"answer"` // the answer's id
+	Quote  string `json:"quote"`
+	Why    string `json:"why"`
 }

@@ -17,9 +17,10 @@ import (
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
+	"github.com/conclavehq/conclave/plugins/plugintest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { pgtest.Main(m, plugintest.Cleanup) }
 
 // adminBundle runs subcommands in-process against a fresh database, named in
 // a configuration file so that tests can run in parallel.

@@ -52,7 +52,7 @@ Usage:
   conclave key revoke --key ID [--json]
   conclave key list --org ID [--json]
   conclave sim [--addr HOST:PORT] [--profile quick|seed] [--time-scale X] [--seed N] [--api-key K]
-  conclave plugins list|verify [--config conclave.yaml] [--json]
+  conclave plugins list|verify [--config conclave.yaml] [--manifest plugins.yaml] [--json]
   conclave migrate
   conclave version
 
@@ -82,6 +82,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return migrate(ctx, args[1:], stdout)
 	case "sim":
 		return simCmd(ctx, args[1:], stderr)
+	case "plugins":
+		return pluginsCmd(ctx, args[1:], stdout)
 	case "org":
 		return orgCmd(ctx, args[1:], stdout)
 	case "balance":

@@ -12,10 +12,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/conclavehq/conclave/adapters/sim"
 	"github.com/conclavehq/conclave/api"
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/internal/config"
+	"github.com/conclavehq/conclave/internal/egress"
 	"github.com/conclavehq/conclave/internal/policy"
+	"github.com/conclavehq/conclave/internal/providers"
+	"github.com/conclavehq/conclave/plugins/goplugin"
+	"github.com/conclavehq/conclave/plugins/wasmhost"
 )
 
 // serve runs the gateway until ctx is cancelled (SIGINT or SIGTERM), then
@@ -57,6 +62,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	prov, err := providers.Start(ctx, providersConfig(cfg, catalog, log, reg))
+	if err != nil {
+		return err
+	}
+	defer prov.Stop(context.WithoutCancel(ctx))
 	h, err := api.New(api.Config{MaxBodyBytes: cfg.Server.MaxBodyBytes, KeyCacheTTL: cfg.Auth.KeyCacheTTL}, api.Deps{
 		Store: db.store, Authz: authz, Catalog: catalog, Ready: db.store.Ready, Logger: log, Registry: reg,
 	})
@@ -77,7 +87,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("listening on %s: %w", cfg.Server.Addr, err)
 	}
 	base := "http://" + ln.Addr().String()
-	log.Info("serving", slog.String("addr", ln.Addr().String()), slog.Bool("managed_postgres", db.cluster != nil))
+	simURL := ""
+	if prov.Simulator() != nil {
+		simURL = prov.Simulator().URL()
+	}
+	log.Info("serving", slog.String("addr", ln.Addr().String()), slog.Bool("managed_postgres", db.cluster != nil), slog.String("simulated_provider", simURL))
 	// The demo key comes first: "serving on" is the line scripts wait for.
 	if *demo {
 		if err := printDemoKey(ctx, db, base, stdout); err != nil {
@@ -133,6 +147,27 @@ Try it:
 
 `, org.Ticker, org.ID, bal.Balance, secret, secret, base)
 	return nil
+}
+
+// providersConfig maps the deployment configuration onto the providers'
+// wiring: carriers, simulator and egress.
+func providersConfig(cfg *config.Config, catalog *core.Catalog, log *slog.Logger, reg prometheus.Registerer) providers.Config {
+	return providers.Config{
+		Catalog:      catalog,
+		ManifestPath: cfg.Plugins.Manifest,
+		Wasm: wasmhost.Config{
+			CacheDir: cfg.Plugins.WasmCacheDir, PoolSize: cfg.Plugins.WasmPoolSize,
+			MemoryLimitPages: uint32(cfg.Plugins.WasmMemoryLimitMiB) * 16, CallTimeout: cfg.Plugins.CallTimeout,
+		},
+		GoPlugin:  goplugin.Config{CallTimeout: cfg.Plugins.CallTimeout},
+		Simulator: sim.Config{Profile: cfg.Simulator.Profile, TimeScale: cfg.Simulator.TimeScale, Seed: cfg.Simulator.Seed},
+		Egress: egress.Config{
+			AllowHosts: cfg.Egress.AllowHosts, DefaultTimeout: cfg.Egress.DefaultTimeout,
+			MaxResponseBytes: cfg.Egress.MaxResponseBytes, MaxAttempts: cfg.Egress.MaxAttempts, BaseBackoff: cfg.Egress.BaseBackoff,
+		},
+		Logger:     log,
+		Registerer: reg,
+	}
 }
 
 func newLogger(c config.Log, w io.Writer) *slog.Logger {

@@ -56,9 +56,19 @@ const templateLockKey int64 = 0x636c7067746d706c // "clpgtmpl"
 // directory and points TEST_DATABASE_URL at it; the cluster is stopped and
 // removed after the tests, or on SIGINT/SIGTERM. It exits the process with
 // the tests' exit code. If PostgreSQL is not installed the tests fail.
-func Main(m *testing.M) {
-	if os.Getenv(EnvURL) != "" {
+//
+// after runs once the tests are done, before the process exits: for other
+// harnesses' clean-up (plugintest.Cleanup, say).
+func Main(m *testing.M, after ...func()) {
+	run := func() int {
 		code := m.Run()
+		for _, f := range after {
+			f()
+		}
+		return code
+	}
+	if os.Getenv(EnvURL) != "" {
+		code := run()
 		closeAdmin()
 		os.Exit(code)
 	}
@@ -90,7 +100,7 @@ func Main(m *testing.M) {
 		os.Exit(1)
 	}
 
-	code := m.Run()
+	code := run()
 	closeAdmin()
 	if err := cluster.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "pgtest: stopping the test cluster: %v\n", err)

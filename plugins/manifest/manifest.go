@@ -63,7 +63,11 @@ func Load(path string) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading plugin manifest: %w", err)
 	}
-	m, err := Parse(b, filepath.Dir(path))
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("reading plugin manifest: %w", err)
+	}
+	m, err := Parse(b, dir)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -71,7 +75,8 @@ func Load(path string) (*Manifest, error) {
 	return m, nil
 }
 
-// Parse reads a manifest whose relative paths are relative to dir.
+// Parse reads a manifest whose relative paths are relative to dir, which
+// should be absolute: plugins may run with another working directory.
 func Parse(b []byte, dir string) (*Manifest, error) {
 	var m Manifest
 	if err := yaml.Unmarshal(b, &m); err != nil {

@@ -10,8 +10,7 @@ import (
 	"github.com/conclavehq/conclave/plugins/manifest"
 )
 
-func TestLoadVerifyAndTamper(t *testing.T) {
-	t.Parallel()
+func TestLoadVerifyAndTamper(t *testing.T) { // not parallel: it changes directory
 	dir := t.TempDir()
 	plugin := filepath.Join(dir, "a.wasm")
 	require.NoError(t, os.WriteFile(plugin, []byte("module bytes"), 0o600))
@@ -25,6 +24,13 @@ func TestLoadVerifyAndTamper(t *testing.T) {
 	e, ok := m.Get("a")
 	require.True(t, ok)
 	require.Equal(t, plugin, e.Path, "relative paths resolve against the manifest")
+
+	// A manifest named by a relative path still yields absolute plugin paths.
+	t.Chdir(dir)
+	rel, err := manifest.Load("plugins.yaml")
+	require.NoError(t, err)
+	re, _ := rel.Get("a")
+	require.True(t, filepath.IsAbs(re.Path), re.Path)
 	require.NoError(t, e.Verify())
 	b, err := e.ReadVerified()
 	require.NoError(t, err)

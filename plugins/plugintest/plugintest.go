@@ -35,12 +35,19 @@ var (
 // Main runs the tests and removes what this process built.
 func Main(m *testing.M) {
 	code := m.Run()
+	Cleanup()
+	os.Exit(code)
+}
+
+// Cleanup removes what this process built; for a TestMain that cannot use
+// Main.
+func Cleanup() {
 	mu.Lock()
+	defer mu.Unlock()
 	if buildDir != "" {
 		_ = os.RemoveAll(buildDir)
+		buildDir = ""
 	}
-	mu.Unlock()
-	os.Exit(code)
 }
 
 func dir(t testing.TB) string {

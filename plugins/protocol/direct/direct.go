@@ -167,8 +167,11 @@ func defuse(s string) string {
 
 // verdict is the part of a judge's reply Score reads.
 type verdict struct {
-	Scores     map[string]json.RawMessage `json:"scores"`
-	Divergence json.RawMessage            `json:"divergence"`
+	Scores           map[string]json.RawMessage `json:"scores"`
+	Divergence       json.RawMessage            `json:"divergence"`
+	Converged        json.RawMessage            `json:"converged"`
+	FactualConflict  json.RawMessage            `json:"factual_conflict"`
+	ContestedPassage json.RawMessage            `json:"contested_passage"`
 }
 
 // Score implements core.Protocol.
@@ -181,7 +184,7 @@ func (*Protocol) Score(_ context.Context, in *core.JudgeVerdicts) (*core.JudgeSc
 	counts := make([]int, len(answers))
 	out := &core.JudgeScores{Scores: map[string]float64{}}
 	var divSum float64
-	var divCount int
+	var divCount, converged, saidConverged int
 	for _, vd := range in.Verdicts {
 		v, ok := readVerdict(vd)
 		scored := 0
@@ -206,6 +209,22 @@ func (*Protocol) Score(_ context.Context, in *core.JudgeVerdicts) (*core.JudgeSc
 			divSum += clamp(d)
 			divCount++
 		}
+		if c, ok := boolean(v.Converged); ok {
+			saidConverged++
+			if c {
+				converged++
+			}
+		}
+		if c, ok := boolean(v.FactualConflict); ok && c {
+			out.FactualConflict = true
+		}
+		if out.ContestedPassage == nil {
+			out.ContestedPassage = passage(v.ContestedPassage, answers)
+		}
+	}
+	if saidConverged > 0 {
+		c := converged*2 > saidConverged
+		out.Converged = &c
 	}
 	bestScore := math.Inf(-1)
 	for i, a := range answers {
@@ -271,6 +290,29 @@ func number(raw json.RawMessage) (float64, bool) {
 		return 0, false
 	}
 	return x, true
+}
+
+// boolean reads a JSON boolean; anything else is "not said".
+func boolean(raw json.RawMessage) (bool, bool) {
+	var b bool
+	if len(raw) == 0 || json.Unmarshal(raw, &b) != nil {
+		return false, false
+	}
+	return b, true
+}
+
+// passage reads a contested passage naming a known answer with a quote.
+func passage(raw json.RawMessage, answers []core.JudgeAnswer) *core.ContestedPassage {
+	var p core.ContestedPassage
+	if len(raw) == 0 || json.Unmarshal(raw, &p) != nil || strings.TrimSpace(p.Quote) == "" {
+		return nil
+	}
+	for _, a := range answers {
+		if a.ID == p.Answer {
+			return &p
+		}
+	}
+	return nil
 }
 
 func clamp(x float64) float64 { return min(max(x, 0), 1) }
