@@ -8,6 +8,8 @@
 //	request/<name>.json   {"name","note"?,"request": SeatRequest, "want": HTTPRequest}
 //	                      or {…, "want_error": "text the error must contain"}
 //	response/<name>.json  {"name","note"?,"response": HTTPResponse, "want": SeatAnswer}
+//	exemptions.json       optional: {"finishes"?: {reason: why}, "classes"?: {class: why}},
+//	                      what the provider never produces and so no fixture can show
 //
 // Bodies are stored for reading, not as the base64 that []byte takes in
 // JSON: a body written as a JSON object or array stands for its compact
@@ -19,7 +21,7 @@
 //
 // Every set must hold a "2kb" request (benchmarks translate it) and a
 // "success" response, and its responses must show every finish reason and
-// every provider error class (see Run).
+// every provider error class (see Run) but those its exemptions name.
 //
 // Run the suite from an adapter's tests:
 //
@@ -147,9 +149,17 @@ func Run(t *testing.T, adapterName string, a core.Adapter) {
 			}
 		}
 		for _, class := range providerClasses {
+			if why, ok := set.Exempt.Classes[class]; ok {
+				require.Falsef(t, classes[class], "%s is exempt (%s) but a fixture shows it: drop the exemption", class, why)
+				continue
+			}
 			require.Truef(t, classes[class], "a response fixture classified %s", class)
 		}
 		for _, f := range finishes {
+			if why, ok := set.Exempt.Finishes[f]; ok {
+				require.Falsef(t, finished[f], "%s is exempt (%s) but a fixture shows it: drop the exemption", f, why)
+				continue
+			}
 			require.Truef(t, finished[f], "a response fixture that finishes %s", f)
 		}
 	})

@@ -22,5 +22,5 @@ func ExampleFixtures() {
 
 func ExampleNames() {
 	fmt.Println(adaptertest.Names())
-	// Output: [anthropic bedrock gemini openai]
+	// Output: [anthropic bedrock gemini ollama openai]
 }

@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -28,6 +29,31 @@ type Set struct {
 	Describe  *core.AdapterInfo
 	Requests  []RequestCase  // sorted by name
 	Responses []ResponseCase // sorted by name
+	// Exempt names the finish reasons and error classes the adapter's
+	// provider never produces, each with the reason, from
+	// testdata/<adapter>/exemptions.json. Run's coverage check skips them.
+	Exempt Exemptions
+}
+
+// Exemptions are named gaps in a fixture set's coverage: finish reason or
+// error class → why no response of the provider can show it.
+type Exemptions struct {
+	Finishes map[string]string          `json:"finishes,omitempty"`
+	Classes  map[core.ErrorClass]string `json:"classes,omitempty"`
+}
+
+func (e *Exemptions) check() error {
+	for f, why := range e.Finishes {
+		if !slices.Contains(finishes, f) || strings.TrimSpace(why) == "" {
+			return fmt.Errorf("finishes: %q needs to be a finish reason with a reason why", f)
+		}
+	}
+	for c, why := range e.Classes {
+		if !slices.Contains(providerClasses, c) || strings.TrimSpace(why) == "" {
+			return fmt.Errorf("classes: %q needs to be a provider error class with a reason why", c)
+		}
+	}
+	return nil
 }
 
 // RequestCase is one BuildRequest fixture.
@@ -98,6 +124,14 @@ func Fixtures(adapterName string) (*Set, error) {
 	if err := readJSON(path.Join(dir, "describe.json"), &set.Describe); err != nil {
 		return nil, err
 	}
+	if file := path.Join(dir, "exemptions.json"); exists(file) {
+		if err := readJSON(file, &set.Exempt); err != nil {
+			return nil, err
+		}
+		if err := set.Exempt.check(); err != nil {
+			return nil, fmt.Errorf("adaptertest: %s: %w", file, err)
+		}
+	}
 	err := eachFile(path.Join(dir, "request"), func(name, file string) error {
 		var f requestFile
 		if err := readJSON(file, &f); err != nil {
@@ -131,6 +165,11 @@ func Fixtures(adapterName string) (*Set, error) {
 		return nil, err
 	}
 	return set, nil
+}
+
+func exists(file string) bool {
+	_, err := fs.Stat(testdata, file)
+	return err == nil
 }
 
 // eachFile calls fn for every .json file of dir, in name order, with the

@@ -13,5 +13,5 @@
 // gRPC method per kind, so this carrier marshals exactly like the
 // WebAssembly one and needs no generated code. A process that crashes fails
 // the calls in flight with ErrPluginCrashed; the next call starts a fresh
-// process. README.md describes the handshake, wire format and lifecycle.
+// process. docs/plugins.md describes the handshake, wire format and lifecycle.
 package goplugin

@@ -30,7 +30,7 @@ type Config struct {
 	// Defaults to 10s.
 	StartTimeout time.Duration
 	// Logger receives go-plugin's logs and each plugin's stderr and stdout,
-	// with a "plugin" attribute naming it. Nothing a plugin prints reaches
+	// with an "entry" attribute naming it. Nothing a plugin prints reaches
 	// the host's stdout. Defaults to discarding them.
 	Logger *slog.Logger
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -64,12 +65,21 @@ func dir(t testing.TB) string {
 }
 
 // Builtin returns the manifest of the built-in plugins: entries named
-// "<name>-wasm" and "<name>-goplugin" for every adapter and protocol.
+// "<name>-wasm" and "<name>-goplugin" for every adapter and protocol. A
+// prebuilt manifest in CONCLAVE_PLUGIN_DIR may list more (make plugins also
+// pins the example adapters); only the built-ins are returned.
 func Builtin(t testing.TB) *manifest.Manifest {
 	t.Helper()
 	if d := os.Getenv("CONCLAVE_PLUGIN_DIR"); d != "" {
 		if m, err := manifest.Load(filepath.Join(d, "plugins.yaml")); err == nil {
-			return m
+			want := map[string]bool{}
+			for _, n := range append(slices.Clone(Adapters), Protocols...) {
+				want[n+"-wasm"], want[n+"-goplugin"] = true, true
+			}
+			m.Plugins = slices.DeleteFunc(m.Plugins, func(e manifest.Entry) bool { return !want[e.Name] })
+			if len(m.Plugins) == len(want) {
+				return m
+			}
 		}
 	}
 	m := &manifest.Manifest{}
