@@ -25,8 +25,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/conclavehq/conclave/adapters/internal/reply"
 	"github.com/conclavehq/conclave/core"
 )
 
@@ -38,8 +38,6 @@ const (
 	// defaultMaxTokens is sent when the seat request leaves the cap to the
 	// adapter: the API requires one.
 	defaultMaxTokens = 1024
-	// maxMessage bounds a provider error message kept in a seat answer.
-	maxMessage = 200
 	// jsonInstruction stands in for a JSON mode the API does not have.
 	jsonInstruction = "Answer with one JSON object only: no prose before or after it, no code fences."
 )
@@ -176,13 +174,13 @@ func (*Adapter) ParseResponse(_ context.Context, res *core.HTTPResponse) (*core.
 	}
 	var r messagesResponse
 	if err := json.Unmarshal(res.Body, &r); err != nil {
-		return malformed(res.Status, "response body is not a message: "+jsonProblem(err)), nil
+		return reply.Malformed(res.Status, "response body is not a message: "+reply.JSONProblem(err)), nil
 	}
 	if r.Type == "error" {
 		return failure(res.Status, res.Body), nil
 	}
 	if r.Content == nil {
-		return malformed(res.Status, "response has no content"), nil
+		return reply.Malformed(res.Status, "response has no content"), nil
 	}
 	var text strings.Builder
 	for _, c := range r.Content {
@@ -192,7 +190,7 @@ func (*Adapter) ParseResponse(_ context.Context, res *core.HTTPResponse) (*core.
 	}
 	finish := stopReason(r.StopReason)
 	if text.Len() == 0 && finish == core.FinishStop {
-		return malformed(res.Status, "response has no answer text"), nil
+		return reply.Malformed(res.Status, "response has no answer text"), nil
 	}
 	u := r.Usage
 	return &core.SeatAnswer{
@@ -212,35 +210,6 @@ func stopReason(r string) string {
 	}
 	// end_turn, stop_sequence, tool_use, pause_turn and anything newer.
 	return core.FinishStop
-}
-
-func jsonProblem(err error) string {
-	var syntax *json.SyntaxError
-	if errors.As(err, &syntax) {
-		return "invalid JSON"
-	}
-	var typ *json.UnmarshalTypeError
-	if errors.As(err, &typ) && typ.Field != "" {
-		return "unexpected type at " + typ.Field
-	}
-	return "unexpected shape"
-}
-
-func malformed(status int, msg string) *core.SeatAnswer {
-	return &core.SeatAnswer{Error: &core.ProviderError{Class: core.ErrorMalformed, Message: msg, Status: status}}
-}
-
-// shorten keeps a provider message to one short, valid line.
-func shorten(s string) string {
-	s = strings.Join(strings.Fields(strings.ToValidUTF8(s, "\uFFFD")), " ")
-	if len(s) <= maxMessage {
-		return s
-	}
-	cut := maxMessage
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 var _ core.Adapter = (*Adapter)(nil)

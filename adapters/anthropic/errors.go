@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/conclavehq/conclave/adapters/internal/reply"
 	"github.com/conclavehq/conclave/core"
 )
 
@@ -20,7 +21,7 @@ type errorBody struct {
 func failure(status int, body []byte) *core.SeatAnswer {
 	var e errorBody
 	_ = json.Unmarshal(body, &e) // an unreadable body leaves the status to decide
-	msg := shorten(e.Error.Message)
+	msg := reply.Shorten(e.Error.Message)
 	if msg == "" {
 		msg = "provider answered HTTP " + strconv.Itoa(status)
 	}
@@ -44,7 +45,7 @@ func classify(status int, typ, msg string) core.ErrorClass {
 	if (status == 400 || status == 422) && saysTooLong(msg) {
 		return core.ErrorContextTooLong
 	}
-	return classifyStatus(status)
+	return reply.ClassifyStatus(status)
 }
 
 // saysTooLong recognises "prompt is too long: 210000 tokens > 200000
@@ -57,23 +58,4 @@ func saysTooLong(msg string) bool {
 		}
 	}
 	return false
-}
-
-// classifyStatus is the class an HTTP status implies on its own.
-func classifyStatus(status int) core.ErrorClass {
-	switch {
-	case status == 429:
-		return core.ErrorRateLimited
-	case status == 408 || status == 504:
-		return core.ErrorTimeout
-	case status == 401 || status == 403:
-		return core.ErrorAuthRefused
-	case status == 413:
-		return core.ErrorContextTooLong
-	case status >= 500 && status <= 599: // 529 is Anthropic's "overloaded"
-		return core.ErrorOverloaded
-	case status >= 400 && status <= 499:
-		return core.ErrorBadRequest
-	}
-	return core.ErrorMalformed
 }

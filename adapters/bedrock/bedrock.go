@@ -29,16 +29,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/conclavehq/conclave/adapters/internal/reply"
 	"github.com/conclavehq/conclave/core"
 )
 
 const (
 	adapterName    = "bedrock"
 	adapterVersion = "1.0.0"
-	// maxMessage bounds a provider error message kept in a seat answer.
-	maxMessage = 200
 	// jsonInstruction stands in for a JSON mode Converse does not have.
 	jsonInstruction = "Answer with one JSON object only: no prose before or after it, no code fences."
 )
@@ -194,10 +192,10 @@ func (*Adapter) ParseResponse(_ context.Context, res *core.HTTPResponse) (*core.
 	}
 	var r converseResponse
 	if err := json.Unmarshal(res.Body, &r); err != nil {
-		return malformed(res.Status, "response body is not a Converse response: "+jsonProblem(err)), nil
+		return reply.Malformed(res.Status, "response body is not a Converse response: "+reply.JSONProblem(err)), nil
 	}
 	if r.Output == nil || r.Output.Message == nil {
-		return malformed(res.Status, "response has no output message"), nil
+		return reply.Malformed(res.Status, "response has no output message"), nil
 	}
 	var text strings.Builder
 	for _, c := range r.Output.Message.Content {
@@ -207,7 +205,7 @@ func (*Adapter) ParseResponse(_ context.Context, res *core.HTTPResponse) (*core.
 	}
 	finish := stopReason(r.StopReason)
 	if text.Len() == 0 && finish == core.FinishStop {
-		return malformed(res.Status, "response has no answer text"), nil
+		return reply.Malformed(res.Status, "response has no answer text"), nil
 	}
 	u := r.Usage
 	return &core.SeatAnswer{
@@ -227,35 +225,6 @@ func stopReason(r string) string {
 	}
 	// end_turn, stop_sequence, tool_use and anything newer.
 	return core.FinishStop
-}
-
-func jsonProblem(err error) string {
-	var syntax *json.SyntaxError
-	if errors.As(err, &syntax) {
-		return "invalid JSON"
-	}
-	var typ *json.UnmarshalTypeError
-	if errors.As(err, &typ) && typ.Field != "" {
-		return "unexpected type at " + typ.Field
-	}
-	return "unexpected shape"
-}
-
-func malformed(status int, msg string) *core.SeatAnswer {
-	return &core.SeatAnswer{Error: &core.ProviderError{Class: core.ErrorMalformed, Message: msg, Status: status}}
-}
-
-// shorten keeps a provider message to one short, valid line.
-func shorten(s string) string {
-	s = strings.Join(strings.Fields(strings.ToValidUTF8(s, "\uFFFD")), " ")
-	if len(s) <= maxMessage {
-		return s
-	}
-	cut := maxMessage
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 var _ core.Adapter = (*Adapter)(nil)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/conclavehq/conclave/adapters/internal/reply"
 	"github.com/conclavehq/conclave/core"
 )
 
@@ -25,9 +26,9 @@ func failure(status int, header map[string]string, body []byte) *core.SeatAnswer
 	if exception == "" {
 		exception = exceptionName(e.Type)
 	}
-	msg := shorten(e.Message)
+	msg := reply.Shorten(e.Message)
 	if msg == "" && exception != "" {
-		msg = shorten(exception)
+		msg = reply.Shorten(exception)
 	}
 	if msg == "" {
 		msg = "provider answered HTTP " + strconv.Itoa(status)
@@ -89,7 +90,7 @@ func classify(status int, exception, msg string) core.ErrorClass {
 	if (status == 400 || status == 422) && saysTooLong(msg) {
 		return core.ErrorContextTooLong
 	}
-	return classifyStatus(status)
+	return reply.ClassifyStatus(status)
 }
 
 // saysTooLong recognises "Input is too long for requested model.", "too
@@ -102,23 +103,4 @@ func saysTooLong(msg string) bool {
 		}
 	}
 	return false
-}
-
-// classifyStatus is the class an HTTP status implies on its own.
-func classifyStatus(status int) core.ErrorClass {
-	switch {
-	case status == 429:
-		return core.ErrorRateLimited
-	case status == 408 || status == 504:
-		return core.ErrorTimeout
-	case status == 401 || status == 403:
-		return core.ErrorAuthRefused
-	case status == 413:
-		return core.ErrorContextTooLong
-	case status >= 500 && status <= 599:
-		return core.ErrorOverloaded
-	case status >= 400 && status <= 499:
-		return core.ErrorBadRequest
-	}
-	return core.ErrorMalformed
 }

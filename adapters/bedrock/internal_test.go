@@ -1,9 +1,7 @@
 package bedrock
 
 import (
-	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -30,13 +28,4 @@ func TestExceptionFromAnyHeaderCase(t *testing.T) {
 		require.Equal(t, core.ErrorTimeout, ans.Error.Class, key)
 		require.Equal(t, "ModelTimeoutException", ans.Error.Message)
 	}
-}
-
-func TestShortenCutsOnARune(t *testing.T) {
-	t.Parallel()
-	s := shorten(strings.Repeat("é", 300))
-	require.True(t, utf8.ValidString(s))
-	require.LessOrEqual(t, len(s), maxMessage+len("…"))
-	require.Equal(t, "a b c", shorten(" a\n\tb  c\r\n"))
-	require.Equal(t, "\uFFFD", shorten("\xff"))
 }

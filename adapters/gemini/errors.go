@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/conclavehq/conclave/adapters/internal/reply"
 	"github.com/conclavehq/conclave/core"
 )
 
@@ -44,7 +45,7 @@ func readError(body []byte) apiError {
 // failure classifies a failed call from its status and error body.
 func failure(status int, body []byte) *core.SeatAnswer {
 	e := readError(body)
-	msg := shorten(e.Message)
+	msg := reply.Shorten(e.Message)
 	if msg == "" {
 		msg = "provider answered HTTP " + strconv.Itoa(status)
 	}
@@ -71,7 +72,7 @@ func classify(status int, e apiError) core.ErrorClass {
 	if (status == 400 || status == 422) && saysTooLong(e.Message) {
 		return core.ErrorContextTooLong
 	}
-	return classifyStatus(status)
+	return reply.ClassifyStatus(status)
 }
 
 // badKey recognises the 400 INVALID_ARGUMENT Gemini answers for an invalid
@@ -95,23 +96,4 @@ func saysTooLong(msg string) bool {
 		}
 	}
 	return false
-}
-
-// classifyStatus is the class an HTTP status implies on its own.
-func classifyStatus(status int) core.ErrorClass {
-	switch {
-	case status == 429:
-		return core.ErrorRateLimited
-	case status == 408 || status == 504:
-		return core.ErrorTimeout
-	case status == 401 || status == 403:
-		return core.ErrorAuthRefused
-	case status == 413:
-		return core.ErrorContextTooLong
-	case status >= 500 && status <= 599:
-		return core.ErrorOverloaded
-	case status >= 400 && status <= 499:
-		return core.ErrorBadRequest
-	}
-	return core.ErrorMalformed
 }

@@ -29,17 +29,15 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/conclavehq/conclave/adapters/internal/reply"
 	"github.com/conclavehq/conclave/core"
 )
 
 const (
 	adapterName    = "gemini"
 	adapterVersion = "1.0.0"
-	// maxMessage bounds a provider error message kept in a seat answer.
-	maxMessage = 200
-	roleModel  = "model"
+	roleModel      = "model"
 )
 
 // Adapter is the Gemini generateContent adapter. The zero value is ready to
@@ -184,7 +182,7 @@ func (*Adapter) ParseResponse(_ context.Context, res *core.HTTPResponse) (*core.
 	}
 	var r generateResponse
 	if err := json.Unmarshal(res.Body, &r); err != nil {
-		return malformed(res.Status, "response body is not a generateContent response: "+jsonProblem(err)), nil
+		return reply.Malformed(res.Status, "response body is not a generateContent response: "+reply.JSONProblem(err)), nil
 	}
 	if r.Error != nil {
 		return failure(res.Status, res.Body), nil
@@ -200,7 +198,7 @@ func (*Adapter) ParseResponse(_ context.Context, res *core.HTTPResponse) (*core.
 			ans.Finish = core.FinishFiltered
 			return ans, nil
 		}
-		return malformed(res.Status, "response has no candidates"), nil
+		return reply.Malformed(res.Status, "response has no candidates"), nil
 	}
 	c := r.Candidates[0]
 	var text strings.Builder
@@ -213,7 +211,7 @@ func (*Adapter) ParseResponse(_ context.Context, res *core.HTTPResponse) (*core.
 	}
 	ans.Text, ans.Finish = text.String(), finishReason(c.FinishReason)
 	if ans.Text == "" && ans.Finish == core.FinishStop {
-		return malformed(res.Status, "response has no answer text"), nil
+		return reply.Malformed(res.Status, "response has no answer text"), nil
 	}
 	return ans, nil
 }
@@ -227,35 +225,6 @@ func finishReason(r string) string {
 	}
 	// STOP, an absent reason, and OTHER, LANGUAGE, …: the model ended.
 	return core.FinishStop
-}
-
-func jsonProblem(err error) string {
-	var syntax *json.SyntaxError
-	if errors.As(err, &syntax) {
-		return "invalid JSON"
-	}
-	var typ *json.UnmarshalTypeError
-	if errors.As(err, &typ) && typ.Field != "" {
-		return "unexpected type at " + typ.Field
-	}
-	return "unexpected shape"
-}
-
-func malformed(status int, msg string) *core.SeatAnswer {
-	return &core.SeatAnswer{Error: &core.ProviderError{Class: core.ErrorMalformed, Message: msg, Status: status}}
-}
-
-// shorten keeps a provider message to one short, valid line.
-func shorten(s string) string {
-	s = strings.Join(strings.Fields(strings.ToValidUTF8(s, "\uFFFD")), " ")
-	if len(s) <= maxMessage {
-		return s
-	}
-	cut := maxMessage
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 var _ core.Adapter = (*Adapter)(nil)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/conclavehq/conclave/adapters/internal/reply"
 	"github.com/conclavehq/conclave/core"
 )
 
@@ -68,7 +69,7 @@ func codeString(raw json.RawMessage) string {
 // failure classifies a failed call from its status and error body.
 func failure(status int, body []byte) *core.SeatAnswer {
 	e := readError(body)
-	msg := shorten(e.message)
+	msg := reply.Shorten(e.message)
 	if msg == "" {
 		msg = "provider answered HTTP " + strconv.Itoa(status)
 	}
@@ -92,7 +93,7 @@ func classify(status int, e providerError) core.ErrorClass {
 	case (effective == 400 || effective == 422) && saysTooLong(e.message):
 		return core.ErrorContextTooLong
 	}
-	return classifyStatus(effective)
+	return reply.ClassifyStatus(effective)
 }
 
 // saysTooLong recognises the ways compatible servers say the prompt does not
@@ -105,23 +106,4 @@ func saysTooLong(msg string) bool {
 		}
 	}
 	return false
-}
-
-// classifyStatus is the class an HTTP status implies on its own.
-func classifyStatus(status int) core.ErrorClass {
-	switch {
-	case status == 429:
-		return core.ErrorRateLimited
-	case status == 408 || status == 504:
-		return core.ErrorTimeout
-	case status == 401 || status == 403:
-		return core.ErrorAuthRefused
-	case status == 413:
-		return core.ErrorContextTooLong
-	case status >= 500 && status <= 599:
-		return core.ErrorOverloaded
-	case status >= 400 && status <= 499:
-		return core.ErrorBadRequest
-	}
-	return core.ErrorMalformed
 }

@@ -28,8 +28,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/conclavehq/conclave/adapters/internal/reply"
 	"github.com/conclavehq/conclave/core"
 )
 
@@ -37,8 +37,6 @@ const (
 	adapterName    = "openai"
 	adapterVersion = "1.0.0"
 	requestPath    = "/chat/completions"
-	// maxMessage bounds a provider error message kept in a seat answer.
-	maxMessage = 200
 )
 
 // jsonInstruction is appended to the system prompt of a JSONOutput request
@@ -212,28 +210,28 @@ func (*Adapter) ParseResponse(_ context.Context, res *core.HTTPResponse) (*core.
 	}
 	var r chatResponse
 	if err := json.Unmarshal(res.Body, &r); err != nil {
-		return malformed(res.Status, "response body is not a chat completion: "+jsonProblem(err)), nil
+		return reply.Malformed(res.Status, "response body is not a chat completion: "+reply.JSONProblem(err)), nil
 	}
 	if len(r.Choices) == 0 {
 		if len(r.Error) > 0 && !isNull(r.Error) {
 			return failure(res.Status, res.Body), nil
 		}
-		return malformed(res.Status, "response has no choices"), nil
+		return reply.Malformed(res.Status, "response has no choices"), nil
 	}
 	choice := r.Choices[0]
 	if choice.Message == nil {
-		return malformed(res.Status, "response has no message"), nil
+		return reply.Malformed(res.Status, "response has no message"), nil
 	}
 	text, ok := contentText(choice.Message.Content)
 	if !ok {
-		return malformed(res.Status, "message content is neither text nor parts"), nil
+		return reply.Malformed(res.Status, "message content is neither text nor parts"), nil
 	}
 	finish := finishReason(choice.FinishReason)
 	if text == "" && choice.Message.Refusal != nil && *choice.Message.Refusal != "" {
 		text, finish = *choice.Message.Refusal, core.FinishFiltered
 	}
 	if text == "" && finish == core.FinishStop {
-		return malformed(res.Status, "response has no answer text"), nil
+		return reply.Malformed(res.Status, "response has no answer text"), nil
 	}
 	ans := &core.SeatAnswer{Text: text, Finish: finish}
 	if u := r.Usage; u != nil {
@@ -286,35 +284,6 @@ func finishReason(r *string) string {
 
 func isNull(raw json.RawMessage) bool {
 	return string(bytes.TrimSpace(raw)) == "null"
-}
-
-func jsonProblem(err error) string {
-	var syntax *json.SyntaxError
-	if errors.As(err, &syntax) {
-		return "invalid JSON"
-	}
-	var typ *json.UnmarshalTypeError
-	if errors.As(err, &typ) && typ.Field != "" {
-		return "unexpected type at " + typ.Field
-	}
-	return "unexpected shape"
-}
-
-func malformed(status int, msg string) *core.SeatAnswer {
-	return &core.SeatAnswer{Error: &core.ProviderError{Class: core.ErrorMalformed, Message: msg, Status: status}}
-}
-
-// shorten keeps a provider message to one short, valid line.
-func shorten(s string) string {
-	s = strings.Join(strings.Fields(strings.ToValidUTF8(s, "\uFFFD")), " ")
-	if len(s) <= maxMessage {
-		return s
-	}
-	cut := maxMessage
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 var _ core.Adapter = (*Adapter)(nil)

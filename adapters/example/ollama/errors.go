@@ -4,14 +4,10 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/conclavehq/conclave/adapters/internal/reply"
 	"github.com/conclavehq/conclave/core"
 )
-
-// maxMessage bounds the provider message kept in a seat answer: a short
-// line for logs and receipts, never a body.
-const maxMessage = 200
 
 // errorBody is Ollama's error shape, {"error":"…"}.
 type errorBody struct {
@@ -22,7 +18,7 @@ type errorBody struct {
 func failure(status int, body []byte) *core.SeatAnswer {
 	var e errorBody
 	_ = json.Unmarshal(body, &e) // a proxy's HTML or text page leaves e empty
-	msg := shorten(e.Error)
+	msg := reply.Shorten(e.Error)
 	if msg == "" {
 		msg = "provider answered HTTP " + strconv.Itoa(status)
 	}
@@ -68,21 +64,4 @@ func saysTooLong(msg string) bool {
 		}
 	}
 	return false
-}
-
-func malformed(status int, msg string) *core.SeatAnswer {
-	return &core.SeatAnswer{Error: &core.ProviderError{Class: core.ErrorMalformed, Message: msg, Status: status}}
-}
-
-// shorten makes s one valid line of at most maxMessage bytes.
-func shorten(s string) string {
-	s = strings.Join(strings.Fields(strings.ToValidUTF8(s, "\uFFFD")), " ")
-	if len(s) <= maxMessage {
-		return s
-	}
-	cut := maxMessage
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

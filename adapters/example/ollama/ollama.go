@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/conclavehq/conclave/adapters/internal/reply"
 	"github.com/conclavehq/conclave/core"
 )
 
@@ -170,15 +171,15 @@ func (*Adapter) ParseResponse(_ context.Context, res *core.HTTPResponse) (*core.
 	}
 	var r chatResponse
 	if err := json.Unmarshal(res.Body, &r); err != nil {
-		return malformed(res.Status, "response body is not an Ollama chat response: "+jsonProblem(err)), nil
+		return reply.Malformed(res.Status, "response body is not an Ollama chat response: "+reply.JSONProblem(err)), nil
 	}
 	switch {
 	case r.Done != nil && !*r.Done:
-		return malformed(res.Status, "response is a streamed chunk (done is false), not a whole answer"), nil
+		return reply.Malformed(res.Status, "response is a streamed chunk (done is false), not a whole answer"), nil
 	case r.DoneReason == "load" || r.DoneReason == "unload":
-		return malformed(res.Status, "provider loaded or unloaded the model instead of answering"), nil
+		return reply.Malformed(res.Status, "provider loaded or unloaded the model instead of answering"), nil
 	case r.Message == nil || r.Message.Content == nil:
-		return malformed(res.Status, "response has no message content"), nil
+		return reply.Malformed(res.Status, "response has no message content"), nil
 	}
 	finish := core.FinishStop
 	if r.DoneReason == "length" {
@@ -186,7 +187,7 @@ func (*Adapter) ParseResponse(_ context.Context, res *core.HTTPResponse) (*core.
 	}
 	text := *r.Message.Content
 	if text == "" && finish == core.FinishStop {
-		return malformed(res.Status, "response has no answer text"), nil
+		return reply.Malformed(res.Status, "response has no answer text"), nil
 	}
 	return &core.SeatAnswer{
 		Text:         text,
@@ -194,19 +195,6 @@ func (*Adapter) ParseResponse(_ context.Context, res *core.HTTPResponse) (*core.
 		OutputTokens: max(r.EvalCount, 0),
 		Finish:       finish,
 	}, nil
-}
-
-// jsonProblem says what was wrong with a body without quoting it.
-func jsonProblem(err error) string {
-	var syntax *json.SyntaxError
-	if errors.As(err, &syntax) {
-		return "invalid JSON"
-	}
-	var typ *json.UnmarshalTypeError
-	if errors.As(err, &typ) && typ.Field != "" {
-		return "unexpected type at " + typ.Field
-	}
-	return "unexpected shape"
 }
 
 var _ core.Adapter = (*Adapter)(nil)
