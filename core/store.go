@@ -35,6 +35,27 @@ type Store interface {
 	RevokeKey(ctx context.Context, id string) (*Key, error)
 	ListKeys(ctx context.Context, orgID string) ([]*Key, error)
 
+	// PlaceHold reserves Amount of the organisation's available money
+	// (balance − held) for the call RequestID, with one conditional update.
+	// When the amount does not fit it returns ErrInsufficientFunds and
+	// changes nothing. A RequestID that already has a hold returns
+	// ErrConflict.
+	PlaceHold(ctx context.Context, p *PlaceHoldParams) (*Hold, error)
+	// SettleCall closes a hold in one transaction: the hold is released, the
+	// billed amount (never more than the hold: ErrAboveHold) is charged,
+	// trial credit first, and journaled as a PostingCallCharge, and the
+	// receipt with its seat and staff rows is written. A hold that is not
+	// HoldHeld returns ErrConflict and charges nothing; a hold of another
+	// organisation returns ErrNotFound.
+	SettleCall(ctx context.Context, p *SettleCallParams) (*Balance, error)
+	// ReleaseHold frees a hold without charging anything (the call failed
+	// and is not billed). Releasing a released hold does nothing; releasing
+	// a settled one returns ErrConflict.
+	ReleaseHold(ctx context.Context, holdID, orgID string) error
+	// GetReceipt returns the organisation's receipt for a call; another
+	// organisation's request id returns ErrNotFound.
+	GetReceipt(ctx context.Context, orgID, requestID string) (*Receipt, error)
+
 	// Ping reports whether the store can serve requests now.
 	Ping(ctx context.Context) error
 }
@@ -81,6 +102,27 @@ type CreateKeyParams struct {
 	ExpiresAt      *time.Time
 }
 
+// PlaceHoldParams are the inputs of Store.PlaceHold.
+type PlaceHoldParams struct {
+	OrgID     string
+	RequestID string
+	Amount    Micros        // must be positive; normally the call's Ceiling
+	TTL       time.Duration // DefaultHoldTTL when zero
+}
+
+// SettleCallParams are the inputs of Store.SettleCall.
+type SettleCallParams struct {
+	HoldID string
+	OrgID  string
+	// Billed is what the call costs the caller (Bill.Billed); zero charges
+	// nothing. It must not exceed the hold.
+	Billed Micros
+	// Receipt, when not nil, is written in the same transaction. Its OrgID
+	// and an empty RequestID are filled from the hold; its Billed must equal
+	// Billed.
+	Receipt *Receipt
+}
+
 // Journal accounts. A leg moves money into (positive) or out of (negative)
 // one account; the legs of a posting sum to zero.
 const (
@@ -90,12 +132,15 @@ const (
 	AccountTrialIssued = "trial_issued"
 	// AccountCashIn is where prepaid top-ups come from.
 	AccountCashIn = "cash_in"
+	// AccountRevenue is where the money billed for calls goes.
+	AccountRevenue = "revenue"
 )
 
 // Posting kinds.
 const (
 	PostingTrialGrant = "trial_grant"
 	PostingTopUp      = "top_up"
+	PostingCallCharge = "call_charge"
 )
 
 // Posting is one balanced journal transaction.

@@ -193,6 +193,8 @@ func Run(t *testing.T, newStore func(t *testing.T) core.Store) {
 		_, err = s.CreateKey(ctx, &core.CreateKeyParams{OrgID: "org_missing", Hash: core.HashKey("x"), Hint: "x"})
 		require.True(t, errors.Is(err, core.ErrNotFound), "key for a missing org: %v", err)
 	})
+
+	runCalls(t, newStore)
 }
 
 func requireBalanced(t *testing.T, postings []*core.Posting) {

@@ -65,3 +65,75 @@ RETURNING id, org_id, name, test, scopes, modes, rpm, concurrency, max_input_tok
 -- name: ListKeys
 SELECT id, org_id, name, test, scopes, modes, rpm, concurrency, max_input_tokens, ceiling_micros, hint, expires_at, revoked_at, created_at
   FROM api_keys WHERE org_id = $1 ORDER BY created_at, id;
+
+-- name: ReserveHeld
+-- The whole reservation is this one conditional update: no row means the
+-- amount does not fit (or there is no such organisation).
+UPDATE balances
+   SET held_micros = held_micros + $2, updated_at = now()
+ WHERE org_id = $1 AND balance_micros - held_micros >= $2
+RETURNING org_id;
+
+-- name: InsertHold
+-- $5 is the time to live in microseconds.
+INSERT INTO holds (id, org_id, request_id, amount_micros, expires_at)
+VALUES ($1, $2, $3, $4, now() + $5 * interval '1 microsecond')
+RETURNING id, org_id, request_id, amount_micros, state, created_at, expires_at, settled_at;
+
+-- name: GetHold
+SELECT id, org_id, request_id, amount_micros, state, created_at, expires_at, settled_at
+  FROM holds WHERE id = $1 AND org_id = $2;
+
+-- name: SettleHold
+-- Only a live hold settles; billed_within_hold refuses $3 above the amount.
+UPDATE holds SET state = 'settled', billed_micros = $3, settled_at = now()
+ WHERE id = $1 AND org_id = $2 AND state = 'held'
+RETURNING request_id, amount_micros;
+
+-- name: ReleaseHold
+UPDATE holds SET state = 'released', settled_at = now()
+ WHERE id = $1 AND org_id = $2 AND state = 'held'
+RETURNING amount_micros;
+
+-- name: ChargeHeld
+-- Drops the hold ($2) from held and charges $3 from the balance, spending
+-- trial credit first. Every right-hand side reads the row as it was.
+UPDATE balances
+   SET held_micros = held_micros - $2,
+       balance_micros = balance_micros - $3,
+       trial_remaining_micros = trial_remaining_micros - least(trial_remaining_micros, $3),
+       updated_at = now()
+ WHERE org_id = $1
+RETURNING org_id, balance_micros, held_micros, trial_remaining_micros, updated_at;
+
+-- name: InsertReceipt
+INSERT INTO receipts (request_id, org_id, hold_id, mode_id, mode_key, mode_config_hash, status,
+                      billed_micros, token_charge_micros, surcharge_micros, platform_fee_micros, cap_credit_micros,
+                      prompt_tokens, completion_tokens, rounds, seat_count, payer, lane,
+                      difficulty_score, task_type, hallucination_risk, minority_insight_likely,
+                      best_seat, seats_unavailable, staff_unavailable, latency_ms, response, completed_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+        $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)
+RETURNING created_at;
+
+-- name: InsertReceiptCall
+INSERT INTO receipt_calls (request_id, kind, ordinal, role, model_used, original_model, fallback_used,
+                           judge_score, is_best_seat, round_number, tokens_in, tokens_out, latency_ms,
+                           started_at, ended_at, source, real_cost_micros, fee_rate_ppm, fee_micros, content)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20);
+
+-- name: GetReceipt
+SELECT request_id, org_id, mode_id, mode_key, mode_config_hash, status,
+       billed_micros, token_charge_micros, surcharge_micros, platform_fee_micros, cap_credit_micros,
+       prompt_tokens, completion_tokens, rounds, seat_count, payer, coalesce(lane, ''),
+       difficulty_score, coalesce(task_type, ''), coalesce(hallucination_risk, ''), minority_insight_likely,
+       best_seat, seats_unavailable, staff_unavailable, latency_ms, response, created_at, completed_at
+  FROM receipts WHERE request_id = $1 AND org_id = $2;
+
+-- name: ListReceiptCalls
+SELECT c.kind, c.role, c.model_used, coalesce(c.original_model, ''), c.fallback_used, c.judge_score, c.is_best_seat,
+       c.round_number, c.tokens_in, c.tokens_out, c.latency_ms, c.started_at, c.ended_at, c.source,
+       c.real_cost_micros, c.fee_rate_ppm, c.fee_micros, c.content
+  FROM receipt_calls c JOIN receipts r ON r.request_id = c.request_id
+ WHERE c.request_id = $1 AND r.org_id = $2
+ ORDER BY c.kind, c.ordinal;

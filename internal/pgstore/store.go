@@ -50,6 +50,9 @@ func translate(err error) error {
 			if pgErr.TableName == "balances" {
 				return fmt.Errorf("%w: %s", core.ErrInsufficientFunds, pgErr.ConstraintName)
 			}
+			if pgErr.ConstraintName == "billed_within_hold" {
+				return fmt.Errorf("%w: %s", core.ErrAboveHold, pgErr.ConstraintName)
+			}
 		}
 	}
 	return err

@@ -1,0 +1,140 @@
+package core
+
+// Billing rules: what one call costs at its source, the ceiling on its bill,
+// and the bill itself. These are pure functions over Micros; the store only
+// moves the amounts they compute (see Store.PlaceHold and Store.SettleCall).
+
+// DefaultCeilingFloor is the lowest default per-call bill ceiling: a call's
+// ceiling is the higher of this and the price of the mode called, unless the
+// key carries its own.
+const DefaultCeilingFloor Micros = 2 * MicrosPerUSD
+
+// Platform fee rates in parts per million of a call's real cost.
+const (
+	// FeeRateServicePPM is the fee on calls run on the service's own
+	// provider keys: 5%.
+	FeeRateServicePPM int64 = 50_000
+	// FeeRateBYOKPPM is the fee on calls run on the caller's own provider
+	// key (bring-your-own-key): 0.5%.
+	FeeRateBYOKPPM int64 = 5_000
+)
+
+const ppm = 1_000_000
+
+// ceilDiv divides a non-negative numerator by a positive denominator,
+// rounding up.
+func ceilDiv(n, d int64) int64 { return (n + d - 1) / d }
+
+// CallCost is the real cost at the source of one engine call: the engine's
+// price per million input and output tokens times the tokens, rounded up to
+// the micro-dollar once, on the call's total. Negative token counts count as
+// zero.
+func CallCost(tokensIn, tokensOut int, e *Engine) Micros {
+	in, out := int64(max(tokensIn, 0)), int64(max(tokensOut, 0))
+	num := in*int64(max(e.InputPerMTok, 0)) + out*int64(max(e.OutputPerMTok, 0))
+	return Micros(ceilDiv(num, ppm))
+}
+
+// FeeRate is the platform fee rate, in parts per million, of a call run on
+// the caller's own key (byok) or on the service's keys.
+func FeeRate(byok bool) int64 {
+	if byok {
+		return FeeRateBYOKPPM
+	}
+	return FeeRateServicePPM
+}
+
+// CallFee is the platform fee on one call: realCost × ratePPM / 10⁶, rounded
+// up to the micro-dollar.
+//
+// The fee is rounded per call, not on the sum, so that every receipt row's
+// fee_usd is exactly real_cost_usd × fee_rate rounded up and the rows add up
+// to the bill's platform fee with nothing left over. The price of that
+// choice is at most one micro-dollar per call.
+func CallFee(realCost Micros, ratePPM int64) Micros {
+	if realCost <= 0 || ratePPM <= 0 {
+		return 0
+	}
+	return Micros(ceilDiv(int64(realCost)*ratePPM, ppm))
+}
+
+// Ceiling is a call's bill ceiling: the key's own ceiling when it has one
+// (keyCeiling > 0), otherwise the higher of floor and the mode's price;
+// then lowered, never raised, by the call's panel.max_cost_usd when given
+// and positive.
+func Ceiling(keyCeiling, modePrice, floor Micros, maxCost *Micros) Micros {
+	c := keyCeiling
+	if c <= 0 {
+		c = max(floor, modePrice)
+	}
+	if maxCost != nil && *maxCost > 0 && *maxCost < c {
+		c = *maxCost
+	}
+	return c
+}
+
+// BilledCall is one engine call as the bill sees it.
+type BilledCall struct {
+	// RealCost is the call's cost at its source (CallCost).
+	RealCost Micros
+	// BYOK is true when the call ran on the caller's own provider key: its
+	// token cost is the caller's to pay the provider, so only the reduced
+	// platform fee is billed.
+	BYOK bool
+}
+
+// BillInput is what a call's bill is computed from.
+type BillInput struct {
+	// Calls are every engine call of the request: seats, and the staff
+	// (judge, synthesis, grounding), which always run on the service's keys.
+	Calls []BilledCall
+	// Surcharge is the mode's surcharge for the classified depth, or its
+	// express surcharge for an express-lane call.
+	Surcharge Micros
+	// Ceiling is the call's bill ceiling (see Ceiling). A ceiling of zero or
+	// less means none: the bill is not capped. That is deliberately not "cap
+	// at zero" — a caller that forgets to set it gets a settlement refused
+	// for going above the hold, not a silently free call.
+	Ceiling Micros
+}
+
+// Bill is the money of one call. Billed = TokenCharge + PlatformFee +
+// Surcharge − CapCredit, and Billed never exceeds the ceiling.
+type Bill struct {
+	// TokenCharge is the real cost of the calls on the service's keys.
+	TokenCharge Micros
+	// PlatformFee is the sum of every call's CallFee.
+	PlatformFee Micros
+	Surcharge   Micros
+	// CapCredit is the amount over the ceiling credited back; 0 under it.
+	CapCredit Micros
+	Billed    Micros
+	// Capped is true when the bill went over the ceiling.
+	Capped bool
+}
+
+// ComputeBill applies the billing rules: the token charge is the real cost of
+// the calls on the service's keys (a BYOK call's token cost is not billed);
+// the platform fee is 5% of each service-key call's real cost and 0.5% of
+// each BYOK call's, rounded up per call (see CallFee); the bill is token
+// charge + platform fee + surcharge; above the ceiling the excess is
+// credited back and the caller pays the ceiling. Negative amounts count as
+// zero.
+func ComputeBill(in BillInput) Bill {
+	var b Bill
+	for _, c := range in.Calls {
+		cost := max(c.RealCost, 0)
+		if !c.BYOK {
+			b.TokenCharge += cost
+		}
+		b.PlatformFee += CallFee(cost, FeeRate(c.BYOK))
+	}
+	b.Surcharge = max(in.Surcharge, 0)
+	b.Billed = b.TokenCharge + b.PlatformFee + b.Surcharge
+	if in.Ceiling > 0 && b.Billed > in.Ceiling {
+		b.Capped = true
+		b.CapCredit = b.Billed - in.Ceiling
+		b.Billed = in.Ceiling
+	}
+	return b
+}

@@ -1,0 +1,133 @@
+package core
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// ErrAboveHold: a settlement tried to charge more than the call's hold
+// reserved. Nothing was charged.
+var ErrAboveHold = errors.New("charge above the hold")
+
+// DefaultHoldTTL is how long a hold lives when PlaceHoldParams.TTL is zero:
+// longer than the 300 s a client waits, so a hold outlives its call and the
+// hold sweeper releases only those of calls that died.
+const DefaultHoldTTL = 10 * time.Minute
+
+// Hold states.
+const (
+	HoldHeld     = "held"     // reserving money for a call in flight
+	HoldSettled  = "settled"  // the call was billed; the hold is gone
+	HoldReleased = "released" // the call was not billed; the hold is gone
+)
+
+// Hold is money reserved for one call, up to the call's bill ceiling, from
+// admission until the call settles or is released.
+type Hold struct {
+	ID        string
+	OrgID     string
+	RequestID string
+	Amount    Micros
+	State     string // HoldHeld, HoldSettled or HoldReleased
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	// SettledAt is when the hold left HoldHeld (settled or released).
+	SettledAt *time.Time
+}
+
+// Lanes of a call.
+const (
+	LaneExpress = "express" // one engine answered alone
+	LanePanel   = "panel"
+)
+
+// Receipt is the accounting of one call, as GET /v1/receipts returns it.
+// Optional fields the spec allows to be null are pointers, or "" for strings.
+type Receipt struct {
+	RequestID      string
+	OrgID          string
+	Mode           string // the mode identifier (slug) that ran
+	ModeKey        string
+	ModeConfigHash string
+	Status         string
+
+	// Billed is the only per-call money figure; it equals TokenCharge +
+	// PlatformFee + Surcharge − CapCredit (see ComputeBill).
+	Billed      Micros
+	TokenCharge Micros
+	Surcharge   Micros
+	PlatformFee Micros
+	// CapCredit nil means no credit recorded, which is not the same as 0.
+	CapCredit *Micros
+
+	PromptTokens     int
+	CompletionTokens int
+	Rounds           *int // rounds fired
+	SeatCount        int  // seats convened
+	Payer            string
+	Lane             string // LaneExpress, LanePanel, or "" when no seat row was recorded
+
+	DifficultyScore       *float64
+	TaskType              string
+	HallucinationRisk     string
+	MinorityInsightLikely *bool
+
+	BestSeat *BestSeat
+	Seats    []ReceiptCall
+	// Staff are the judge, synthesis and grounding calls.
+	Staff            []ReceiptCall
+	SeatsUnavailable []Unavailable
+	StaffUnavailable []Unavailable
+
+	LatencyMS   *int64
+	CreatedAt   time.Time
+	CompletedAt *time.Time
+
+	// Response is the full completion response as sent, kept for
+	// idempotent replays; nil when not kept.
+	Response json.RawMessage
+}
+
+// BestSeat is the receipt's winning seat.
+type BestSeat struct {
+	ModelUsed  string   `json:"model_used"`
+	JudgeScore *float64 `json:"judge_score"`
+	// Content is the seat's text; shown only with include_transcript=true.
+	Content string `json:"content,omitempty"`
+}
+
+// Unavailable is a seat or staff engine that could not run.
+type Unavailable struct {
+	Role   string `json:"role"`
+	Reason string `json:"reason"`
+}
+
+// ReceiptCall is one engine call of a receipt: a seat entry, or a staff
+// entry (judge, synthesis, grounding).
+type ReceiptCall struct {
+	Role          string
+	ModelUsed     string
+	OriginalModel string // the engine replaced, on substitution; "" for none
+	FallbackUsed  *bool
+	JudgeScore    *float64
+	IsBestSeat    *bool
+	RoundNumber   *int
+	TokensIn      int
+	TokensOut     int
+	LatencyMS     *int64
+	StartedAt     time.Time
+	EndedAt       time.Time
+	// Source says which source served the call (the service's keys, or the
+	// caller's own key).
+	Source string
+	// RealCost is the cost at the source (CallCost).
+	RealCost Micros
+	// FeeRatePPM is the platform fee rate in parts per million
+	// (FeeRateServicePPM, FeeRateBYOKPPM).
+	FeeRatePPM int64
+	// Fee is CallFee(RealCost, FeeRatePPM).
+	Fee Micros
+	// Content is the call's text; shown only with include_transcript=true.
+	Content string
+}

@@ -1,0 +1,278 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/conclavehq/conclave/core"
+)
+
+func scanHold(row pgx.Row) (*core.Hold, error) {
+	var h core.Hold
+	if err := row.Scan(&h.ID, &h.OrgID, &h.RequestID, &h.Amount, &h.State, &h.CreatedAt, &h.ExpiresAt, &h.SettledAt); err != nil {
+		return nil, translate(err)
+	}
+	return &h, nil
+}
+
+// PlaceHold implements core.Store.
+func (s *Store) PlaceHold(ctx context.Context, p *core.PlaceHoldParams) (*core.Hold, error) {
+	if p.Amount <= 0 {
+		return nil, fmt.Errorf("placing hold: amount %s is not positive", p.Amount)
+	}
+	if p.RequestID == "" {
+		return nil, errors.New("placing hold: request id is empty")
+	}
+	ttl := p.TTL
+	if ttl <= 0 {
+		ttl = core.DefaultHoldTTL
+	}
+	var hold *core.Hold
+	err := s.InTx(ctx, func(tx pgx.Tx) error {
+		var orgID string
+		err := tx.QueryRow(ctx, q("ReserveHeld"), p.OrgID, int64(p.Amount)).Scan(&orgID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			// Nothing reserved: tell a missing organisation from a short one.
+			if _, err := scanBalance(tx.QueryRow(ctx, q("GetBalance"), p.OrgID)); err != nil {
+				return err
+			}
+			return core.ErrInsufficientFunds
+		}
+		if err != nil {
+			return translate(err)
+		}
+		hold, err = scanHold(tx.QueryRow(ctx, q("InsertHold"), core.NewID("hold"), p.OrgID, p.RequestID,
+			int64(p.Amount), ttl.Microseconds()))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("placing a %s hold for %s: %w", p.Amount, p.RequestID, err)
+	}
+	return hold, nil
+}
+
+// closedHoldError explains why a hold of the organisation could not be
+// closed: it does not exist for that organisation, or it is no longer held.
+func closedHoldError(ctx context.Context, tx pgx.Tx, holdID, orgID string) (*core.Hold, error) {
+	h, err := scanHold(tx.QueryRow(ctx, q("GetHold"), holdID, orgID))
+	if err != nil {
+		return nil, err
+	}
+	return h, fmt.Errorf("%w: hold is %s", core.ErrConflict, h.State)
+}
+
+// SettleCall implements core.Store.
+func (s *Store) SettleCall(ctx context.Context, p *core.SettleCallParams) (*core.Balance, error) {
+	if p.Billed < 0 {
+		return nil, fmt.Errorf("settling hold %s: billed %s is negative", p.HoldID, p.Billed)
+	}
+	if r := p.Receipt; r != nil && r.Billed != p.Billed {
+		return nil, fmt.Errorf("settling hold %s: receipt bills %s, settlement %s", p.HoldID, r.Billed, p.Billed)
+	}
+	var bal *core.Balance
+	err := s.InTx(ctx, func(tx pgx.Tx) error {
+		var requestID string
+		var amount core.Micros
+		err := tx.QueryRow(ctx, q("SettleHold"), p.HoldID, p.OrgID, int64(p.Billed)).Scan(&requestID, &amount)
+		if errors.Is(err, pgx.ErrNoRows) {
+			_, err = closedHoldError(ctx, tx, p.HoldID, p.OrgID)
+			return err
+		}
+		if err != nil {
+			return translate(err)
+		}
+		if bal, err = scanBalance(tx.QueryRow(ctx, q("ChargeHeld"), p.OrgID, int64(amount), int64(p.Billed))); err != nil {
+			return err
+		}
+		if p.Billed > 0 {
+			if err := journal(ctx, tx, p.OrgID, core.PostingCallCharge, "call "+requestID, core.AccountRevenue, p.Billed); err != nil {
+				return err
+			}
+		}
+		if p.Receipt != nil {
+			return insertReceipt(ctx, tx, p.Receipt, p.OrgID, p.HoldID, requestID)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("settling hold %s: %w", p.HoldID, err)
+	}
+	return bal, nil
+}
+
+// journal records a debit of amount from the organisation's balance to a
+// system account as one posting. The caller updates the balance row in the
+// same transaction.
+func journal(ctx context.Context, tx pgx.Tx, orgID, kind, memo, to string, amount core.Micros) error {
+	var postingID int64
+	var at time.Time
+	if err := tx.QueryRow(ctx, q("InsertPosting"), kind, orgID, memo).Scan(&postingID, &at); err != nil {
+		return translate(err)
+	}
+	if _, err := tx.Exec(ctx, q("InsertLeg"), postingID, core.AccountOrgBalance, orgID, -int64(amount)); err != nil {
+		return translate(err)
+	}
+	if _, err := tx.Exec(ctx, q("InsertLeg"), postingID, to, nil, int64(amount)); err != nil {
+		return translate(err)
+	}
+	return nil
+}
+
+// ReleaseHold implements core.Store.
+func (s *Store) ReleaseHold(ctx context.Context, holdID, orgID string) error {
+	err := s.InTx(ctx, func(tx pgx.Tx) error {
+		var amount int64
+		err := tx.QueryRow(ctx, q("ReleaseHold"), holdID, orgID).Scan(&amount)
+		if errors.Is(err, pgx.ErrNoRows) {
+			h, err := closedHoldError(ctx, tx, holdID, orgID)
+			if h != nil && h.State == core.HoldReleased {
+				return nil // released already: releasing is idempotent
+			}
+			return err
+		}
+		if err != nil {
+			return translate(err)
+		}
+		_, err = scanBalance(tx.QueryRow(ctx, q("ChargeHeld"), orgID, amount, int64(0)))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("releasing hold %s: %w", holdID, err)
+	}
+	return nil
+}
+
+func insertReceipt(ctx context.Context, tx pgx.Tx, r *core.Receipt, orgID, holdID, requestID string) error {
+	if r.RequestID != "" && r.RequestID != requestID {
+		return fmt.Errorf("receipt is for request %s, the hold for %s", r.RequestID, requestID)
+	}
+	var bestSeat []byte
+	if r.BestSeat != nil {
+		var err error
+		if bestSeat, err = json.Marshal(r.BestSeat); err != nil {
+			return fmt.Errorf("encoding best seat: %w", err)
+		}
+	}
+	seatsUnavailable, err := json.Marshal(emptyIfNil(r.SeatsUnavailable))
+	if err != nil {
+		return fmt.Errorf("encoding unavailable seats: %w", err)
+	}
+	staffUnavailable, err := json.Marshal(emptyIfNil(r.StaffUnavailable))
+	if err != nil {
+		return fmt.Errorf("encoding unavailable staff: %w", err)
+	}
+	var response any
+	if len(r.Response) > 0 {
+		response = []byte(r.Response)
+	}
+	var capCredit any
+	if r.CapCredit != nil {
+		capCredit = int64(*r.CapCredit)
+	}
+	var createdAt time.Time
+	err = tx.QueryRow(ctx, q("InsertReceipt"), requestID, orgID, holdID, r.Mode, r.ModeKey, r.ModeConfigHash, r.Status,
+		int64(r.Billed), int64(r.TokenCharge), int64(r.Surcharge), int64(r.PlatformFee), capCredit,
+		r.PromptTokens, r.CompletionTokens, r.Rounds, r.SeatCount, r.Payer, nullString(r.Lane),
+		r.DifficultyScore, nullString(r.TaskType), nullString(r.HallucinationRisk), r.MinorityInsightLikely,
+		bestSeat, seatsUnavailable, staffUnavailable, r.LatencyMS, response, r.CompletedAt,
+	).Scan(&createdAt)
+	if err != nil {
+		return fmt.Errorf("writing receipt: %w", translate(err))
+	}
+	for kind, calls := range map[string][]core.ReceiptCall{"seat": r.Seats, "staff": r.Staff} {
+		for i, c := range calls {
+			_, err := tx.Exec(ctx, q("InsertReceiptCall"), requestID, kind, i, c.Role, c.ModelUsed, nullString(c.OriginalModel),
+				c.FallbackUsed, c.JudgeScore, c.IsBestSeat, c.RoundNumber, c.TokensIn, c.TokensOut, c.LatencyMS,
+				c.StartedAt, c.EndedAt, c.Source, int64(c.RealCost), c.FeeRatePPM, int64(c.Fee), c.Content)
+			if err != nil {
+				return fmt.Errorf("writing receipt %s row %d: %w", kind, i, translate(err))
+			}
+		}
+	}
+	return nil
+}
+
+// GetReceipt implements core.Store.
+func (s *Store) GetReceipt(ctx context.Context, orgID, requestID string) (*core.Receipt, error) {
+	var r core.Receipt
+	var capCredit *int64
+	var bestSeat, seatsUnavailable, staffUnavailable, response []byte
+	err := s.pool.QueryRow(ctx, q("GetReceipt"), requestID, orgID).Scan(
+		&r.RequestID, &r.OrgID, &r.Mode, &r.ModeKey, &r.ModeConfigHash, &r.Status,
+		&r.Billed, &r.TokenCharge, &r.Surcharge, &r.PlatformFee, &capCredit,
+		&r.PromptTokens, &r.CompletionTokens, &r.Rounds, &r.SeatCount, &r.Payer, &r.Lane,
+		&r.DifficultyScore, &r.TaskType, &r.HallucinationRisk, &r.MinorityInsightLikely,
+		&bestSeat, &seatsUnavailable, &staffUnavailable, &r.LatencyMS, &response, &r.CreatedAt, &r.CompletedAt)
+	if err != nil {
+		return nil, translate(err)
+	}
+	if capCredit != nil {
+		c := core.Micros(*capCredit)
+		r.CapCredit = &c
+	}
+	if bestSeat != nil {
+		r.BestSeat = new(core.BestSeat)
+		if err := json.Unmarshal(bestSeat, r.BestSeat); err != nil {
+			return nil, fmt.Errorf("reading receipt %s best seat: %w", requestID, err)
+		}
+	}
+	if err := json.Unmarshal(seatsUnavailable, &r.SeatsUnavailable); err != nil {
+		return nil, fmt.Errorf("reading receipt %s unavailable seats: %w", requestID, err)
+	}
+	if err := json.Unmarshal(staffUnavailable, &r.StaffUnavailable); err != nil {
+		return nil, fmt.Errorf("reading receipt %s unavailable staff: %w", requestID, err)
+	}
+	if len(r.SeatsUnavailable) == 0 {
+		r.SeatsUnavailable = nil
+	}
+	if len(r.StaffUnavailable) == 0 {
+		r.StaffUnavailable = nil
+	}
+	if response != nil {
+		r.Response = json.RawMessage(response)
+	}
+
+	rows, err := s.pool.Query(ctx, q("ListReceiptCalls"), requestID, orgID)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var kind string
+		var c core.ReceiptCall
+		if err := rows.Scan(&kind, &c.Role, &c.ModelUsed, &c.OriginalModel, &c.FallbackUsed, &c.JudgeScore, &c.IsBestSeat,
+			&c.RoundNumber, &c.TokensIn, &c.TokensOut, &c.LatencyMS, &c.StartedAt, &c.EndedAt, &c.Source,
+			&c.RealCost, &c.FeeRatePPM, &c.Fee, &c.Content); err != nil {
+			return nil, translate(err)
+		}
+		if kind == "seat" {
+			r.Seats = append(r.Seats, c)
+		} else {
+			r.Staff = append(r.Staff, c)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(err)
+	}
+	return &r, nil
+}
+
+func emptyIfNil(u []core.Unavailable) []core.Unavailable {
+	if u == nil {
+		return []core.Unavailable{}
+	}
+	return u
+}
+
+// nullString maps "" to NULL.
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

@@ -1,0 +1,77 @@
+// Package tokens counts the tokens of chat messages with a real byte-pair
+// encoding tokenizer (tiktoken's cl100k_base) whose vocabulary is embedded in
+// the binary: nothing is downloaded at run time.
+//
+// It lives under internal/ rather than core/ because the vocabulary module
+// (github.com/pkoukk/tiktoken-go-loader) embeds about 6.7 MB of vocabularies,
+// which is not a small library. Core code that needs a count takes it as a
+// plain func([]core.Message) int, and wiring passes Count.
+//
+// The count is the same for every engine: it measures a prompt against the
+// key's input limit and projects cost, which an approximation across provider
+// families serves; providers report their own exact counts for billing.
+package tokens
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/pkoukk/tiktoken-go"
+	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
+
+	"github.com/conclavehq/conclave/core"
+)
+
+// Encoding is the tokenizer's encoding.
+const Encoding = tiktoken.MODEL_CL100K_BASE
+
+// Per-message overhead, as OpenAI documents it for its chat models on
+// cl100k_base: every message is framed by 3 tokens plus its role's tokens
+// (one token for each of system, user and assistant), and every reply is
+// primed with 3 more.
+const (
+	MessageOverhead = 3
+	ReplyPriming    = 3
+)
+
+var encoder = sync.OnceValue(func() *tiktoken.Tiktoken {
+	// SetBpeLoader is process-global; the offline loader is the only one
+	// this binary may use, so setting it here is safe.
+	tiktoken.SetBpeLoader(tiktokenloader.NewOfflineLoader())
+	enc, err := tiktoken.GetEncoding(Encoding)
+	if err != nil {
+		// The vocabulary is embedded: failing to read it is a broken
+		// build, not a condition to handle.
+		panic(fmt.Sprintf("tokens: loading the embedded %s vocabulary: %v", Encoding, err))
+	}
+	return enc
+})
+
+// Text counts the tokens of s. Special-token markers such as
+// "<|endoftext|>" in s count as ordinary text. It is safe for concurrent
+// use; the first call loads the vocabulary
+// (a few hundred milliseconds; see Load).
+func Text(s string) int {
+	if s == "" {
+		return 0
+	}
+	return len(encoder().EncodeOrdinary(s))
+}
+
+// Count counts the tokens of a chat request: each message's content and
+// role plus MessageOverhead, and ReplyPriming once. An empty request counts
+// 0. It is safe for concurrent use.
+func Count(messages []core.Message) int {
+	if len(messages) == 0 {
+		return 0
+	}
+	n := ReplyPriming
+	for _, m := range messages {
+		n += MessageOverhead + Text(m.Role) + Text(m.Content)
+	}
+	return n
+}
+
+// Load loads the vocabulary now rather than on the first count, so that a
+// server pays the cost at start instead of on its first request.
+func Load() { encoder() }
