@@ -90,8 +90,7 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 		Registry: prometheus.NewRegistry(),
 	})
 	require.NoError(t, err)
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	srv := newServer(t, h)
 
 	org, _, err := store.CreateOrg(ctx, &core.CreateOrgParams{Name: "Test Org"})
 	require.NoError(t, err)
@@ -102,6 +101,12 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 
 func setupBench(b *testing.B, cfg api.Config) *testBundle {
 	return setup(b, func(o *setupOpts) { o.cfg = cfg })
+}
+
+func newServer(t testing.TB, h http.Handler) *httptest.Server {
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 // newKey issues a key for the bundle's organisation (unless p names one).

@@ -246,8 +246,12 @@ func (h *handler) authorize(w http.ResponseWriter, r *http.Request, action strin
 }
 
 func (h *handler) decide(ctx context.Context, action string, mode *core.Mode) (*core.Decision, error) {
+	return h.decideTier(ctx, action, mode, "")
+}
+
+func (h *handler) decideTier(ctx context.Context, action string, mode *core.Mode, tier core.Tier) (*core.Decision, error) {
 	p := principalOf(ctx)
-	in := &core.AuthzInput{Action: action, Principal: core.PrincipalForKey(p.key), Org: core.OrgForPolicy(p.org)}
+	in := &core.AuthzInput{Action: action, Principal: core.PrincipalForKey(p.key), Org: core.OrgForPolicy(p.org), Tier: tier}
 	if mode != nil {
 		in.Mode = core.ModeForPolicy(mode)
 	}

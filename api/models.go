@@ -110,18 +110,27 @@ func (h *handler) getModel(w http.ResponseWriter, r *http.Request) {
 // caller may use it for action: 404 model_not_found for an unknown mode, the
 // policy's refusal otherwise. It returns false when it has answered.
 func (h *handler) resolveMode(w http.ResponseWriter, r *http.Request, id, action string) (*core.Mode, bool) {
+	return h.resolveModeTier(w, r, id, action, "")
+}
+
+// resolveModeTier is resolveMode for a request that asks for a tier, which
+// the policy also checks.
+func (h *handler) resolveModeTier(w http.ResponseWriter, r *http.Request, id, action string, tier core.Tier) (*core.Mode, bool) {
 	m, ok := h.catalog.Resolve(id)
 	if !ok {
 		writeError(w, r, core.Errorf(core.CodeModelNotFound, "The model %q does not exist or is not available to your organisation. GET /v1/models lists the modes you can call.", id).WithParam("model"))
 		return nil, false
 	}
-	d, err := h.decide(r.Context(), action, m)
+	d, err := h.decideTier(r.Context(), action, m, tier)
 	if err != nil {
 		writeError(w, r, policyFailure(err))
 		return nil, false
 	}
 	if !d.Allow {
 		e := &core.Error{Code: d.Code, Message: d.Message}
+		if d.Code == core.CodeTierNotPermitted {
+			e.Param = "tier"
+		}
 		if d.Code == core.CodeModelNotFound || d.Code == core.CodeModeNotPermitted {
 			e.Param = "model"
 		}

@@ -28,12 +28,25 @@ type Config struct {
 	// KeyCacheTTL is how long a successful key lookup is reused; 0 turns
 	// caching off. Defaults to 0.
 	KeyCacheTTL time.Duration
+	// MaxInputTokens is the input limit of a key that sets none. Defaults
+	// to 8000.
+	MaxInputTokens int
+	// CallCeilingFloor is the least a call's bill ceiling can be (the
+	// ceiling is the higher of it and the mode's price, unless the key has
+	// its own). Defaults to $2.00.
+	CallCeilingFloor core.Micros
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
 func (c Config) WithDefaults() Config {
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = 1 << 20
+	}
+	if c.MaxInputTokens == 0 {
+		c.MaxInputTokens = 8000
+	}
+	if c.CallCeilingFloor == 0 {
+		c.CallCeilingFloor = core.DefaultCeilingFloor
 	}
 	return c
 }
@@ -61,9 +74,15 @@ type Deps struct {
 	// Registry receives the metrics and is served on /metrics. Defaults to a
 	// fresh registry.
 	Registry *prometheus.Registry
-	// Classifier classifies questions for estimates (and, later, calls).
-	// Defaults to the deterministic classify.Heuristic.
+	// Classifier classifies questions for estimates. Defaults to the
+	// deterministic classify.Heuristic.
 	Classifier Classifier
+	// Deliberator runs chat completions; without one the route is not
+	// served. Defaults to none.
+	Deliberator Deliberator
+	// CountTokens counts a request's input tokens; required with a
+	// Deliberator.
+	CountTokens func([]core.Message) int
 }
 
 // Classifier is what the API needs of a question classifier.
@@ -82,8 +101,10 @@ type handler struct {
 	keys    *keyCache
 	started time.Time
 
-	classifier Classifier
-	router     *chi.Mux
+	classifier  Classifier
+	deliberator Deliberator
+	countTokens func([]core.Message) int
+	router      *chi.Mux
 }
 
 // New returns the HTTP handler for the whole service.
@@ -98,6 +119,9 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
+	if d.Deliberator != nil && d.CountTokens == nil {
+		return nil, errors.New("api: CountTokens is required with a Deliberator")
+	}
 	if d.Classifier == nil {
 		d.Classifier = classify.Heuristic{}
 	}
@@ -111,7 +135,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	h := &handler{
 		cfg: cfg, store: d.Store, authz: d.Authz, catalog: d.Catalog, ready: d.Ready,
 		log: d.Logger, metrics: m, keys: newKeyCache(d.Store, cfg.KeyCacheTTL), started: time.Now(),
-		classifier: d.Classifier,
+		classifier: d.Classifier, deliberator: d.Deliberator, countTokens: d.CountTokens,
 	}
 
 	r := chi.NewRouter()
@@ -131,6 +155,9 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 		r.With(h.requireScope(core.ActionModelsRead)).Get("/models", h.listModels)
 		r.With(h.requireScope(core.ActionModelsRead)).Get("/models/{model}", h.getModel)
 		r.With(h.requireScope(core.ActionEstimate)).Post("/estimate", h.estimate)
+		if h.deliberator != nil {
+			r.With(h.requireScope(core.ActionChatCreate)).Post("/chat/completions", h.chat)
+		}
 	})
 	return r, nil
 }

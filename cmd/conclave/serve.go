@@ -15,11 +15,14 @@ import (
 	"github.com/conclavehq/conclave/adapters/sim"
 	"github.com/conclavehq/conclave/api"
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/deliberate"
 	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/internal/egress"
 	"github.com/conclavehq/conclave/internal/policy"
 	"github.com/conclavehq/conclave/internal/providers"
+	"github.com/conclavehq/conclave/internal/tokens"
 	"github.com/conclavehq/conclave/plugins/goplugin"
+	"github.com/conclavehq/conclave/plugins/protocol/direct"
 	"github.com/conclavehq/conclave/plugins/wasmhost"
 )
 
@@ -67,8 +70,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer prov.Stop(context.WithoutCancel(ctx))
-	h, err := api.New(api.Config{MaxBodyBytes: cfg.Server.MaxBodyBytes, KeyCacheTTL: cfg.Auth.KeyCacheTTL}, api.Deps{
+	engine, err := deliberate.New(deliberate.Config{Catalog: catalog, Caller: prov, Judge: direct.New()})
+	if err != nil {
+		return err
+	}
+	h, err := api.New(api.Config{
+		MaxBodyBytes: cfg.Server.MaxBodyBytes, KeyCacheTTL: cfg.Auth.KeyCacheTTL,
+		MaxInputTokens: cfg.Limits.MaxInputTokens, CallCeilingFloor: core.Micros(cfg.Limits.CallCeilingUSD),
+	}, api.Deps{
 		Store: db.store, Authz: authz, Catalog: catalog, Ready: db.store.Ready, Logger: log, Registry: reg,
+		Deliberator: engine, CountTokens: tokens.Count,
 	})
 	if err != nil {
 		return err

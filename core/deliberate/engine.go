@@ -1,0 +1,668 @@
+package deliberate
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/classify"
+)
+
+// Caller makes one engine call. *providers.Providers satisfies it. A
+// provider-side failure is a SeatAnswer whose Error is set; a Go error means
+// the call could not be made (or ctx ended).
+type Caller interface {
+	Call(ctx context.Context, engineID, orgID string, req *core.SeatRequest) (*core.SeatAnswer, error)
+}
+
+// Classifier classifies a question. classify.Heuristic satisfies it.
+type Classifier interface {
+	Classify(ctx context.Context, messages []core.Message) (*classify.Result, error)
+}
+
+// Errors Run returns besides ctx.Err().
+var (
+	// ErrModeUnavailable means no seat of the mode's row could run: every
+	// primary and every backup failed.
+	ErrModeUnavailable = errors.New("deliberate: no seat of the mode could run")
+	// ErrUpstream means the deliberation failed for another reason.
+	ErrUpstream = errors.New("deliberate: the deliberation failed upstream")
+)
+
+// Config configures an Engine.
+type Config struct {
+	// Catalog holds the engines the modes name; their prices cost each call.
+	// Required.
+	Catalog *core.Catalog
+	// Caller makes the engine calls. Required.
+	Caller Caller
+	// Judge is the judging protocol. Required.
+	Judge core.Protocol
+	// Fallback is the deterministic classifier used when the mode's
+	// classifier engine fails or is not configured. Defaults to
+	// classify.Heuristic{}.
+	Fallback Classifier
+	// HedgeAfter starts a seat's backup beside a primary that has not
+	// answered after this long. Zero derives it per mode: half the straggler
+	// deadline when the mode has a quorum and a straggler deadline, otherwise
+	// off; negative turns hedging off. Defaults to 0 (derived).
+	HedgeAfter time.Duration
+	// SeatMaxTokens caps every answer (seats, judge, synthesis). Defaults to
+	// 2048.
+	SeatMaxTokens int
+	// Seed returns the seed of each deliberation's shuffles. Defaults to a
+	// crypto-random seed.
+	Seed func() int64
+	// Now reads the clock for call and round timestamps. Defaults to
+	// time.Now.
+	Now func() time.Time
+}
+
+// WithDefaults returns the config with every unset field defaulted.
+func (c Config) WithDefaults() Config {
+	if c.Fallback == nil {
+		c.Fallback = classify.Heuristic{}
+	}
+	if c.SeatMaxTokens == 0 {
+		c.SeatMaxTokens = 2048
+	}
+	if c.Seed == nil {
+		c.Seed = cryptoSeed
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Catalog == nil:
+		return errors.New("deliberate: Catalog is required")
+	case c.Caller == nil:
+		return errors.New("deliberate: Caller is required")
+	case c.Judge == nil:
+		return errors.New("deliberate: Judge is required")
+	case c.SeatMaxTokens < 0:
+		return errors.New("deliberate: SeatMaxTokens cannot be negative")
+	}
+	return nil
+}
+
+func cryptoSeed() int64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return int64(binary.LittleEndian.Uint64(b[:]))
+}
+
+// Engine runs deliberations. It is safe for concurrent use.
+type Engine struct {
+	cfg Config
+}
+
+// New returns an Engine, or an error naming the missing field.
+func New(cfg Config) (*Engine, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Engine{cfg: cfg}, nil
+}
+
+// Request is one deliberation to run.
+type Request struct {
+	Mode      *core.Mode
+	Tier      core.Tier
+	Messages  []core.Message
+	OrgID     string
+	RequestID string
+}
+
+// run is the state of one deliberation.
+type run struct {
+	e     *Engine
+	req   *Request
+	hedge time.Duration // the hedge delay; 0 for none
+	mu    sync.Mutex
+	calls []Call
+}
+
+// call makes one engine call and records it. It returns the answer, or the
+// failure's class as the reason (OutcomeCancelled when ctx ended).
+func (r *run) call(ctx context.Context, c Call, sreq *core.SeatRequest) (*core.SeatAnswer, string) {
+	now := r.e.cfg.Now
+	c.Started = now()
+	ans, err := r.e.cfg.Caller.Call(ctx, c.Engine, r.req.OrgID, sreq)
+	c.Ended = now()
+	switch {
+	case err != nil && ctx.Err() != nil:
+		c.Outcome = OutcomeCancelled
+	case err != nil:
+		c.Outcome = string(core.ErrorAdapterFailed)
+		var pe *core.ProviderError
+		if errors.As(err, &pe) {
+			c.Outcome = string(pe.Class)
+		}
+	case ans == nil:
+		c.Outcome = string(core.ErrorMalformed)
+	case ans.Error != nil:
+		c.Outcome = string(ans.Error.Class)
+		if ctx.Err() != nil {
+			c.Outcome = OutcomeCancelled
+		}
+	default:
+		c.Outcome = OutcomeOK
+		c.Finish = ans.Finish
+		c.Content = ans.Text
+	}
+	if ans != nil {
+		c.InputTokens, c.OutputTokens, c.ReasoningTokens = ans.InputTokens, ans.OutputTokens, ans.ReasoningTokens
+	}
+	c.Cost = r.e.costOf(c.Engine, c.InputTokens, c.OutputTokens)
+	r.mu.Lock()
+	r.calls = append(r.calls, c)
+	r.mu.Unlock()
+	if c.Outcome != OutcomeOK {
+		return nil, c.Outcome
+	}
+	return ans, ""
+}
+
+// costOf prices tokens at the engine's per-MTok prices, rounding up.
+func (e *Engine) costOf(engineID string, in, out int) core.Micros {
+	eng, ok := e.cfg.Catalog.Engines()[engineID]
+	if !ok {
+		return 0
+	}
+	total := int64(in)*int64(eng.InputPerMTok) + int64(out)*int64(eng.OutputPerMTok)
+	return core.Micros((total + 999_999) / 1_000_000)
+}
+
+// spent sums the cost of the calls recorded so far, and of those of round n.
+func (r *run) spent(n int) (all, round core.Micros) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.calls {
+		all += c.Cost
+		if c.Round == n && c.Role != RoleClassifier && c.Role != RoleSynthesis {
+			round += c.Cost
+		}
+	}
+	return all, round
+}
+
+// staffCall asks a staff role one prompt: its primary, the backup on
+// failure or as a hedge beside a slow primary. It returns the answer, the
+// engine that gave it, and the reason when none did.
+func (r *run) staffCall(ctx context.Context, role string, round int, sreq *core.SeatRequest) (*core.SeatAnswer, string, string) {
+	s, ok := r.req.Mode.Deliberation.Staff[role]
+	if !ok || s.Engine == "" {
+		return nil, "", "no " + role + " engine is configured"
+	}
+	primary := &Call{Role: role, Round: round, Engine: s.Engine}
+	var backup *Call
+	if s.Backup != "" {
+		backup = &Call{Role: role, Round: round, Engine: s.Backup, Original: s.Engine, Fallback: true}
+	}
+	rr := r.race(ctx, primary, backup, sreq, r.hedge)
+	if rr.win != nil {
+		return rr.win, rr.engine, ""
+	}
+	reason := s.Engine + " failed: " + rr.primaryWhy
+	if rr.primaryWhy == "" {
+		reason = s.Engine + " was cancelled"
+	}
+	if backup != nil && rr.backupWhy != "" {
+		reason += "; backup " + s.Backup + " failed: " + rr.backupWhy
+	}
+	return nil, "", reason
+}
+
+// hedgeFor is the hedge delay of a mode: Config.HedgeAfter when set,
+// otherwise half the straggler deadline of a mode with a quorum.
+func (e *Engine) hedgeFor(mode *core.Mode) time.Duration {
+	h := e.cfg.HedgeAfter
+	d := mode.Deliberation
+	if h == 0 && d.Quorum > 0 && d.StragglerDeadline > 0 {
+		h = d.StragglerDeadline / 2
+	}
+	return max(h, 0)
+}
+
+// question is the last user message.
+func question(msgs []core.Message) string {
+	q := ""
+	for _, m := range msgs {
+		if m.Role == core.RoleUser {
+			q = m.Content
+		}
+	}
+	return q
+}
+
+// Classify classifies the question with the mode's classifier staff engine,
+// asked for JSON {score, depth, task_type, hallucination_risk}; on any
+// failure or unreadable reply it falls back to Config.Fallback. Result.By is
+// the engine's id or the fallback's.
+func (e *Engine) Classify(ctx context.Context, mode *core.Mode, messages []core.Message) (*classify.Result, error) {
+	if mode == nil {
+		mode = &core.Mode{}
+	}
+	r := &run{e: e, req: &Request{Mode: mode, Messages: messages}}
+	r.hedge = e.hedgeFor(mode)
+	res, _, err := r.classify(ctx)
+	return res, err
+}
+
+const classifierSystem = `You classify how hard a question is for a panel of language models. Reply with one JSON object only:
+{"score":0.0,"depth":"light|medium|deep","task_type":"arithmetic|lookup|formatting|verbatim|code|creative|analysis|judgement|open_question","hallucination_risk":"low|medium|high"}
+score runs from 0 (trivial, one checkable answer) to 1 (hardest: informed opinions differ). Depth is light under 0.35, medium under 0.65, deep above.`
+
+// classify returns the classification and, when the engine failed, why.
+func (r *run) classify(ctx context.Context) (*classify.Result, string, error) {
+	fb := func(why string) (*classify.Result, string, error) {
+		res, err := r.e.cfg.Fallback.Classify(ctx, r.req.Messages)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, "", ctx.Err()
+			}
+			return nil, "", fmt.Errorf("%w: classifying the question: %v", ErrUpstream, err)
+		}
+		return res, why, nil
+	}
+	s, ok := r.req.Mode.Deliberation.Staff[RoleClassifier]
+	if !ok || s.Engine == "" {
+		return fb("")
+	}
+	var text strings.Builder
+	for _, m := range r.req.Messages {
+		text.WriteString(m.Role + ": " + m.Content + "\n")
+	}
+	sreq := &core.SeatRequest{
+		System:     classifierSystem,
+		Messages:   []core.Message{{Role: core.RoleUser, Content: "Classify this conversation's last question.\n\n" + text.String()}},
+		MaxTokens:  256,
+		JSONOutput: true,
+	}
+	ans, by, why := r.staffCall(ctx, RoleClassifier, 0, sreq)
+	if ctx.Err() != nil {
+		return nil, "", ctx.Err()
+	}
+	if ans == nil {
+		return fb(why)
+	}
+	res, ok := parseClassification(ans.Text)
+	if !ok {
+		return fb(by + " replied without the expected JSON")
+	}
+	res.By = by
+	if h, err := r.e.cfg.Fallback.Classify(ctx, r.req.Messages); err == nil {
+		res.Value = h.Value // the engine does not judge a panel's value
+	}
+	return res, "", nil
+}
+
+// Run runs one deliberation. When ctx ends it returns ctx.Err(). On
+// ErrModeUnavailable or ErrUpstream it also returns the partial Result, whose
+// Calls account for what the failed deliberation consumed.
+func (e *Engine) Run(ctx context.Context, req *Request) (*Result, error) {
+	if req == nil || req.Mode == nil {
+		return nil, fmt.Errorf("%w: no request or mode", ErrUpstream)
+	}
+	row := req.Mode.Deliberation.Seats[req.Tier]
+	if len(row) == 0 {
+		return nil, fmt.Errorf("%w: mode %q has no seats for tier %q", ErrModeUnavailable, req.Mode.ID, req.Tier)
+	}
+	r := &run{e: e, req: req}
+	r.hedge = e.hedgeFor(req.Mode)
+	res := &Result{Finish: FinishStop, Substitutions: []Substitution{}}
+	cls, why, err := r.classify(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if why != "" {
+		res.StaffUnavailable = append(res.StaffUnavailable, Unavailable{Role: RoleClassifier, Reason: why + "; the heuristic classified"})
+	}
+	res.Classification = Classification{Score: cls.Score, Depth: cls.Depth, TaskType: cls.TaskType, HallucinationRisk: cls.HallucinationRisk, By: cls.By}
+
+	d := req.Mode.Deliberation
+	if d.ExpressThreshold > 0 && cls.Score < d.ExpressThreshold {
+		err = r.express(ctx, row[0], res)
+	} else {
+		err = r.panel(ctx, row, cls, res)
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	r.finish(res)
+	if err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// finish fills what is summed from the calls.
+func (r *run) finish(res *Result) {
+	r.mu.Lock()
+	calls := append([]Call(nil), r.calls...)
+	r.mu.Unlock()
+	sort.SliceStable(calls, func(i, j int) bool { return calls[i].Started.Before(calls[j].Started) })
+	res.Calls = calls
+	seen := map[string]bool{}
+	var staff []string
+	// Seat engines in seat order, primary before backup.
+	bySeat := map[string][]string{}
+	for _, c := range calls {
+		res.Usage.PromptTokens += c.InputTokens
+		res.Usage.CompletionTokens += c.OutputTokens
+		res.Usage.ReasoningTokens += c.ReasoningTokens
+		res.Cost += c.Cost
+		if c.Outcome == string(core.ErrorEgressRefused) {
+			continue // never left the service
+		}
+		if c.Seat != "" {
+			bySeat[c.Seat] = appendOnce(bySeat[c.Seat], c.Engine)
+		} else {
+			staff = append(staff, c.Engine)
+		}
+	}
+	seats := make([]string, 0, len(bySeat))
+	for s := range bySeat {
+		seats = append(seats, s)
+	}
+	sort.Slice(seats, func(i, j int) bool { return seatNumber(seats[i]) < seatNumber(seats[j]) })
+	for _, s := range seats {
+		for _, id := range bySeat[s] {
+			if !seen[id] {
+				seen[id] = true
+				res.Engines = append(res.Engines, id)
+			}
+		}
+	}
+	for _, id := range staff {
+		if !seen[id] {
+			seen[id] = true
+			res.Engines = append(res.Engines, id)
+		}
+	}
+}
+
+// appendOnce appends engine unless list holds it.
+func appendOnce(list []string, engine string) []string {
+	for _, x := range list {
+		if x == engine {
+			return list
+		}
+	}
+	return append(list, engine)
+}
+
+func seatNumber(role string) int {
+	var n int
+	_, _ = fmt.Sscanf(role, "seat-%d", &n)
+	return n
+}
+
+func seatRole(i int) string { return fmt.Sprintf("seat-%d", i+1) }
+
+// express runs the express lane: the first seat alone, no judge, no
+// synthesis.
+func (r *run) express(ctx context.Context, seat core.Seat, res *Result) error {
+	res.Lane = LaneExpress
+	res.BestSeatJudgedBy = JudgedByExpressLane
+	res.Seats = 1
+	seats := []*seatState{{role: seatRole(0), seat: seat}}
+	rd, outs, err := r.round(ctx, 1, seats, r.firstPrompt, 0, r.hedge)
+	if err != nil {
+		return err
+	}
+	res.Rounds = append(res.Rounds, rd)
+	r.account(outs, res)
+	o := outs[0]
+	if !o.answered {
+		return fmt.Errorf("%w: the express lane's seat failed: %s", ErrModeUnavailable, o.reason)
+	}
+	res.SeatsAnswered = 1
+	res.Answer = o.text
+	if o.finish == core.FinishLength {
+		res.Finish = FinishLength
+	}
+	res.BestSeat = BestSeat{Seat: o.role, Engine: o.engine}
+	res.BestSeatRationale = fmt.Sprintf("The question scored %.3g, under the mode's express threshold of %.3g, so %s answered alone.",
+		res.Classification.Score, r.req.Mode.Deliberation.ExpressThreshold, o.role)
+	return nil
+}
+
+// account records a round's substitutions and unavailable seats.
+func (r *run) account(outs []*seatOutcome, res *Result) {
+	for _, o := range outs {
+		if o.sub != nil && !hasSub(res.Substitutions, *o.sub) {
+			res.Substitutions = append(res.Substitutions, *o.sub)
+		}
+		if o.closedBy == ClosedByUnavailable {
+			res.SeatsUnavailable = append(res.SeatsUnavailable, Unavailable{Role: o.role, Reason: o.reason})
+		}
+	}
+}
+
+func hasSub(list []Substitution, s Substitution) bool {
+	for _, x := range list {
+		if x.Seat == s.Seat && x.Used == s.Used {
+			return true
+		}
+	}
+	return false
+}
+
+// panel runs the seats' rounds, judging each, then synthesis.
+func (r *run) panel(ctx context.Context, row []core.Seat, cls *classify.Result, res *Result) error {
+	d := r.req.Mode.Deliberation
+	res.Lane = LanePanel
+	res.Seats = len(row)
+	seats := make([]*seatState, len(row))
+	for i, s := range row {
+		seats[i] = &seatState{role: seatRole(i), seat: s}
+	}
+	maxRounds := 1
+	switch {
+	case d.Critique == core.CritiqueAlways, d.Critique == core.CritiqueDeep && cls.Depth == core.DepthDeep:
+		maxRounds = max(1, d.MaxRounds)
+	}
+	hedge := r.hedge
+	quorum := d.Quorum
+	seed := r.e.cfg.Seed()
+
+	var final []*seatOutcome
+	var judg *judged
+	for n := 1; n <= maxRounds; n++ {
+		if n > 1 {
+			if judg != nil && judg.converged != nil && *judg.converged {
+				break
+			}
+			spent, last := r.spent(n - 1)
+			if d.CostCeiling > 0 && spent+last > d.CostCeiling {
+				res.Finish = FinishCostCap
+				break
+			}
+		}
+		var live []*seatState
+		for _, s := range seats {
+			if !s.gone {
+				live = append(live, s)
+			}
+		}
+		prompt := r.firstPrompt
+		if n > 1 {
+			prev := final
+			prompt = func(s *seatState) []core.Message { return r.critiquePrompt(s, prev) }
+		}
+		q := quorum
+		if q > len(live) {
+			q = len(live)
+		}
+		rd, outs, err := r.round(ctx, n, live, prompt, q, hedge)
+		if err != nil {
+			return err
+		}
+		r.account(outs, res)
+		answered := answeredOf(outs)
+		if n == 1 && len(answered) == 0 {
+			res.Rounds = append(res.Rounds, rd)
+			if allUnavailable(outs) {
+				return fmt.Errorf("%w: %s", ErrModeUnavailable, reasons(outs))
+			}
+			return fmt.Errorf("%w: no seat answered: %s", ErrUpstream, reasons(outs))
+		}
+		if len(answered) == 0 {
+			// A critique round nobody answered: the previous round stands.
+			res.Rounds = append(res.Rounds, rd)
+			break
+		}
+		j, err := r.judge(ctx, n, answered, seed+int64(n), res)
+		if err != nil {
+			return err
+		}
+		rd.Judgment = j.summary()
+		_, rd.Cost = r.spent(n)
+		res.Rounds = append(res.Rounds, rd)
+		final, judg = answered, j
+		if n == 1 {
+			res.DivergenceFirstRound = j.divergence
+		}
+	}
+
+	res.SeatsAnswered = len(final)
+	res.DivergenceFinalRound = judg.divergence
+	res.Converged = judg.converged
+	if judg.factualConflict {
+		f := "factual_conflict"
+		res.RemainingFriction = &f
+	}
+	res.ContestedPassage = judg.passage
+	best := judg.best
+	res.BestSeat = BestSeat{Seat: best.role, Engine: best.engine, Score: judg.bestScore}
+	res.BestSeatJudgedBy = judg.by
+	res.BestSeatRationale = judg.rationale(len(res.Rounds))
+
+	// Synthesis.
+	ans, _, why := r.staffCall(ctx, RoleSynthesis, len(res.Rounds), r.synthesisPrompt(final, seed))
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if ans != nil {
+		res.Answer = ans.Text
+		if ans.Finish == core.FinishLength {
+			res.Finish = FinishLength
+		}
+		return nil
+	}
+	res.StaffUnavailable = append(res.StaffUnavailable, Unavailable{Role: RoleSynthesis, Reason: why + "; the best seat's answer was returned"})
+	res.Answer = best.text
+	if best.finish == core.FinishLength {
+		res.Finish = FinishLength
+	}
+	return nil
+}
+
+func answeredOf(outs []*seatOutcome) []*seatOutcome {
+	var a []*seatOutcome
+	for _, o := range outs {
+		if o.answered {
+			a = append(a, o)
+		}
+	}
+	return a
+}
+
+func allUnavailable(outs []*seatOutcome) bool {
+	for _, o := range outs {
+		if o.closedBy != ClosedByUnavailable {
+			return false
+		}
+	}
+	return true
+}
+
+func reasons(outs []*seatOutcome) string {
+	var parts []string
+	for _, o := range outs {
+		if o.reason != "" {
+			parts = append(parts, o.role+": "+o.reason)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// firstPrompt is the caller's conversation as it came.
+func (r *run) firstPrompt(*seatState) []core.Message { return r.req.Messages }
+
+// critiquePrompt shows a seat its own previous answer and the others',
+// labelled without engine names, and asks it to reconsider.
+func (r *run) critiquePrompt(s *seatState, prev []*seatOutcome) []core.Message {
+	msgs := append([]core.Message(nil), r.req.Messages...)
+	var own string
+	var b strings.Builder
+	b.WriteString("Other members of the panel answered the same question. Their answers follow.\n")
+	label := 0
+	for _, o := range prev {
+		if o.role == s.role {
+			own = o.text
+			continue
+		}
+		fmt.Fprintf(&b, "\n[Answer %c]\n%s\n", 'A'+rune(label), o.text)
+		label++
+	}
+	b.WriteString("\n[End of answers]\nReconsider your answer in the light of theirs: keep what holds up, correct what does not, and give your full revised answer.")
+	if own != "" {
+		msgs = append(msgs, core.Message{Role: core.RoleAssistant, Content: own})
+	}
+	return append(msgs, core.Message{Role: core.RoleUser, Content: b.String()})
+}
+
+const synthesisSystem = `You write the panel's one answer. Several independent answers to the question follow. Combine what is correct and well argued in them into a single, self-contained answer to the question. Do not mention the panel, the answers or their labels.`
+
+// synthesisPrompt gives the synthesis engine the question and the final
+// round's answers, shuffled and labelled.
+func (r *run) synthesisPrompt(final []*seatOutcome, seed int64) *core.SeatRequest {
+	order := shuffled(len(final), seed^0x5eed)
+	var b strings.Builder
+	b.WriteString("Question:\n" + question(r.req.Messages) + "\n")
+	for k, i := range order {
+		fmt.Fprintf(&b, "\n[Answer %c]\n%s\n", 'A'+rune(k), final[i].text)
+	}
+	b.WriteString("\n[End of answers]\nWrite the one answer.")
+	return &core.SeatRequest{System: synthesisSystem, Messages: []core.Message{{Role: core.RoleUser, Content: b.String()}}, MaxTokens: r.e.cfg.SeatMaxTokens}
+}
+
+// shuffled is a seeded permutation of 0..n-1 (a splitmix64-driven
+// Fisher–Yates, so the order is reproducible from the seed).
+func shuffled(n int, seed int64) []int {
+	p := make([]int, n)
+	for i := range p {
+		p[i] = i
+	}
+	x := uint64(seed)
+	next := func() uint64 {
+		x += 0x9e3779b97f4a7c15
+		z := x
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+		return z ^ (z >> 31)
+	}
+	for i := n - 1; i > 0; i-- {
+		j := int(next() % uint64(i+1))
+		p[i], p[j] = p[j], p[i]
+	}
+	return p
+}
+
+// round3 rounds to three decimals.
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
