@@ -15,6 +15,7 @@ import (
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/deliberate"
 	"github.com/conclavehq/conclave/internal/config"
+	"github.com/conclavehq/conclave/internal/egress"
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
 	"github.com/conclavehq/conclave/internal/policy"
@@ -29,11 +30,14 @@ type chatBundle struct {
 	*testBundle
 }
 
-func setupChat(t *testing.T) *chatBundle {
+func setupChat(t *testing.T, changes ...func(*config.Config)) *chatBundle {
 	t.Helper()
 	ctx := context.Background()
 	cfg, err := config.Builtin()
 	require.NoError(t, err)
+	for _, f := range changes {
+		f(cfg)
+	}
 	// A mode without pro seats, for the tier check.
 	plusOnly := cfg.Modes[0]
 	plusOnly.Key, plusOnly.ID, plusOnly.Ticker, plusOnly.Name = "plus-only", "plus-only", "CNCL:PLUS", "Plus only"
@@ -41,7 +45,8 @@ func setupChat(t *testing.T) *chatBundle {
 	cfg.Modes = append(cfg.Modes, plusOnly)
 	catalog, err := cfg.Catalog()
 	require.NoError(t, err)
-	prov, err := providers.Start(ctx, providers.Config{Catalog: catalog, Simulator: sim.Config{TimeScale: 0.02}})
+	// Retries off, so a directed failure fails once and the backup runs.
+	prov, err := providers.Start(ctx, providers.Config{Catalog: catalog, Simulator: sim.Config{TimeScale: 0.02}, Egress: egress.Config{MaxAttempts: 1}})
 	require.NoError(t, err)
 	t.Cleanup(func() { prov.Stop(context.Background()) })
 	engine, err := deliberate.New(deliberate.Config{Catalog: catalog, Caller: prov, Judge: direct.New()})
