@@ -21,11 +21,9 @@ func rolesMode(critique string, rounds int, ceilingUSD config.USD) func(*config.
 			return config.Engine{ID: "sim/" + id, Family: "sim-" + adapter, MaxTier: "pro", Adapter: adapter, Endpoint: "sim",
 				InputUSDPerMTok: 2_500_000, OutputUSDPerMTok: 10_000_000}
 		}
-		for _, e := range []config.Engine{eng("s1", "openai"), eng("b1", "openai"), eng("s2", "anthropic"), eng("b2", "anthropic"),
+		c.Engines = append(c.Engines, eng("s1", "openai"), eng("b1", "openai"), eng("s2", "anthropic"), eng("b2", "anthropic"),
 			eng("s3", "gemini"), eng("b3", "gemini"), eng("judge", "anthropic"), eng("judgeb", "openai"),
-			eng("synth", "openai"), eng("synthb", "anthropic"), eng("clf", "openai")} {
-			c.Engines = append(c.Engines, e)
-		}
+			eng("synth", "openai"), eng("synthb", "anthropic"), eng("clf", "openai"))
 		flat := config.USD(100_000)
 		c.Modes = append(c.Modes, config.Mode{
 			Key: "roles", ID: "roles", Name: "Roles", Critique: critique, MaxRounds: rounds, Quorum: 2,
