@@ -102,7 +102,16 @@ func setupChatBench(b *testing.B, simCfg sim.Config, egressClient *http.Client) 
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := newServer(b, h)
+	// The server also accepts unencrypted HTTP/2 (prior knowledge), so a
+	// load test can multiplex calls when it cannot hold a connection each.
+	srv := httptest.NewUnstartedServer(h)
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	srv.Config.Protocols = protocols
+	srv.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 20_000}
+	srv.Start()
+	b.Cleanup(srv.Close)
 	org, _, err := store.CreateOrg(ctx, &core.CreateOrgParams{Name: "Bench Org"})
 	if err != nil {
 		b.Fatal(err)
@@ -214,33 +223,45 @@ func BenchmarkChatCPU(b *testing.B) {
 // process: every seat call takes 30 simulated seconds at TimeScale 1 (the
 // seats' engines atlas, sonnet and gemini-flash are pinned to exactly 30 s;
 // classifier, judge and synthesis are other engines at the quick profile's
-// 50–600 ms), on a one-round mode without an express lane, so each call
-// holds three seat calls open for 30 s. All N requests are sent at once over
-// loopback HTTP/1.1, one connection each, and the benchmark waits for all.
+// 50–600 ms), on a one-round mode without an express lane. The engine's
+// default hedging starts each seat's backup (also a 30 s engine) beside the
+// slow primary, so a deliberation holds six engine calls open. All N
+// requests are sent at once over loopback and the benchmark waits for all.
+// Each run happens once whatever b.N.
 //
 // It reports, for N = 100 (the baseline) and N = 10,000 (the goal):
 //
 //   - peak_rss_MiB: VmHWM of this process, reset just before the requests
-//     go out. It includes the in-process simulated provider and the client
-//     side of every connection (10,000 client connections, goroutines and
-//     buffers), so it overstates the server alone. Postgres is another
-//     process and not counted.
+//     go out. It includes the in-process simulated provider (a handler
+//     goroutine and stream buffers per engine call) and the load
+//     generator (a goroutine, connection state and buffers per call), so it
+//     overstates the server alone. Postgres is another process and is not
+//     counted.
 //   - goal_rss_MiB: the goal, 1 GiB, beside it.
-//   - errors: responses other than 200, and transport errors (goal: none).
-//   - p50_s, max_s: wall-clock latency of one call; a call with no queueing
-//     takes about 30.5 s, so the excess is queueing (the database pool's
-//     holds and settles, CPU).
+//   - errors: responses other than a 200 panel answer, and transport errors
+//     (goal: none).
+//   - p50_s, max_s: wall-clock latency of one call; with no queueing a call
+//     takes about 31 s, so the excess is queueing (holds and settles on the
+//     database pool, CPU on two cores shared with Postgres).
+//   - peak_engine_calls, peak_engine_calls_at_s: the most engine calls in
+//     flight at the simulator (6 per deliberation when all are admitted)
+//     and when that was first seen (sampled every 250 ms).
 //
-// Egress reaches the simulator over unencrypted HTTP/2, which it accepts so
-// load tests can multiplex: 30,000 concurrent seat calls over HTTP/1.1 would
-// need 30,000 loopback connections to one port, more than the ephemeral
-// port range. Real providers are reached over TLS, where egress negotiates
-// HTTP/2 as well.
+// Transport: the load generator uses HTTP/1.1, a connection per call, when
+// the open-file limit allows both ends of N connections in this process;
+// otherwise (10,000 calls under a 20,000 hard limit that cannot be raised
+// without CAP_SYS_RESOURCE) it multiplexes them all over one unencrypted
+// HTTP/2 connection, which the benchmark's server accepts (up to 20,000
+// streams). The sub-benchmark name says which. Egress
+// reaches the simulator over unencrypted HTTP/2 too: 60,000 concurrent
+// engine calls over HTTP/1.1 would need more loopback connections to one
+// port than the ephemeral port range holds. Real providers are reached over
+// TLS, where egress negotiates HTTP/2 as well.
 //
-// It fails only on wrong results: a non-200 fails the benchmark after the
+// It fails only on wrong results: any error fails the benchmark after the
 // figures are reported.
 func BenchmarkChatInFlight(b *testing.B) {
-	raiseOpenFileLimit(b, 100_000)
+	files := raiseOpenFileLimit(b, 100_000)
 	h2c := new(http.Protocols)
 	h2c.SetUnencryptedHTTP2(true)
 	egressClient := &http.Client{Transport: &http.Transport{
@@ -261,15 +282,26 @@ func BenchmarkChatInFlight(b *testing.B) {
 	body := chatBody(benchInFlightMode, "Should a twelve-person team split its monolith into microservices this year?", "")
 	var failed []string
 	for _, n := range []int{100, 10_000} {
-		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+		// Both ends of every connection are in this process: a connection
+		// per call needs 2n descriptors, plus some for the rest.
+		h2 := uint64(2*n+1000) > files
+		proto := "http1"
+		if h2 {
+			proto = "h2c"
+		}
+		b.Run(fmt.Sprintf("n=%d/%s", n, proto), func(b *testing.B) {
 			// One run whatever b.N (a -benchtime meant for BenchmarkChatCPU
 			// must not repeat a 30-second run): the figures are per run.
-			r := inFlight(b, cb, body, n)
+			t0 := time.Now()
+			r := inFlight(b, cb, body, n, h2)
+			b.ReportMetric(float64(time.Since(t0).Nanoseconds()), "ns/op") // one run, not b.N
 			b.ReportMetric(r.peakMiB, "peak_rss_MiB")
 			b.ReportMetric(1024, "goal_rss_MiB")
 			b.ReportMetric(float64(r.errors), "errors")
 			b.ReportMetric(r.p50.Seconds(), "p50_s")
 			b.ReportMetric(r.max.Seconds(), "max_s")
+			b.ReportMetric(float64(r.peakCalls), "peak_engine_calls")
+			b.ReportMetric(r.peakAt.Seconds(), "peak_engine_calls_at_s")
 			if r.errors > 0 {
 				failed = append(failed, fmt.Sprintf("n=%d: %d errors, first: %s", n, r.errors, r.firstErr))
 			}
@@ -281,23 +313,41 @@ func BenchmarkChatInFlight(b *testing.B) {
 }
 
 type inFlightResult struct {
-	peakMiB  float64
-	errors   int
-	firstErr string
-	p50, max time.Duration
+	peakMiB   float64
+	errors    int
+	firstErr  string
+	p50, max  time.Duration
+	peakCalls int           // most engine calls in flight at the simulator
+	peakAt    time.Duration // when that peak was first seen
 }
 
 // inFlight sends n chat completions at once and waits for them all.
-func inFlight(b *testing.B, cb *chatBench, body string, n int) inFlightResult {
+// With h2 it sends them over unencrypted HTTP/2, all on one connection;
+// otherwise over HTTP/1.1, a connection each.
+func inFlight(b *testing.B, cb *chatBench, body string, n int, h2 bool) inFlightResult {
 	b.Helper()
-	client := &http.Client{Transport: &http.Transport{
+	tr := &http.Transport{
 		MaxConnsPerHost:     0, // no limit: one connection per call in flight
 		MaxIdleConnsPerHost: n,
 		MaxIdleConns:        n,
 		IdleConnTimeout:     time.Minute,
 		DialContext:         (&net.Dialer{Timeout: 30 * time.Second}).DialContext,
-	}}
+	}
+	if h2 {
+		tr.Protocols = new(http.Protocols)
+		tr.Protocols.SetUnencryptedHTTP2(true)
+	}
+	client := &http.Client{Transport: tr}
 	defer client.CloseIdleConnections()
+	if h2 {
+		// One connection, opened before the burst: otherwise every request
+		// of the burst dials its own before the first connection is up.
+		res, err := client.Get(cb.srv.URL + "/healthz")
+		if err != nil {
+			b.Fatal(err)
+		}
+		drain(res)
+	}
 	resetPeakRSS(b)
 	ctx := context.Background()
 	var (
@@ -324,25 +374,52 @@ func inFlight(b *testing.B, cb *chatBench, body string, n int) inFlightResult {
 			}
 		}()
 	}
+	// Sample the engine calls in flight at the simulator until all end.
+	done := make(chan struct{})
+	var peakCalls int
+	var peakAt time.Duration
+	sampled := make(chan struct{})
+	t0 := time.Now()
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if c := cb.prov.Simulator().Stats().InFlight; c > peakCalls {
+					peakCalls, peakAt = c, time.Since(t0)
+				}
+			}
+		}
+	}()
 	close(start)
 	wg.Wait()
+	close(done)
+	<-sampled
 	slices.Sort(lat)
-	r := inFlightResult{peakMiB: float64(procStatusKiB(b, "VmHWM")) / 1024, errors: int(errs.Load()), p50: lat[n/2], max: lat[n-1]}
+	r := inFlightResult{
+		peakMiB: float64(procStatusKiB(b, "VmHWM")) / 1024, errors: int(errs.Load()), p50: lat[n/2], max: lat[n-1],
+		peakCalls: peakCalls, peakAt: peakAt,
+	}
 	if s, ok := firstErr.Load().(string); ok {
 		r.firstErr = s
 	}
 	return r
 }
 
-// raiseOpenFileLimit raises this process's open-file limit to at least
-// want: both ends of every loopback connection are in this process.
-func raiseOpenFileLimit(b *testing.B, want uint64) {
+// raiseOpenFileLimit raises this process's open-file limit towards want
+// (both ends of every loopback connection are in this process) and returns
+// the limit it got.
+func raiseOpenFileLimit(b *testing.B, want uint64) uint64 {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		b.Fatal(err)
 	}
 	if lim.Cur >= want {
-		return
+		return lim.Cur
 	}
 	lim.Cur = max(lim.Cur, min(want, lim.Max))
 	if lim.Max < want {
@@ -350,13 +427,14 @@ func raiseOpenFileLimit(b *testing.B, want uint64) {
 		// limit when it is refused.
 		try := syscall.Rlimit{Cur: want, Max: want}
 		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &try); err == nil {
-			return
+			return want
 		}
 	}
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("open-file limit is %d", lim.Cur)
+	b.Logf("open-file limit is %d (hard limit; raising it needs CAP_SYS_RESOURCE)", lim.Cur)
+	return lim.Cur
 }
 
 // resetPeakRSS resets VmHWM to the current RSS (Linux 4.0+).
