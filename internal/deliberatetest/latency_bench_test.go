@@ -28,10 +28,14 @@ const slowPanel = 1000
 // benchDeadline is the scheduled mode's straggler deadline in simulated seconds.
 const benchDeadline = 5
 
-// BenchmarkDeliberationLatency runs b.N panels (use -benchtime=1000x) on the
+// minPanels is the fewest panels each variant runs, whatever -benchtime
+// says: a p99 needs a few hundred samples beyond it to mean anything.
+const minPanels = 1000
+
+// BenchmarkDeliberationLatency runs at least minPanels panels on the
 // simulator's seed profile twice: with this engine's scheduling — quorum 2
-// of 3, a straggler deadline of 8 simulated seconds, hedging with the
-// backup after 4 (half the deadline, the derived default) — and with
+// of 3, a straggler deadline of 5 simulated seconds, hedging with the
+// backup after 2.5 (half the deadline, the derived default) — and with
 // wait-for-all (quorum 0, no hedging). Both run the same mode otherwise:
 // three seats, critique always, at most two rounds, judge and synthesis.
 // It reports each variant's panel latency quantiles in simulated seconds
@@ -62,7 +66,7 @@ func BenchmarkDeliberationLatency(b *testing.B) {
 	})
 	waitAll := testMode(func(d *core.Deliberation) { d.ExpressThreshold = 0 })
 
-	n := b.N
+	n := max(b.N, minPanels)
 	b.ResetTimer()
 	sq, quorumShare := panels(b, e, scheduled, n, "a")
 	wq, _ := panels(b, e, waitAll, n, "b")
