@@ -22,7 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var fitFlag = flag.Bool("sim.fit", false, "refit the seed profile's latency constants (TestFitSeedProfile)")
+var fitFlag = flag.Bool("sim.fit", false, "refit the seed profile's latency constants (BenchmarkFitSeedProfile)")
 
 // The spec's published deliberation latency in seconds, at these levels.
 var (
@@ -344,12 +344,15 @@ func BenchmarkSeedCalibration(b *testing.B) {
 	}
 }
 
-// TestFitSeedProfile refits the seed profile's constants (see config.go):
-// go test ./adapters/sim -run TestFitSeedProfile -sim.fit -v
-func TestFitSeedProfile(t *testing.T) {
+// BenchmarkFitSeedProfile is the tool that refits the seed profile's
+// constants (see config.go), not a measurement; it runs only when asked:
+//
+//	go test ./adapters/sim -run '^$' -bench FitSeedProfile -benchtime 1x -sim.fit -v
+func BenchmarkFitSeedProfile(b *testing.B) {
 	if !*fitFlag {
-		t.Skip("run with -sim.fit to refit the seed profile's latency constants")
+		b.Skip("a tool, not a measurement: run with -sim.fit to refit the seed profile")
 	}
+	t := b
 	const panels = 400_000
 	r := rand.New(rand.NewPCG(20240601, 0))
 	u, z := make([]float64, panels*8), make([]float64, panels*8)

@@ -114,9 +114,9 @@ type Latency struct {
 // 40 s, restarted with steps 0.2, 0.1, 0.05 and 0.02; it reproduces the
 // three quantiles of its sample to 0.01 s. The problem is nearly flat along
 // one direction (other triples fit almost as well), so the constants are
-// one good fit, not the only one. TestFitSeedProfile redoes the fit:
+// one good fit, not the only one. BenchmarkFitSeedProfile redoes the fit:
 //
-//	go test ./adapters/sim -run TestFitSeedProfile -sim.fit -v
+//	go test ./adapters/sim -run '^$' -bench FitSeedProfile -benchtime 1x -sim.fit -v
 const (
 	seedBodyMedian = 2792 * time.Millisecond
 	seedBodySigma  = 0.9926
