@@ -368,7 +368,9 @@ func (b *testBundle) sign(t testing.TB, req *http.Request, body []byte, creds aw
 // waitFor polls cond until it holds or a few seconds pass.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	// Generous: this waits for a state, it does not measure speed, and a
+	// loaded 2-core CI machine can take a while to open thousands of calls.
+	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting until %s", what)
