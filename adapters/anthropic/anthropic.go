@@ -22,11 +22,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/conclavehq/conclave/adapters/internal/reply"
+	"github.com/conclavehq/conclave/adapters/internal/seat"
 	"github.com/conclavehq/conclave/core"
 )
 
@@ -69,7 +69,7 @@ type message struct {
 
 // BuildRequest implements core.Adapter.
 func (*Adapter) BuildRequest(_ context.Context, req *core.SeatRequest) (*core.HTTPRequest, error) {
-	if err := validate(req); err != nil {
+	if err := seat.Check(req); err != nil {
 		return nil, fmt.Errorf("%s: %w", adapterName, err)
 	}
 	body := messagesRequest{
@@ -114,24 +114,6 @@ func (*Adapter) BuildRequest(_ context.Context, req *core.SeatRequest) (*core.HT
 		},
 		Body: b,
 	}, nil
-}
-
-func validate(req *core.SeatRequest) error {
-	if req == nil {
-		return errors.New("no seat request")
-	}
-	if req.Model == "" {
-		return errors.New("model is required")
-	}
-	if req.MaxTokens < 0 {
-		return fmt.Errorf("max_tokens must not be negative, got %d", req.MaxTokens)
-	}
-	for i, m := range req.Messages {
-		if !core.ValidRole(m.Role) {
-			return fmt.Errorf("message %d has unknown role %q", i, m.Role)
-		}
-	}
-	return nil
 }
 
 // encode marshals v without HTML escaping, so prompts reach the provider as

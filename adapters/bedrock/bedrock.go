@@ -26,11 +26,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/conclavehq/conclave/adapters/internal/reply"
+	"github.com/conclavehq/conclave/adapters/internal/seat"
 	"github.com/conclavehq/conclave/core"
 )
 
@@ -75,7 +75,7 @@ type inferenceConfig struct {
 
 // BuildRequest implements core.Adapter.
 func (*Adapter) BuildRequest(_ context.Context, req *core.SeatRequest) (*core.HTTPRequest, error) {
-	if err := validate(req); err != nil {
+	if err := seat.Check(req); err != nil {
 		return nil, fmt.Errorf("%s: %w", adapterName, err)
 	}
 	body := converseRequest{Messages: make([]message, 0, len(req.Messages))}
@@ -113,24 +113,6 @@ func (*Adapter) BuildRequest(_ context.Context, req *core.SeatRequest) (*core.HT
 		Header: map[string]string{"Content-Type": "application/json"},
 		Body:   b,
 	}, nil
-}
-
-func validate(req *core.SeatRequest) error {
-	if req == nil {
-		return errors.New("no seat request")
-	}
-	if req.Model == "" {
-		return errors.New("model is required")
-	}
-	if req.MaxTokens < 0 {
-		return fmt.Errorf("max_tokens must not be negative, got %d", req.MaxTokens)
-	}
-	for i, m := range req.Messages {
-		if !core.ValidRole(m.Role) {
-			return fmt.Errorf("message %d has unknown role %q", i, m.Role)
-		}
-	}
-	return nil
 }
 
 // escapeSegment percent-encodes every byte outside RFC 3986's unreserved

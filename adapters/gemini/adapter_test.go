@@ -3,8 +3,6 @@ package gemini_test
 import (
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/conclavehq/conclave/adapters/gemini"
 	"github.com/conclavehq/conclave/core/adaptertest"
 )
@@ -21,30 +19,5 @@ func FuzzParseResponse(f *testing.F) {
 // BenchmarkTranslate is one seat call's translation: BuildRequest of the
 // 2kb fixture and ParseResponse of the success fixture.
 func BenchmarkTranslate(b *testing.B) {
-	set, err := adaptertest.Fixtures("gemini")
-	require.NoError(b, err)
-	req, ok := set.Request("2kb")
-	require.True(b, ok)
-	res, ok := set.Response("success")
-	require.True(b, ok)
-	a := gemini.New()
-	ctx := b.Context()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := a.BuildRequest(ctx, req.Request); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := a.ParseResponse(ctx, res.Response); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func TestNilInput(t *testing.T) {
-	t.Parallel()
-	a := gemini.New()
-	_, err := a.BuildRequest(t.Context(), nil)
-	require.Error(t, err)
-	_, err = a.ParseResponse(t.Context(), nil)
-	require.Error(t, err)
+	adaptertest.BenchmarkTranslate(b, "gemini", gemini.New())
 }

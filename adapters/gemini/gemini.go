@@ -31,6 +31,7 @@ import (
 	"strings"
 
 	"github.com/conclavehq/conclave/adapters/internal/reply"
+	"github.com/conclavehq/conclave/adapters/internal/seat"
 	"github.com/conclavehq/conclave/core"
 )
 
@@ -117,24 +118,6 @@ func (*Adapter) BuildRequest(_ context.Context, req *core.SeatRequest) (*core.HT
 		Header: map[string]string{"Content-Type": "application/json"},
 		Body:   b,
 	}, nil
-}
-
-func validate(req *core.SeatRequest) error {
-	if req == nil {
-		return errors.New("no seat request")
-	}
-	if strings.TrimPrefix(req.Model, "models/") == "" {
-		return errors.New("model is required")
-	}
-	if req.MaxTokens < 0 {
-		return fmt.Errorf("max_tokens must not be negative, got %d", req.MaxTokens)
-	}
-	for i, m := range req.Messages {
-		if !core.ValidRole(m.Role) {
-			return fmt.Errorf("message %d has unknown role %q", i, m.Role)
-		}
-	}
-	return nil
 }
 
 // encode marshals v without HTML escaping, so prompts reach the provider as
@@ -228,3 +211,15 @@ func finishReason(r string) string {
 }
 
 var _ core.Adapter = (*Adapter)(nil)
+
+// validate adds, to the checks every adapter makes, Gemini's model names:
+// "models/" alone names no model.
+func validate(req *core.SeatRequest) error {
+	if err := seat.Check(req); err != nil {
+		return err
+	}
+	if strings.TrimPrefix(req.Model, "models/") == "" {
+		return errors.New("model is required")
+	}
+	return nil
+}

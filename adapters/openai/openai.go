@@ -25,11 +25,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/conclavehq/conclave/adapters/internal/reply"
+	"github.com/conclavehq/conclave/adapters/internal/seat"
 	"github.com/conclavehq/conclave/core"
 )
 
@@ -106,29 +106,6 @@ func (*Adapter) BuildRequest(_ context.Context, req *core.SeatRequest) (*core.HT
 		Header: map[string]string{"Content-Type": "application/json"},
 		Body:   b,
 	}, nil
-}
-
-func validate(req *core.SeatRequest) error {
-	if req == nil {
-		return errors.New("no seat request")
-	}
-	if req.Model == "" {
-		return errors.New("model is required")
-	}
-	if req.MaxTokens < 0 {
-		return fmt.Errorf("max_tokens must not be negative, got %d", req.MaxTokens)
-	}
-	conversational := false
-	for i, m := range req.Messages {
-		if !core.ValidRole(m.Role) {
-			return fmt.Errorf("message %d has unknown role %q", i, m.Role)
-		}
-		conversational = conversational || m.Role != core.RoleSystem
-	}
-	if !conversational {
-		return errors.New("no user or assistant message")
-	}
-	return nil
 }
 
 // mentionsJSON reports whether any prompt text names JSON, as OpenAI's
@@ -287,3 +264,12 @@ func isNull(raw json.RawMessage) bool {
 }
 
 var _ core.Adapter = (*Adapter)(nil)
+
+// validate adds, to the checks every adapter makes, this provider's refusal
+// of a conversation of system messages alone.
+func validate(req *core.SeatRequest) error {
+	if err := seat.Check(req); err != nil {
+		return err
+	}
+	return seat.Conversational(req)
+}

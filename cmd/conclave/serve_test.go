@@ -200,6 +200,21 @@ func TestServeDemoKeyAndGracefulDrain(t *testing.T) {
 	require.Contains(t, body, `"id":"conclave-standard"`)
 	require.Contains(t, body, `"id":"conclave-max"`)
 
+	// The binary wires the engine, the tokenizer and the in-process
+	// simulator: a chat completion is answered and billed.
+	req, err := http.NewRequest("POST", p.base+"/v1/chat/completions",
+		strings.NewReader(`{"model":"conclave-standard","messages":[{"role":"user","content":"What is 6 * 7?"}]}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+m)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	chat, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Equal(t, 200, res.StatusCode, string(chat))
+	require.Contains(t, string(chat), "42")
+	require.Contains(t, string(chat), `"persisted":true`)
+
 	// An in-flight request — its body still arriving — is drained, not cut,
 	// when the process is told to stop.
 	conn, err := net.Dial("tcp", strings.TrimPrefix(p.base, "http://"))
@@ -214,7 +229,7 @@ func TestServeDemoKeyAndGracefulDrain(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // the server is now draining
 	_, err = io.WriteString(conn, body[half:])
 	require.NoError(t, err)
-	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	res, err = http.ReadResponse(bufio.NewReader(conn), nil)
 	require.NoError(t, err)
 	require.Equal(t, 200, res.StatusCode, "the in-flight request completes")
 	res.Body.Close()

@@ -127,6 +127,14 @@ func Run(t *testing.T, adapterName string, a core.Adapter) {
 		require.Equal(t, set.Describe, got)
 	})
 
+	t.Run("nil_input", func(t *testing.T) {
+		t.Parallel()
+		_, err := a.BuildRequest(t.Context(), nil)
+		require.Error(t, err, "BuildRequest(nil) must refuse, not panic")
+		_, err = a.ParseResponse(t.Context(), nil)
+		require.Error(t, err, "ParseResponse(nil) must refuse, not panic")
+	})
+
 	t.Run("coverage", func(t *testing.T) {
 		t.Parallel()
 		if update {
@@ -260,6 +268,29 @@ func checkRequest(t *testing.T, req *core.HTTPRequest) {
 	require.Equal(t, req.Path, back.Path)
 	require.Equal(t, emptyNil(req.Header), emptyNil(back.Header), "headers change through JSON")
 	require.Equal(t, string(req.Body), string(back.Body))
+}
+
+// BenchmarkTranslate measures one seat call's translation on a: the
+// BuildRequest of adapterName's "2kb" fixture and the ParseResponse of its
+// "success" fixture per op. Every carrier's benchmark runs this same op.
+func BenchmarkTranslate(b *testing.B, adapterName string, a core.Adapter) {
+	b.Helper()
+	set, err := Fixtures(adapterName)
+	require.NoError(b, err)
+	req, ok := set.Request("2kb")
+	require.True(b, ok, "no 2kb request fixture")
+	res, ok := set.Response("success")
+	require.True(b, ok, "no success response fixture")
+	ctx := b.Context()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := a.BuildRequest(ctx, req.Request); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := a.ParseResponse(ctx, res.Response); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // FuzzParseResponse fuzzes a's ParseResponse with CheckAnswer, seeded with

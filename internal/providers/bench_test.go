@@ -20,18 +20,6 @@ import (
 // memory of a warm instance and the pool size.
 func BenchmarkCarriers(b *testing.B) {
 	ctx := context.Background()
-	set, err := adaptertest.Fixtures("openai")
-	if err != nil {
-		b.Fatal(err)
-	}
-	req, ok := set.Request("2kb")
-	if !ok {
-		b.Fatal("no 2kb fixture")
-	}
-	res, ok := set.Response("success")
-	if !ok {
-		b.Fatal("no success fixture")
-	}
 	m := plugintest.Builtin(b)
 	wasmEntry, _ := m.Get("openai-wasm")
 	goEntry, _ := m.Get("openai-goplugin")
@@ -64,15 +52,7 @@ func BenchmarkCarriers(b *testing.B) {
 		load time.Duration
 	}{{"native", native, 0}, {"wasm", onWasm, wasmLoad}, {"goplugin", onGo, goLoad}} {
 		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := c.a.BuildRequest(ctx, req.Request); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := c.a.ParseResponse(ctx, res.Response); err != nil {
-					b.Fatal(err)
-				}
-			}
+			adaptertest.BenchmarkTranslate(b, "openai", c.a)
 			if c.load > 0 {
 				b.ReportMetric(float64(c.load.Milliseconds()), "load_ms")
 			}

@@ -24,22 +24,8 @@ func BenchmarkTranslate(b *testing.B) {
 	res, ok := set.Response("success")
 	require.True(b, ok)
 
-	translate := func(b *testing.B, a core.Adapter) {
-		ctx := b.Context()
-		if _, err := a.BuildRequest(ctx, req.Request); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := a.ParseResponse(ctx, res.Response); err != nil {
-			b.Fatal(err)
-		}
-	}
-
 	b.Run("native", func(b *testing.B) {
-		a := openai.New()
-		b.ReportAllocs()
-		for b.Loop() {
-			translate(b, a)
-		}
+		adaptertest.BenchmarkTranslate(b, "openai", openai.New())
 	})
 
 	loaded := func(b *testing.B) core.Adapter {
@@ -49,11 +35,7 @@ func BenchmarkTranslate(b *testing.B) {
 		return a
 	}
 	b.Run("goplugin", func(b *testing.B) {
-		a := loaded(b)
-		b.ReportAllocs()
-		for b.Loop() {
-			translate(b, a)
-		}
+		adaptertest.BenchmarkTranslate(b, "openai", loaded(b))
 	})
 	b.Run("goplugin-parallel", func(b *testing.B) {
 		a := loaded(b)

@@ -61,13 +61,7 @@ func BenchmarkTranslate(b *testing.B) {
 	}
 
 	b.Run("native", func(b *testing.B) {
-		a := openai.New()
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := translate(b.Context(), a); err != nil {
-				b.Fatal(err)
-			}
-		}
+		adaptertest.BenchmarkTranslate(b, "openai", openai.New())
 	})
 
 	wasm := func(b *testing.B, cfg wasmhost.Config) (*wasmhost.Host, core.Adapter) {
@@ -86,12 +80,7 @@ func BenchmarkTranslate(b *testing.B) {
 
 	b.Run("wasm", func(b *testing.B) {
 		h, a := wasm(b, wasmhost.Config{PoolSize: 1})
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := translate(b.Context(), a); err != nil {
-				b.Fatal(err)
-			}
-		}
+		adaptertest.BenchmarkTranslate(b, "openai", a)
 		report(b, h)
 	})
 

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/conclavehq/conclave/adapters/internal/reply"
+	"github.com/conclavehq/conclave/adapters/internal/seat"
 	"github.com/conclavehq/conclave/core"
 )
 
@@ -88,31 +88,6 @@ func (*Adapter) BuildRequest(_ context.Context, req *core.SeatRequest) (*core.HT
 		Header: map[string]string{"Content-Type": "application/json"},
 		Body:   b,
 	}, nil
-}
-
-// validate refuses what Ollama would refuse or misread. A request with no
-// user or assistant message is refused here because Ollama treats a chat
-// without messages as "load the model" and answers with no text.
-func validate(req *core.SeatRequest) error {
-	switch {
-	case req == nil:
-		return errors.New("no seat request")
-	case req.Model == "":
-		return errors.New("model is required")
-	case req.MaxTokens < 0:
-		return fmt.Errorf("max_tokens must not be negative, got %d", req.MaxTokens)
-	}
-	spoken := false
-	for i, m := range req.Messages {
-		if !core.ValidRole(m.Role) {
-			return fmt.Errorf("message %d has unknown role %q", i, m.Role)
-		}
-		spoken = spoken || m.Role != core.RoleSystem
-	}
-	if !spoken {
-		return errors.New("no user or assistant message")
-	}
-	return nil
 }
 
 func mentionsJSON(req *core.SeatRequest) bool {
@@ -198,3 +173,12 @@ func (*Adapter) ParseResponse(_ context.Context, res *core.HTTPResponse) (*core.
 }
 
 var _ core.Adapter = (*Adapter)(nil)
+
+// validate adds, to the checks every adapter makes, this provider's refusal
+// of a conversation of system messages alone.
+func validate(req *core.SeatRequest) error {
+	if err := seat.Check(req); err != nil {
+		return err
+	}
+	return seat.Conversational(req)
+}

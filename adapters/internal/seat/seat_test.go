@@ -1,0 +1,23 @@
+package seat_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclavehq/conclave/adapters/internal/seat"
+	"github.com/conclavehq/conclave/core"
+)
+
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	user := []core.Message{{Role: core.RoleUser, Content: "hi"}}
+	require.EqualError(t, seat.Check(nil), "no seat request")
+	require.EqualError(t, seat.Check(&core.SeatRequest{Messages: user}), "model is required")
+	require.EqualError(t, seat.Check(&core.SeatRequest{Model: "m", MaxTokens: -1, Messages: user}), "max_tokens must not be negative, got -1")
+	require.EqualError(t, seat.Check(&core.SeatRequest{Model: "m", Messages: []core.Message{{Role: "tool"}}}), `message 0 has unknown role "tool"`)
+	require.NoError(t, seat.Check(&core.SeatRequest{Model: "m", Messages: user}))
+
+	require.EqualError(t, seat.Conversational(&core.SeatRequest{Messages: []core.Message{{Role: core.RoleSystem}}}), "no user or assistant message")
+	require.NoError(t, seat.Conversational(&core.SeatRequest{Messages: user}))
+}
