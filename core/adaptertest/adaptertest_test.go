@@ -99,6 +99,9 @@ type replay struct{ set *Set }
 func (r *replay) Describe(context.Context) (*core.AdapterInfo, error) { return r.set.Describe, nil }
 
 func (r *replay) BuildRequest(_ context.Context, req *core.SeatRequest) (*core.HTTPRequest, error) {
+	if req == nil {
+		return nil, errors.New("no seat request")
+	}
 	got, _ := json.Marshal(req)
 	for _, c := range r.set.Requests {
 		if want, _ := json.Marshal(c.Request); string(want) == string(got) {
@@ -112,6 +115,9 @@ func (r *replay) BuildRequest(_ context.Context, req *core.SeatRequest) (*core.H
 }
 
 func (r *replay) ParseResponse(_ context.Context, res *core.HTTPResponse) (*core.SeatAnswer, error) {
+	if res == nil {
+		return nil, errors.New("no response")
+	}
 	for _, c := range r.set.Responses {
 		if c.Response.Status == res.Status && string(c.Response.Body) == string(res.Body) {
 			return c.Want, nil

@@ -14,6 +14,7 @@
 package abi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -85,6 +86,11 @@ func ok(v any, err error) []byte {
 }
 
 func decode[T any](in []byte) (*T, []byte) {
+	if t := bytes.TrimSpace(in); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		// A nil request or response crosses the ABI as null: refuse it, as
+		// the adapter would natively, rather than run on a zero value.
+		return nil, fail(CodeBadInput, "no input")
+	}
 	var v T
 	if err := json.Unmarshal(in, &v); err != nil {
 		return nil, fail(CodeBadInput, "decoding the input: %v", err)
