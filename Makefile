@@ -94,8 +94,10 @@ verify: generate ## Check that go.mod is tidy and generated code is committed.
 	@git diff --exit-code -- . ':(exclude)go.sum' || { echo "generated files are out of date: run 'make generate' and commit"; exit 1; }
 
 .PHONY: bench
+# The in-flight benchmark (cmd/conclave) holds 10,000 deliberations of
+# 30-second seats and takes minutes, hence the longer timeout.
 bench: deps plugins ## Run the benchmarks; each prints its figure beside its comparison.
-	$(WITH_PG) $(GO) test -run '^$$' -bench . -benchmem -count=1 $(PKGS)
+	$(WITH_PG) $(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 30m $(PKGS)
 
 .PHONY: clean
 clean: ## Remove build output (keeps .data/, the local database).

@@ -35,10 +35,12 @@ func BenchmarkAuthenticatedRequest(b *testing.B) {
 }
 
 // BenchmarkEstimate measures a whole free estimate (admission, policy twice,
-// body parsing, classification) beside an unauthenticated /healthz on the
+// body parsing, rate and concurrency rails, classification) beside an unauthenticated /healthz on the
 // same server, the floor of any request.
 func BenchmarkEstimate(b *testing.B) {
-	tb := setupBench(b, api.Config{KeyCacheTTL: 3 * time.Second})
+	// The estimate counts against the key's rate and the organisation's
+	// slots, as a billed call does; the limits sit far above the load.
+	tb := setupBench(b, api.Config{KeyCacheTTL: 3 * time.Second, RPM: 10_000_000, Concurrency: 1_000})
 	body := `{"model":"conclave-standard","messages":[{"role":"user","content":"Should we split our monolith into services this year? Compare the trade-offs."}]}`
 	b.Run("estimate", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {

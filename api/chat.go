@@ -111,14 +111,47 @@ func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
 	}
 
 	requestID := RequestID(r.Context())
-	ceiling := core.Ceiling(p.key.Ceiling, mode.Pricing.Price(), h.cfg.CallCeilingFloor, req.MaxCost)
-	hold, err := h.store.PlaceHold(r.Context(), &core.PlaceHoldParams{OrgID: p.org.ID, RequestID: requestID, Amount: ceiling})
+	if !h.takeRate(w, r, p) {
+		return
+	}
+	releaseSlot, ok := h.takeSlot(w, r, p, requestID)
+	if !ok {
+		return
+	}
+	defer releaseSlot()
+	idemKey, err := idempotencyKey(r, p, req.Model, req.Messages)
 	if err != nil {
-		if errors.Is(err, core.ErrInsufficientFunds) {
-			writeError(w, r, core.Errorf(core.CodeInsufficientBalance, "The balance cannot cover this call's ceiling of $%s. Add funds or lower panel.max_cost_usd.", ceiling))
-			return
+		writeError(w, r, err)
+		return
+	}
+	claim, err := h.rails.Claim(r.Context(), &core.ClaimParams{OrgID: p.org.ID, Key: idemKey, RequestHash: requestHash(&body), RequestID: requestID, Lease: h.cfg.Lease})
+	if err != nil {
+		writeError(w, r, core.Errorf(core.CodeServiceUnavailable, "The idempotency key could not be checked; nothing was run or billed. Retry shortly.").WithCause(err))
+		return
+	}
+	if !claim.Won {
+		h.repeat(w, r, p, claim)
+		return
+	}
+	claimSettled := false
+	defer func() {
+		if !claimSettled {
+			// Not billed: a retry with the same key runs again.
+			if err := h.rails.ReleaseClaim(context.WithoutCancel(r.Context()), p.org.ID, idemKey, requestID); err != nil {
+				h.log.ErrorContext(r.Context(), "releasing an idempotency claim", slog.String("request_id", requestID), slog.String("error", err.Error()))
+			}
 		}
-		writeError(w, r, core.Errorf(core.CodeServiceUnavailable, "The balance could not be checked; nothing was billed. Retry shortly.").WithCause(err))
+	}()
+
+	ceiling := core.Ceiling(p.key.Ceiling, mode.Pricing.Price(), h.cfg.CallCeilingFloor, req.MaxCost)
+	holdParams := &core.PlaceHoldParams{OrgID: p.org.ID, RequestID: requestID, Amount: ceiling, TTL: h.cfg.Lease, MonthlyQuota: p.org.MonthlyQuota}
+	if !p.org.Verified() {
+		holdParams.ActivationAllowance = h.cfg.ActivationAllowance
+	}
+	hold, err := h.store.PlaceHold(r.Context(), holdParams)
+	if err != nil {
+		writeError(w, r, holdError(err, ceiling))
+		h.recordOutcome(r, core.OutcomeRefused, "the call was refused before any seat fired ("+string(core.AsError(holdError(err, ceiling)).Code)+"); nothing was billed")
 		return
 	}
 	settled := false
@@ -137,10 +170,13 @@ func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case errors.Is(err, deliberate.ErrModeUnavailable):
 			writeError(w, r, core.Errorf(core.CodeModeUnavailable, "No seat of this mode could run; nothing was billed. Retry shortly.").WithCause(err))
+			h.recordOutcome(r, core.OutcomeFailed, "no seat of the mode could run; nothing was billed")
 		case r.Context().Err() != nil:
 			writeError(w, r, core.Errorf(core.CodeInternalError, "The request was cancelled; nothing was billed.").WithCause(err))
+			h.recordOutcome(r, core.OutcomeFailed, "the request was cancelled before the deliberation ended; nothing was billed")
 		default:
 			writeError(w, r, core.Errorf(core.CodeUpstreamProviderError, "The deliberation failed; nothing was billed. Retry with the same request.").WithCause(err))
+			h.recordOutcome(r, core.OutcomeFailed, "the deliberation failed; nothing was billed")
 		}
 		return
 	}
@@ -149,16 +185,41 @@ func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
 	latency := time.Since(start).Milliseconds()
 	resp := h.completion(mode, res, bill, ceiling, requestID, latency)
 	receipt := receiptFor(mode, h.catalog.ConfigHash(mode), res, bill, p.org.ID, latency)
+	receipt.CreatedAt = start
 	if raw, err := json.Marshal(resp); err == nil {
 		receipt.Response = raw
 	}
-	if _, err := h.store.SettleCall(r.Context(), &core.SettleCallParams{HoldID: hold.ID, OrgID: p.org.ID, Billed: bill.Billed, Receipt: receipt}); err != nil {
+	claimState := core.ClaimSucceeded
+	if bill.Capped {
+		claimState = core.ClaimCapped
+	}
+	// Settled even if the caller has gone: the deliberation ran, and its
+	// answer is kept for a replay.
+	if _, err := h.store.SettleCall(context.WithoutCancel(r.Context()), &core.SettleCallParams{
+		HoldID: hold.ID, OrgID: p.org.ID, Billed: bill.Billed, Receipt: receipt, IdempotencyKey: idemKey, ClaimState: claimState,
+	}); err != nil {
 		writeError(w, r, core.Errorf(core.CodeCostUnreadable, "The deliberation could not be recorded; nothing was billed. Retry.").WithCause(err))
+		h.recordOutcome(r, core.OutcomeFailed, "the deliberation could not be recorded; nothing was billed")
 		return
 	}
-	settled = true
+	settled, claimSettled = true, true
 	resp.Panel.Persisted = true
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// holdError maps a refused hold to the spec's code.
+func holdError(err error, ceiling core.Micros) error {
+	switch {
+	case errors.Is(err, core.ErrNoBilling):
+		return core.Errorf(core.CodeNoBillingConfigured, "This organisation has no billing set up: its trial credit has ended and no prepaid balance was added. Add funds to continue.")
+	case errors.Is(err, core.ErrInsufficientFunds):
+		return core.Errorf(core.CodeInsufficientBalance, "The balance cannot cover this call's ceiling of $%s. Add funds or lower panel.max_cost_usd.", ceiling)
+	case errors.Is(err, core.ErrQuotaExceeded):
+		return core.Errorf(core.CodeQuotaExceeded, "This call's ceiling of $%s would pass the organisation's monthly spend quota.", ceiling)
+	case errors.Is(err, core.ErrVerificationRequired):
+		return core.Errorf(core.CodeVerificationRequired, "This organisation is not verified and has used its activation allowance. Verify the organisation to continue.")
+	}
+	return core.Errorf(core.CodeServiceUnavailable, "The balance could not be checked; nothing was billed. Retry shortly.").WithCause(err)
 }
 
 // surcharge is the mode's surcharge for the call: its express price on the
@@ -170,12 +231,12 @@ func surcharge(mode *core.Mode, res *deliberate.Result) core.Micros {
 	return mode.Pricing.SurchargeFor(res.Classification.Depth)
 }
 
-// billedCalls lists every call's source cost. Every call runs on the
-// service's keys until bring-your-own-key exists.
+// billedCalls lists every call's source cost and whether it ran on the
+// organisation's own key (no token charge, the lower fee).
 func billedCalls(res *deliberate.Result) []core.BilledCall {
 	out := make([]core.BilledCall, len(res.Calls))
 	for i, c := range res.Calls {
-		out[i] = core.BilledCall{RealCost: c.Cost}
+		out[i] = core.BilledCall{RealCost: c.Cost, BYOK: core.IsBYOKSource(c.Source)}
 	}
 	return out
 }
@@ -247,14 +308,18 @@ func receiptFor(mode *core.Mode, hash string, res *deliberate.Result, bill core.
 		fallback := c.Fallback
 		round := c.Round
 		latency := c.Ended.Sub(c.Started).Milliseconds()
-		rate := core.FeeRate(false)
+		rate := core.FeeRate(core.IsBYOKSource(c.Source))
+		source := c.Source
+		if source == "" {
+			source = core.SourceService
+		}
 		call := core.ReceiptCall{
 			Role: c.Role, ModelUsed: c.Engine, OriginalModel: c.Original, FallbackUsed: &fallback, RoundNumber: &round,
 			TokensIn: c.InputTokens, TokensOut: c.OutputTokens, LatencyMS: &latency, StartedAt: c.Started, EndedAt: c.Ended,
-			Source: "service", RealCost: c.Cost, FeeRatePPM: rate, Fee: core.CallFee(c.Cost, rate), Content: c.Content,
+			Source: source, RealCost: c.Cost, FeeRatePPM: rate, Fee: core.CallFee(c.Cost, rate), Content: c.Content,
 		}
 		if c.Seat != "" && c.Round >= 1 && c.Round <= last {
-			if j := res.Rounds[c.Round-1].Judgment; j != nil {
+			if j := res.Rounds[c.Round-1].Judgment; j != nil && c.Outcome == deliberate.OutcomeOK {
 				if s, ok := j.Scores[c.Seat]; ok {
 					call.JudgeScore = &s
 				}
@@ -270,4 +335,68 @@ func receiptFor(mode *core.Mode, hash string, res *deliberate.Result, bill core.
 		rc.Staff = append(rc.Staff, call)
 	}
 	return rc
+}
+
+// replayCompletion is a stored completion sent again: the standard fields as
+// first sent, and the replay form of panel.
+type replayCompletion struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []chatChoice `json:"choices"`
+	Usage   chatUsage    `json:"usage"`
+	Panel   replayPanel  `json:"panel"`
+}
+
+// replayPanel is the spec's replay form of panel: only these fields.
+type replayPanel struct {
+	RequestID       string `json:"request_id"`
+	Replayed        bool   `json:"replayed"`
+	Mode            string `json:"mode"`
+	Note            string `json:"note"`
+	SeatsAnswered   *int   `json:"seats_answered,omitempty"`
+	AnswerTruncated *bool  `json:"answer_truncated,omitempty"`
+}
+
+// replayNote is the replay form's note.
+const replayNote = "This answer was stored when the request first succeeded and is replayed for a repeat of its Idempotency-Key; nothing was run or billed again."
+
+// repeat answers a call whose idempotency key another call holds.
+func (h *handler) repeat(w http.ResponseWriter, r *http.Request, p *principal, claim *core.Claim) {
+	switch claim.State {
+	case core.ClaimInFlight:
+		e := core.Errorf(core.CodeRequestInProgress, "A request with this Idempotency-Key (%s) is still running. Wait for it, then repeat to get its answer.", claim.RequestID)
+		e.RetryAfter = h.cfg.ConcurrencyRetryAfter
+		writeError(w, r, e)
+		return
+	case core.ClaimStopped:
+		writeError(w, r, core.Errorf(core.CodeReconciliationRequired, "An earlier attempt with this Idempotency-Key stopped mid-charge. Retry with a new key."))
+		return
+	}
+	rc, err := h.store.GetReceipt(r.Context(), p.org.ID, claim.RequestID)
+	if err != nil || len(rc.Response) == 0 {
+		if err == nil {
+			err = errors.New("the receipt stores no response")
+		}
+		writeError(w, r, core.Errorf(core.CodeServiceUnavailable, "The stored answer for this Idempotency-Key could not be read; nothing was run or billed. Retry shortly.").WithCause(err))
+		return
+	}
+	var stored chatCompletion
+	if err := json.Unmarshal(rc.Response, &stored); err != nil {
+		writeError(w, r, core.Errorf(core.CodeInternalError, "The stored answer for this Idempotency-Key is unreadable.").WithCause(err))
+		return
+	}
+	out := replayCompletion{
+		ID: stored.ID, Object: stored.Object, Created: stored.Created, Model: stored.Model, Choices: stored.Choices, Usage: stored.Usage,
+		Panel: replayPanel{RequestID: claim.RequestID, Replayed: true, Mode: stored.Panel.Mode, Note: replayNote},
+	}
+	seats := stored.Panel.SeatsAnswered
+	out.Panel.SeatsAnswered = &seats
+	if len(stored.Choices) > 0 {
+		truncated := stored.Choices[0].FinishReason == deliberate.FinishLength
+		out.Panel.AnswerTruncated = &truncated
+	}
+	w.Header().Set("Idempotent-Replayed", "true")
+	writeJSON(w, http.StatusOK, out)
 }

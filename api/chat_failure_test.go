@@ -45,7 +45,7 @@ func TestChatUpstreamFailureIsNotBilled(t *testing.T) {
 	require.NoError(t, err)
 	tb := &testBundle{srv: newServer(t, h), store: store, org: org}
 	tb.key = tb.newKey(t, &core.CreateKeyParams{})
-	cb := &chatBundle{tb}
+	cb := &chatBundle{testBundle: tb}
 
 	r := cb.do(t, "POST", "/v1/chat/completions", cb.key, chatBody("conclave-standard", "Should we?", ""))
 	requireError(t, r, 502, core.CodeUpstreamProviderError, "api_error")

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/conclavehq/conclave/api"
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/deliberate"
+	"github.com/conclavehq/conclave/internal/byok"
 	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/internal/egress"
 	"github.com/conclavehq/conclave/internal/pgstore"
@@ -28,7 +30,15 @@ import (
 // simulated provider through the real adapters and egress, Postgres.
 type chatBundle struct {
 	*testBundle
+	prov    *providers.Providers
+	sealer  *byok.Sealer
+	catalog *core.Catalog
 }
+
+func (cb *chatBundle) catalogEngine(id string) (*core.Engine, bool) { return cb.catalog.Engine(id) }
+
+// simCalls is how many model calls the simulated provider has answered.
+func (cb *chatBundle) simCalls() int { return cb.prov.Simulator().Stats().Total() }
 
 func setupChat(t *testing.T, changes ...func(*config.Config)) *chatBundle {
 	t.Helper()
@@ -45,16 +55,27 @@ func setupChat(t *testing.T, changes ...func(*config.Config)) *chatBundle {
 	cfg.Modes = append(cfg.Modes, plusOnly)
 	catalog, err := cfg.Catalog()
 	require.NoError(t, err)
+	store := pgstore.New(pgtest.NewPool(t))
+	// Organisations' own provider keys, sealed under a key of this test.
+	sealingKey := make([]byte, 32)
+	_, _ = rand.Read(sealingKey)
+	sealer, err := byok.NewSealer(sealingKey)
+	require.NoError(t, err)
+	resolver, err := byok.NewResolver(byok.ResolverConfig{Store: store, Sealer: sealer})
+	require.NoError(t, err)
 	// Retries off, so a directed failure fails once and the backup runs.
-	prov, err := providers.Start(ctx, providers.Config{Catalog: catalog, Simulator: sim.Config{TimeScale: 0.02}, Egress: egress.Config{MaxAttempts: 1}})
+	prov, err := providers.Start(ctx, providers.Config{Catalog: catalog, Simulator: sim.Config{TimeScale: 0.02}, Egress: egress.Config{MaxAttempts: 1}, BYOK: resolver})
 	require.NoError(t, err)
 	t.Cleanup(func() { prov.Stop(context.Background()) })
 	engine, err := deliberate.New(deliberate.Config{Catalog: catalog, Caller: prov, Judge: direct.New()})
 	require.NoError(t, err)
 	authz, err := policy.New(ctx, policy.Config{})
 	require.NoError(t, err)
-	store := pgstore.New(pgtest.NewPool(t))
-	h, err := api.New(api.Config{}, api.Deps{
+	h, err := api.New(api.Config{
+		KeyCacheTTL: cfg.Auth.KeyCacheTTL,
+		RPM:         cfg.Limits.RPM, Concurrency: cfg.Limits.Concurrency, Lease: cfg.Limits.Lease,
+		ActivationAllowance: core.Micros(cfg.Limits.ActivationAllowanceUSD),
+	}, api.Deps{
 		Store: store, Authz: authz, Catalog: catalog, Ready: store.Ready,
 		Deliberator: engine, CountTokens: tokens.Count,
 	})
@@ -64,7 +85,7 @@ func setupChat(t *testing.T, changes ...func(*config.Config)) *chatBundle {
 	require.NoError(t, err)
 	tb := &testBundle{srv: srv, store: store, org: org}
 	tb.key = tb.newKey(t, &core.CreateKeyParams{})
-	return &chatBundle{tb}
+	return &chatBundle{testBundle: tb, prov: prov, sealer: sealer, catalog: catalog}
 }
 
 func chatBody(model, question string, extra string) string {

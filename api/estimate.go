@@ -52,6 +52,17 @@ func (h *handler) estimate(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// Free, but counted against the same rate and concurrency ceilings as
+	// a billed call.
+	p := principalOf(r.Context())
+	if !h.takeRate(w, r, p) {
+		return
+	}
+	releaseSlot, ok := h.takeSlot(w, r, p, RequestID(r.Context()))
+	if !ok {
+		return
+	}
+	defer releaseSlot()
 	cstart := time.Now()
 	c, err := h.classifier.Classify(r.Context(), messages)
 	if err != nil {
@@ -59,6 +70,7 @@ func (h *handler) estimate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	classifyMS := time.Since(cstart).Milliseconds()
+	h.recordOutcome(r, core.OutcomeEstimated, "an estimate classifies the prompt without convening a panel")
 	writeJSON(w, http.StatusOK, estimateResponse{
 		RequestID: RequestID(r.Context()), Model: model, Mode: mode.ID, ModeKey: mode.Key,
 		Depth: c.Depth, DifficultyScore: math.Round(c.Score*1000) / 1000, TaskType: c.TaskType,

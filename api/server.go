@@ -35,6 +35,22 @@ type Config struct {
 	// ceiling is the higher of it and the mode's price, unless the key has
 	// its own). Defaults to $2.00.
 	CallCeilingFloor core.Micros
+	// RPM is the requests per minute of a key that sets none. Defaults to
+	// 60.
+	RPM int
+	// Concurrency is the calls in flight of an organisation whose key and
+	// organisation set none. Defaults to 5.
+	Concurrency int
+	// Lease is how long a call's hold, slot and idempotency claim live
+	// unless renewed; live calls renew them every third of it. Defaults to
+	// 30 s.
+	Lease time.Duration
+	// ConcurrencyRetryAfter is the Retry-After sent with
+	// concurrency_limit_exceeded. Defaults to 5 s.
+	ConcurrencyRetryAfter time.Duration
+	// ActivationAllowance is what an unverified organisation may spend
+	// before verification_required. Defaults to $10.00.
+	ActivationAllowance core.Micros
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -48,6 +64,21 @@ func (c Config) WithDefaults() Config {
 	if c.CallCeilingFloor == 0 {
 		c.CallCeilingFloor = core.DefaultCeilingFloor
 	}
+	if c.RPM == 0 {
+		c.RPM = 60
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 5
+	}
+	if c.Lease == 0 {
+		c.Lease = 30 * time.Second
+	}
+	if c.ConcurrencyRetryAfter == 0 {
+		c.ConcurrencyRetryAfter = 5 * time.Second
+	}
+	if c.ActivationAllowance == 0 {
+		c.ActivationAllowance = 10 * core.MicrosPerUSD
+	}
 	return c
 }
 
@@ -57,13 +88,20 @@ func (c Config) validate() error {
 		return errors.New("api: MaxBodyBytes cannot be negative")
 	case c.KeyCacheTTL < 0 || c.KeyCacheTTL > 10*time.Second:
 		return errors.New("api: KeyCacheTTL must be between 0 and 10s")
+	case c.RPM < 0 || c.Concurrency < 0:
+		return errors.New("api: RPM and Concurrency cannot be negative")
+	case c.Lease < 300*time.Millisecond:
+		return errors.New("api: Lease must be at least 300ms")
 	}
 	return nil
 }
 
 // Deps are the parts the handler serves from.
 type Deps struct {
-	Store   core.Store
+	Store core.Store
+	// Rails keeps the rate, concurrency and idempotency counters. Defaults
+	// to Store when it implements core.Rails.
+	Rails   core.Rails
 	Authz   core.Authorizer
 	Catalog *core.Catalog
 	// Ready reports whether the service can take traffic (database reachable,
@@ -83,6 +121,10 @@ type Deps struct {
 	// CountTokens counts a request's input tokens; required with a
 	// Deliberator.
 	CountTokens func([]core.Message) int
+	// Outcomes records and reads what became of calls without a receipt
+	// (GET /v1/receipts answers them with the receipt-unavailable form).
+	// Defaults to Store when it implements core.OutcomeStore.
+	Outcomes core.OutcomeStore
 }
 
 // Classifier is what the API needs of a question classifier.
@@ -93,6 +135,8 @@ type Classifier interface {
 type handler struct {
 	cfg     Config
 	store   core.Store
+	rails   core.Rails
+	leases  *leaseKeeper
 	authz   core.Authorizer
 	catalog *core.Catalog
 	ready   func(ctx context.Context) error
@@ -104,6 +148,7 @@ type handler struct {
 	classifier  Classifier
 	deliberator Deliberator
 	countTokens func([]core.Message) int
+	outcomes    core.OutcomeStore // nil: outcomes are neither recorded nor read
 	router      *chi.Mux
 }
 
@@ -122,6 +167,16 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	if d.Deliberator != nil && d.CountTokens == nil {
 		return nil, errors.New("api: CountTokens is required with a Deliberator")
 	}
+	if d.Rails == nil {
+		rails, ok := d.Store.(core.Rails)
+		if !ok {
+			return nil, errNoRails
+		}
+		d.Rails = rails
+	}
+	if d.Outcomes == nil {
+		d.Outcomes, _ = d.Store.(core.OutcomeStore)
+	}
 	if d.Classifier == nil {
 		d.Classifier = classify.Heuristic{}
 	}
@@ -133,9 +188,9 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	h := &handler{
-		cfg: cfg, store: d.Store, authz: d.Authz, catalog: d.Catalog, ready: d.Ready,
+		cfg: cfg, store: d.Store, rails: d.Rails, leases: newLeaseKeeper(d.Rails, cfg.Lease, d.Logger), authz: d.Authz, catalog: d.Catalog, ready: d.Ready,
 		log: d.Logger, metrics: m, keys: newKeyCache(d.Store, cfg.KeyCacheTTL), started: time.Now(),
-		classifier: d.Classifier, deliberator: d.Deliberator, countTokens: d.CountTokens,
+		classifier: d.Classifier, deliberator: d.Deliberator, countTokens: d.CountTokens, outcomes: d.Outcomes,
 	}
 
 	r := chi.NewRouter()
@@ -155,6 +210,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 		r.With(h.requireScope(core.ActionModelsRead)).Get("/models", h.listModels)
 		r.With(h.requireScope(core.ActionModelsRead)).Get("/models/{model}", h.getModel)
 		r.With(h.requireScope(core.ActionEstimate)).Post("/estimate", h.estimate)
+		r.Mount("/receipts", h.receiptRoutes())
 		if h.deliberator != nil {
 			r.With(h.requireScope(core.ActionChatCreate)).Post("/chat/completions", h.chat)
 		}

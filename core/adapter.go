@@ -86,6 +86,11 @@ type SeatAnswer struct {
 	Finish string `json:"finish,omitempty"`
 	// Error is set when the provider refused or failed the call.
 	Error *ProviderError `json:"error,omitempty"`
+	// Source is where the credential the call carried came from
+	// (SourceService, or SourceBYOK of a provider), "" when it carried
+	// none. The egress layer sets it; an adapter's value is discarded, and
+	// it never crosses a plugin boundary.
+	Source string `json:"-"`
 }
 
 // Finish reasons of a seat answer.

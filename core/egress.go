@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -23,9 +24,10 @@ type EgressCall struct {
 	Engine  *Engine
 	Adapter Adapter
 	Request *SeatRequest
-	// OrgID is the paying organisation, for credentials that depend on it
-	// (bring-your-own-key, per-organisation cloud roles). "" means the
-	// service's own credentials, as for judge and synthesis.
+	// OrgID is the organisation whose own credentials the call may use
+	// (bring-your-own-key): the paying organisation on a seat call. "" means
+	// the service's own credentials, as for judge, synthesis and the
+	// classifier, which always run on them.
 	OrgID string
 }
 
@@ -51,9 +53,29 @@ type Credential struct {
 	Secret string
 	// AWS holds short-lived credentials for aws-sigv4.
 	AWS *AWSCredential
-	// Source names where the credential came from: "service" or "byok".
+	// Source names where the credential came from: SourceService, or
+	// SourceBYOK(provider) for an organisation's own credential.
 	Source string
 }
+
+// Credential sources.
+const (
+	// SourceService is the source of the service's own credentials.
+	SourceService = "service"
+	// sourceBYOKPrefix starts the source of an organisation's own
+	// credential: "byok:openai", "byok:aws".
+	sourceBYOKPrefix = "byok:"
+)
+
+// SourceBYOK is the source of an organisation's own credential for a
+// bring-your-own-key provider ("openai", "anthropic", "google", "mistral",
+// "aws"): "byok:" and the provider.
+func SourceBYOK(provider string) string { return sourceBYOKPrefix + provider }
+
+// IsBYOKSource reports whether a call's source is an organisation's own
+// credential, whose token cost the organisation pays its provider: such a
+// call's BilledCall has BYOK set, and its fee rate is FeeRateBYOKPPM.
+func IsBYOKSource(source string) bool { return strings.HasPrefix(source, sourceBYOKPrefix) }
 
 // AWSCredential is a short-lived AWS credential (from STS AssumeRole).
 type AWSCredential struct {

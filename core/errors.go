@@ -16,6 +16,16 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrInsufficientFunds: a debit would take a balance below what it holds.
 	ErrInsufficientFunds = errors.New("insufficient funds")
+	// ErrNoBilling: the organisation has no money source: its trial credit
+	// expired and it never added prepaid funds. It wraps
+	// ErrInsufficientFunds.
+	ErrNoBilling = fmt.Errorf("no billing configured: %w", ErrInsufficientFunds)
+	// ErrQuotaExceeded: the organisation's monthly spend quota cannot cover
+	// the reservation.
+	ErrQuotaExceeded = errors.New("monthly quota exceeded")
+	// ErrVerificationRequired: an unverified organisation's activation
+	// allowance cannot cover the reservation.
+	ErrVerificationRequired = errors.New("verification required")
 )
 
 // Error is an error that carries a wire code, and optionally the request

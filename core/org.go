@@ -13,7 +13,19 @@ type Org struct {
 	Plan        string
 	SuspendedAt *time.Time
 	CreatedAt   time.Time
+	// Concurrency overrides the deployment's calls-in-flight limit for the
+	// organisation; zero means the default. A key's own limit wins.
+	Concurrency int
+	// MonthlyQuota, when set, caps what the organisation may spend in a
+	// calendar month (UTC), holds of calls in flight included.
+	MonthlyQuota *Micros
+	// VerifiedAt is when the organisation was verified; an unverified one
+	// may spend only the activation allowance.
+	VerifiedAt *time.Time
 }
+
+// Verified reports whether the organisation is verified.
+func (o *Org) Verified() bool { return o.VerifiedAt != nil }
 
 // Suspended reports whether the organisation is suspended.
 func (o *Org) Suspended() bool { return o.SuspendedAt != nil }

@@ -80,7 +80,10 @@ type Receipt struct {
 	SeatsUnavailable []Unavailable
 	StaffUnavailable []Unavailable
 
-	LatencyMS   *int64
+	LatencyMS *int64
+	// CreatedAt is when the call was received. Left zero on a receipt being
+	// written, it is CompletedAt − LatencyMS when both are set, else the
+	// time of writing.
 	CreatedAt   time.Time
 	CompletedAt *time.Time
 

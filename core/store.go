@@ -21,6 +21,11 @@ type Store interface {
 	OrgByTicker(ctx context.Context, ticker string) (*Org, error)
 	SetOrgSuspended(ctx context.Context, p *SetOrgSuspendedParams) (*Org, error)
 	SetOrgPlan(ctx context.Context, p *SetOrgPlanParams) (*Org, error)
+	// SetOrgLimits sets the organisation's concurrency override and monthly
+	// quota (nil fields are left as they are; see SetOrgLimitsParams).
+	SetOrgLimits(ctx context.Context, p *SetOrgLimitsParams) (*Org, error)
+	// SetOrgVerified marks the organisation verified (or not).
+	SetOrgVerified(ctx context.Context, orgID string, verified bool) (*Org, error)
 
 	// AddFunds credits a prepaid top-up to the organisation, journaled.
 	AddFunds(ctx context.Context, p *AddFundsParams) (*Balance, error)
@@ -37,8 +42,10 @@ type Store interface {
 
 	// PlaceHold reserves Amount of the organisation's available money
 	// (balance − held) for the call RequestID, with one conditional update.
-	// When the amount does not fit it returns ErrInsufficientFunds and
-	// changes nothing. A RequestID that already has a hold returns
+	// When the amount does not fit it returns ErrInsufficientFunds (or
+	// ErrNoBilling, which wraps it, when the organisation has no money
+	// source left) and changes nothing; the spend rules of the params
+	// return ErrQuotaExceeded or ErrVerificationRequired. A RequestID that already has a hold returns
 	// ErrConflict.
 	PlaceHold(ctx context.Context, p *PlaceHoldParams) (*Hold, error)
 	// SettleCall closes a hold in one transaction: the hold is released, the
@@ -46,10 +53,11 @@ type Store interface {
 	// trial credit first, and journaled as a PostingCallCharge, and the
 	// receipt with its seat and staff rows is written. A hold that is not
 	// HoldHeld returns ErrConflict and charges nothing; a hold of another
-	// organisation returns ErrNotFound.
+	// organisation returns ErrNotFound. The request's concurrency slot is
+	// freed in the same transaction.
 	SettleCall(ctx context.Context, p *SettleCallParams) (*Balance, error)
 	// ReleaseHold frees a hold without charging anything (the call failed
-	// and is not billed). Releasing a released hold does nothing; releasing
+	// and is not billed), and the request's concurrency slot with it. Releasing a released hold does nothing; releasing
 	// a settled one returns ErrConflict.
 	ReleaseHold(ctx context.Context, holdID, orgID string) error
 	// GetReceipt returns the organisation's receipt for a call; another
@@ -65,6 +73,18 @@ type CreateOrgParams struct {
 	Name   string
 	Ticker string // optional; derived from Name when empty
 	Plan   string // optional; PlanStandard when empty
+	// Unverified creates the organisation unverified: it may spend only
+	// the activation allowance until SetOrgVerified.
+	Unverified bool
+}
+
+// SetOrgLimitsParams are the inputs of Store.SetOrgLimits. A nil field is
+// left unchanged; a zero Concurrency or a negative MonthlyQuota clears it
+// back to the default (no override, no quota).
+type SetOrgLimitsParams struct {
+	OrgID        string
+	Concurrency  *int
+	MonthlyQuota *Micros
 }
 
 // SetOrgSuspendedParams are the inputs of Store.SetOrgSuspended.
@@ -108,6 +128,15 @@ type PlaceHoldParams struct {
 	RequestID string
 	Amount    Micros        // must be positive; normally the call's Ceiling
 	TTL       time.Duration // DefaultHoldTTL when zero
+	// MonthlyQuota, when set, refuses the hold with ErrQuotaExceeded if the
+	// organisation's spend this calendar month (UTC; settled bills plus
+	// live holds) and Amount would pass it.
+	MonthlyQuota *Micros
+	// ActivationAllowance, when positive, refuses the hold with
+	// ErrVerificationRequired if the organisation's spend over its life
+	// (settled bills plus live holds) and Amount would pass it. It is set
+	// for unverified organisations only.
+	ActivationAllowance Micros
 }
 
 // SettleCallParams are the inputs of Store.SettleCall.
@@ -121,6 +150,13 @@ type SettleCallParams struct {
 	// and an empty RequestID are filled from the hold; its Billed must equal
 	// Billed.
 	Receipt *Receipt
+	// IdempotencyKey, when set, moves the call's in-flight claim on that key
+	// to ClaimState (ClaimSucceeded or ClaimCapped) in the same transaction.
+	// A call whose claim is no longer its own (its lease lapsed and another
+	// request took the key) is refused with ErrConflict and charges
+	// nothing: the key's other call bills.
+	IdempotencyKey string
+	ClaimState     string
 }
 
 // Journal accounts. A leg moves money into (positive) or out of (negative)

@@ -47,6 +47,11 @@ type Config struct {
 	// differently: they must carry a SigV4 signature made with credentials
 	// this server's STS issued. Defaults to "".
 	APIKey string
+	// AcceptKey, when set, is asked about a key that is not APIKey: true
+	// makes it valid too, as a real provider accepts every account's key
+	// (an organisation's own key, for bring-your-own-key). Defaults to nil:
+	// only APIKey.
+	AcceptKey func(key string) bool
 	// Logger receives the server's logs; prompts and credentials are never
 	// logged. Defaults to a logger that discards everything.
 	Logger *slog.Logger

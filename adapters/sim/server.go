@@ -266,10 +266,12 @@ func (s *Server) serveCall(f format, w http.ResponseWriter, r *http.Request, sta
 	}
 	model = normalizeModel(model)
 
-	if fail := s.authenticate(f, r, body); fail != nil {
-		s.writeFailure(w, f, fail, nil)
+	caller, denied := s.authenticate(f, r, body)
+	if denied != nil {
+		s.writeFailure(w, f, denied, nil)
 		return model, OutcomeAuthRefused
 	}
+	s.stats.caller(caller)
 	switch {
 	case readErr != nil:
 		s.writeFailure(w, f, &failure{class: core.ErrorBadRequest, message: "reading the request body: " + readErr.Error()}, nil)
@@ -383,19 +385,26 @@ func defaultMessage(class core.ErrorClass) string {
 	return string(class)
 }
 
-// authenticate checks the credential the format expects.
-func (s *Server) authenticate(f format, r *http.Request, body []byte) *failure {
+// authenticate checks the credential the format expects and returns who
+// called, as Stats.Callers names it.
+func (s *Server) authenticate(f format, r *http.Request, body []byte) (string, *failure) {
 	if f.name() == "bedrock" {
-		return s.sts.verify(r, body, time.Now())
+		if fail := s.sts.verify(r, body, time.Now()); fail != nil {
+			return "", fail
+		}
+		// verify found the issued credential by the signature's key id.
+		m := authzRe.FindStringSubmatch(r.Header.Get("Authorization"))
+		cred, _ := s.sts.lookup(m[1])
+		return RoleCaller(cred.role), nil
 	}
 	key := f.apiKey(r)
 	switch {
 	case key == "":
-		return &failure{class: core.ErrorAuthRefused, unauthenticated: true, message: "no API key was provided"}
-	case s.cfg.APIKey != "" && key != s.cfg.APIKey:
-		return &failure{class: core.ErrorAuthRefused, unauthenticated: true, message: "the API key is not valid"}
+		return "", &failure{class: core.ErrorAuthRefused, unauthenticated: true, message: "no API key was provided"}
+	case s.cfg.APIKey != "" && key != s.cfg.APIKey && (s.cfg.AcceptKey == nil || !s.cfg.AcceptKey(key)):
+		return "", &failure{class: core.ErrorAuthRefused, unauthenticated: true, message: "the API key is not valid"}
 	}
-	return nil
+	return KeyCaller(key), nil
 }
 
 func (s *Server) writeFailure(w http.ResponseWriter, f format, fail *failure, hdr http.Header) {

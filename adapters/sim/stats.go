@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"maps"
 	"sync"
 
@@ -31,7 +33,23 @@ type Stats struct {
 	InFlight int
 	// AssumeRole counts STS AssumeRole requests that issued credentials.
 	AssumeRole int
+	// Callers counts authenticated model calls by who made them:
+	// KeyCaller of the API key, or RoleCaller of the role whose assumed
+	// credentials signed a Bedrock call. Keys are never kept, only their
+	// fingerprints.
+	Callers map[string]int
 }
+
+// KeyCaller names the holder of an API key in Stats.Callers: "key:" and the
+// first 16 hex digits of the key's SHA-256.
+func KeyCaller(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "key:" + hex.EncodeToString(sum[:8])
+}
+
+// RoleCaller names the holder of credentials assumed from a role in
+// Stats.Callers: "role:" and the role ARN.
+func RoleCaller(roleARN string) string { return "role:" + roleARN }
 
 // Count is how many calls to model ended with outcome.
 func (s Stats) Count(model string, outcome Outcome) int { return s.Calls[model][outcome] }
@@ -53,6 +71,16 @@ type stats struct {
 	calls      map[string]map[Outcome]int
 	inFlight   int
 	assumeRole int
+	callers    map[string]int
+}
+
+func (s *stats) caller(who string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.callers == nil {
+		s.callers = map[string]int{}
+	}
+	s.callers[who]++
 }
 
 func (s *stats) begin() {
@@ -83,7 +111,7 @@ func (s *stats) issued() {
 func (s *stats) snapshot() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := Stats{Calls: make(map[string]map[Outcome]int, len(s.calls)), InFlight: s.inFlight, AssumeRole: s.assumeRole}
+	out := Stats{Calls: make(map[string]map[Outcome]int, len(s.calls)), InFlight: s.inFlight, AssumeRole: s.assumeRole, Callers: maps.Clone(s.callers)}
 	for m, byOutcome := range s.calls {
 		out.Calls[m] = maps.Clone(byOutcome)
 	}

@@ -45,6 +45,7 @@ type issuedCredential struct {
 	secret  string
 	token   string
 	expires time.Time
+	role    string // the role ARN assumed
 }
 
 // stsStore holds the credentials the STS endpoint issued. It is safe for
@@ -60,12 +61,13 @@ func newSTSStore() *stsStore {
 	return &stsStore{byKey: map[string]issuedCredential{}, signer: v4.NewSigner()}
 }
 
-func (st *stsStore) issue(now time.Time, d time.Duration) (id string, cred issuedCredential) {
+func (st *stsStore) issue(now time.Time, d time.Duration, role string) (id string, cred issuedCredential) {
 	id = "ASIA" + randomString(16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
 	cred = issuedCredential{
 		secret:  randomString(40, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"),
 		token:   "IQoJb3JpZ2luX2VjE" + base64.StdEncoding.EncodeToString([]byte(randomString(96, "abcdefghijklmnopqrstuvwxyz0123456789"))),
 		expires: now.Add(d).UTC().Truncate(time.Second),
+		role:    role,
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -216,7 +218,7 @@ func (s *Server) handleSTS(w http.ResponseWriter, r *http.Request) {
 			"User is not authorized to perform: sts:AssumeRole on resource: "+arn+" (the role requires an ExternalId)", reqID)
 		return
 	}
-	id, cred := s.sts.issue(time.Now(), duration)
+	id, cred := s.sts.issue(time.Now(), duration, arn)
 	s.stats.issued()
 	s.log.Debug("simulated STS issued credentials", slog.String("role", arn))
 

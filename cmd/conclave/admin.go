@@ -63,21 +63,35 @@ func notFound(err error, what, id string) error {
 }
 
 type orgJSON struct {
-	OrgID      string        `json:"org_id"`
-	Name       string        `json:"name"`
-	Ticker     string        `json:"ticker"`
-	Plan       string        `json:"plan"`
-	Suspended  bool          `json:"suspended"`
-	BalanceUSD *core.Dollars `json:"balance_usd,omitempty"`
+	OrgID     string `json:"org_id"`
+	Name      string `json:"name"`
+	Ticker    string `json:"ticker"`
+	Plan      string `json:"plan"`
+	Suspended bool   `json:"suspended"`
+	Verified  bool   `json:"verified"`
+	// Concurrency is the organisation's calls-in-flight override; null
+	// means the deployment default.
+	Concurrency     *int          `json:"concurrency"`
+	MonthlyQuotaUSD *core.Dollars `json:"monthly_quota_usd"`
+	BalanceUSD      *core.Dollars `json:"balance_usd,omitempty"`
 }
 
 func orgOut(o *core.Org) orgJSON {
-	return orgJSON{OrgID: o.ID, Name: o.Name, Ticker: o.Ticker, Plan: o.Plan, Suspended: o.Suspended()}
+	out := orgJSON{OrgID: o.ID, Name: o.Name, Ticker: o.Ticker, Plan: o.Plan, Suspended: o.Suspended(), Verified: o.Verified()}
+	if o.Concurrency > 0 {
+		c := o.Concurrency
+		out.Concurrency = &c
+	}
+	if o.MonthlyQuota != nil {
+		q := core.Dollars(*o.MonthlyQuota)
+		out.MonthlyQuotaUSD = &q
+	}
+	return out
 }
 
 func orgCmd(ctx context.Context, args []string, w io.Writer) error {
 	if len(args) == 0 {
-		return usagef("org: want create, suspend, unsuspend or plan")
+		return usagef("org: want create, suspend, unsuspend, plan, verify, unverify or limits")
 	}
 	fs := newFlags("org " + args[0])
 	cf := addCommon(fs)
@@ -86,6 +100,7 @@ func orgCmd(ctx context.Context, args []string, w io.Writer) error {
 		name := fs.String("name", "", "organisation name")
 		ticker := fs.String("ticker", "", "four letters A-Z; derived from the name when omitted")
 		plan := fs.String("plan", core.PlanStandard, "plan name, read by the entitlement policy")
+		unverified := fs.Bool("unverified", false, "create it unverified: it may spend only the activation allowance until `org verify`")
 		if err := parse(fs, args[1:]); err != nil {
 			return err
 		}
@@ -100,7 +115,7 @@ func orgCmd(ctx context.Context, args []string, w io.Writer) error {
 			return usagef("org create: --ticker %q is not four letters A-Z", *ticker)
 		}
 		return withStore(ctx, cf, func(s *pgstore.Store) error {
-			org, bal, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: *name, Ticker: *ticker, Plan: *plan})
+			org, bal, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: *name, Ticker: *ticker, Plan: *plan, Unverified: *unverified})
 			if errors.Is(err, core.ErrConflict) {
 				return fmt.Errorf("ticker %q is already in use", *ticker)
 			}
@@ -142,6 +157,57 @@ func orgCmd(ctx context.Context, args []string, w io.Writer) error {
 				return notFound(err, "organisation", *id)
 			}
 			return emit(w, *cf.json, orgOut(org), fmt.Sprintf("Organisation %s is on plan %s.", org.ID, org.Plan))
+		})
+	case "verify", "unverify":
+		id := fs.String("org", "", "organisation id")
+		if err := parse(fs, args[1:]); err != nil {
+			return err
+		}
+		if err := required(fs, "org"); err != nil {
+			return err
+		}
+		return withStore(ctx, cf, func(s *pgstore.Store) error {
+			org, err := s.SetOrgVerified(ctx, *id, args[0] == "verify")
+			if err != nil {
+				return notFound(err, "organisation", *id)
+			}
+			return emit(w, *cf.json, orgOut(org), fmt.Sprintf("Organisation %s is %sed.", org.ID, args[0]))
+		})
+	case "limits":
+		id := fs.String("org", "", "organisation id")
+		conc := fs.Int("concurrency", -1, "calls in flight for the organisation; 0 returns to the deployment default")
+		quota := fs.String("monthly-quota-usd", "", "monthly spend quota in USD; \"none\" removes it")
+		if err := parse(fs, args[1:]); err != nil {
+			return err
+		}
+		if err := required(fs, "org"); err != nil {
+			return err
+		}
+		p := &core.SetOrgLimitsParams{OrgID: *id}
+		if *conc >= 0 {
+			p.Concurrency = conc
+		}
+		switch *quota {
+		case "":
+		case "none":
+			none := core.Micros(-1)
+			p.MonthlyQuota = &none
+		default:
+			q, err := core.ParseUSD(*quota)
+			if err != nil || q < 0 {
+				return usagef("org limits: --monthly-quota-usd %q is not an amount in USD", *quota)
+			}
+			p.MonthlyQuota = &q
+		}
+		if p.Concurrency == nil && p.MonthlyQuota == nil {
+			return usagef("org limits: give --concurrency, --monthly-quota-usd or both")
+		}
+		return withStore(ctx, cf, func(s *pgstore.Store) error {
+			org, err := s.SetOrgLimits(ctx, p)
+			if err != nil {
+				return notFound(err, "organisation", *id)
+			}
+			return emit(w, *cf.json, orgOut(org), fmt.Sprintf("Limits of %s updated.", org.ID))
 		})
 	}
 	return usagef("org: unknown subcommand %q", args[0])

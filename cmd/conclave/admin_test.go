@@ -182,3 +182,36 @@ func TestAdminErrors(t *testing.T) {
 		require.Equal(t, tc.usage, errors.As(err, &u), "usage error for %v", tc.args)
 	}
 }
+
+// Verification and per-organisation limits from the command line.
+func TestAdminOrgVerificationAndLimits(t *testing.T) {
+	t.Parallel()
+	b := setupAdmin(t)
+	org := b.mustRun(t, "org", "create", "--name", "Pending Co", "--unverified")
+	orgID := org["org_id"].(string)
+	require.Equal(t, false, org["verified"])
+	require.Nil(t, org["concurrency"])
+	require.Nil(t, org["monthly_quota_usd"])
+	require.Equal(t, true, b.mustRun(t, "org", "verify", "--org", orgID)["verified"])
+	require.Equal(t, false, b.mustRun(t, "org", "unverify", "--org", orgID)["verified"])
+
+	out := b.mustRun(t, "org", "limits", "--org", orgID, "--concurrency", "12", "--monthly-quota-usd", "250.5")
+	require.Equal(t, 12.0, out["concurrency"])
+	require.Equal(t, 250.5, out["monthly_quota_usd"])
+	stored, err := b.store.GetOrg(context.Background(), orgID)
+	require.NoError(t, err)
+	require.Equal(t, 12, stored.Concurrency)
+	require.Equal(t, core.Micros(250_500_000), *stored.MonthlyQuota)
+	out = b.mustRun(t, "org", "limits", "--org", orgID, "--monthly-quota-usd", "none")
+	require.Nil(t, out["monthly_quota_usd"])
+	require.Equal(t, 12.0, out["concurrency"], "an omitted flag is left as it is")
+	out = b.mustRun(t, "org", "limits", "--org", orgID, "--concurrency", "0")
+	require.Nil(t, out["concurrency"], "0 returns to the default")
+
+	_, err = b.run(t, "org", "limits", "--org", orgID)
+	require.ErrorContains(t, err, "give --concurrency, --monthly-quota-usd or both")
+	_, err = b.run(t, "org", "limits", "--org", orgID, "--monthly-quota-usd", "lots")
+	require.ErrorContains(t, err, "is not an amount in USD")
+	_, err = b.run(t, "org", "verify", "--org", "org_missing")
+	require.ErrorContains(t, err, `no organisation with id "org_missing"`)
+}

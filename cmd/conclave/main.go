@@ -1,6 +1,7 @@
 // Command conclave is Conclave's one binary: `conclave serve` runs the
-// gateway; the admin subcommands (org, balance, key) provision organisations,
-// money and API keys in the same database. Run `conclave help` for usage.
+// gateway; the admin subcommands (org, balance, key, byok) provision
+// organisations, money, API keys and organisations' own provider
+// credentials in the same database. Run `conclave help` for usage.
 package main
 
 import (
@@ -51,6 +52,10 @@ Usage:
                       [--ceiling-usd X] [--expires-in DURATION] [--json]
   conclave key revoke --key ID [--json]
   conclave key list --org ID [--json]
+  conclave byok set --org ID --provider openai|anthropic|google|mistral (--key-stdin | --key-env VAR) [--json]
+  conclave byok set --org ID --provider aws --role-arn ARN --external-id X [--json]
+  conclave byok list --org ID [--json]
+  conclave byok remove --org ID --provider P [--json]
   conclave sim [--addr HOST:PORT] [--profile quick|seed] [--time-scale X] [--seed N] [--api-key K]
   conclave plugins list|verify [--config conclave.yaml] [--manifest plugins.yaml] [--json]
   conclave migrate
@@ -58,7 +63,8 @@ Usage:
 
 Every subcommand reads the same configuration (--config, then DATABASE_URL).
 Without DATABASE_URL it uses the managed local PostgreSQL cluster in
-./.data/pg, starting it if needed.
+./.data/pg, starting it if needed. byok set, and bring-your-own-key in
+serve, need CONCLAVE_BYOK_KEY (base64 of 32 random bytes; docs/byok.md).
 `
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -90,6 +96,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return balanceCmd(ctx, args[1:], stdout)
 	case "key":
 		return keyCmd(ctx, args[1:], stdout)
+	case "byok":
+		return byokCmd(ctx, args[1:], byokIO{stdin: os.Stdin, lookupEnv: os.LookupEnv}, stdout)
 	}
 	return usagef("unknown command %q", args[0])
 }

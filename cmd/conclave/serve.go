@@ -62,10 +62,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer db.close()
+	stopJobs, err := startJobs(ctx, cfg, db, log)
+	if err != nil {
+		return err
+	}
+	defer stopJobs()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	prov, err := providers.Start(ctx, providersConfig(cfg, catalog, log, reg))
+	pcfg := providersConfig(cfg, catalog, log, reg)
+	if pcfg.BYOK, err = byokResolver(ctx, db.store, log, nil); err != nil {
+		return err
+	}
+	prov, err := providers.Start(ctx, pcfg)
 	if err != nil {
 		return err
 	}
@@ -77,6 +86,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	h, err := api.New(api.Config{
 		MaxBodyBytes: cfg.Server.MaxBodyBytes, KeyCacheTTL: cfg.Auth.KeyCacheTTL,
 		MaxInputTokens: cfg.Limits.MaxInputTokens, CallCeilingFloor: core.Micros(cfg.Limits.CallCeilingUSD),
+		RPM: cfg.Limits.RPM, Concurrency: cfg.Limits.Concurrency, Lease: cfg.Limits.Lease,
+		ConcurrencyRetryAfter: cfg.Limits.ConcurrencyRetryAfter, ActivationAllowance: core.Micros(cfg.Limits.ActivationAllowanceUSD),
 	}, api.Deps{
 		Store: db.store, Authz: authz, Catalog: catalog, Ready: db.store.Ready, Logger: log, Registry: reg,
 		Deliberator: engine, CountTokens: tokens.Count,
@@ -175,6 +186,7 @@ func providersConfig(cfg *config.Config, catalog *core.Catalog, log *slog.Logger
 		Egress: egress.Config{
 			AllowHosts: cfg.Egress.AllowHosts, DefaultTimeout: cfg.Egress.DefaultTimeout,
 			MaxResponseBytes: cfg.Egress.MaxResponseBytes, MaxAttempts: cfg.Egress.MaxAttempts, BaseBackoff: cfg.Egress.BaseBackoff,
+			H2C: cfg.Egress.H2C,
 		},
 		Logger:     log,
 		Registerer: reg,

@@ -32,7 +32,7 @@ var (
 )
 
 // binary builds the conclave command once per test run.
-func binary(t *testing.T) string {
+func binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "conclave-bin")
@@ -80,7 +80,7 @@ var servingRe = regexp.MustCompile(`Conclave is serving on (http://\S+)`)
 
 // startServe runs the binary with args and env, and waits until it prints
 // its address.
-func startServe(t *testing.T, dir string, env []string, args ...string) *process {
+func startServe(t testing.TB, dir string, env []string, args ...string) *process {
 	t.Helper()
 	cmd := exec.Command(binary(t), append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
 	cmd.Dir = dir
@@ -131,7 +131,7 @@ func startServe(t *testing.T, dir string, env []string, args ...string) *process
 }
 
 // stop sends SIGTERM and requires a clean exit.
-func (p *process) stop(t *testing.T) {
+func (p *process) stop(t testing.TB) {
 	t.Helper()
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	select {

@@ -19,6 +19,11 @@ import (
 // Caller makes one engine call. *providers.Providers satisfies it. A
 // provider-side failure is a SeatAnswer whose Error is set; a Go error means
 // the call could not be made (or ctx ended).
+//
+// orgID is the organisation whose own credentials a seat call may use; it
+// is "" on staff calls, which run on the service's credentials. The
+// answer's Source says which credential served the call ("" counts as
+// core.SourceService).
 type Caller interface {
 	Call(ctx context.Context, engineID, orgID string, req *core.SeatRequest) (*core.SeatAnswer, error)
 }
@@ -137,11 +142,24 @@ type run struct {
 
 // call makes one engine call and records it. It returns the answer, or the
 // failure's class as the reason (OutcomeCancelled when ctx ended).
+//
+// Only seat calls (a seat's primary, backup or hedge) name the organisation
+// to the Caller, so that they may run on its own provider credentials
+// (bring-your-own-key); staff calls — judge, synthesis, classifier — name
+// none and always run on the service's.
 func (r *run) call(ctx context.Context, c Call, sreq *core.SeatRequest) (*core.SeatAnswer, string) {
 	now := r.e.cfg.Now
+	org := ""
+	if c.Seat != "" {
+		org = r.req.OrgID
+	}
 	c.Started = now()
-	ans, err := r.e.cfg.Caller.Call(ctx, c.Engine, r.req.OrgID, sreq)
+	ans, err := r.e.cfg.Caller.Call(ctx, c.Engine, org, sreq)
 	c.Ended = now()
+	c.Source = core.SourceService
+	if ans != nil && ans.Source != "" {
+		c.Source = ans.Source
+	}
 	switch {
 	case err != nil && ctx.Err() != nil:
 		c.Outcome = OutcomeCancelled

@@ -216,6 +216,12 @@ type Call struct {
 	Cost            core.Micros `json:"cost_micros"`
 	Started         time.Time   `json:"started"`
 	Ended           time.Time   `json:"ended"`
+	// Source says whose credential served the call: core.SourceService
+	// ("service"), or core.SourceBYOK(provider) ("byok:openai", "byok:aws")
+	// for a seat call run on the paying organisation's own provider
+	// credential, whose token cost the organisation pays its provider
+	// (core.IsBYOKSource). Staff calls are always "service".
+	Source string `json:"source"`
 	// Outcome is OutcomeOK, OutcomeCancelled or the failure's error class.
 	Outcome string `json:"outcome"`
 	// Finish is the provider's finish reason of an answered call.

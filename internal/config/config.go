@@ -35,6 +35,7 @@ type Config struct {
 	Plugins   Plugins   `yaml:"plugins"`
 	Simulator Simulator `yaml:"simulator"`
 	Egress    Egress    `yaml:"egress"`
+	Jobs      Jobs      `yaml:"jobs"`
 	Engines   []Engine  `yaml:"engines"`
 	Modes     []Mode    `yaml:"modes"`
 }
@@ -96,6 +97,16 @@ type Limits struct {
 	// CallCeilingUSD is the floor of a call's bill ceiling (the ceiling is
 	// the higher of it and the mode's price). Defaults to 2.00.
 	CallCeilingUSD USD `yaml:"call_ceiling_usd"`
+	// ActivationAllowanceUSD is what an unverified organisation may spend
+	// before calls answer verification_required. Defaults to 10.00.
+	ActivationAllowanceUSD USD `yaml:"activation_allowance_usd"`
+	// Lease is how long a call's hold, concurrency slot and idempotency
+	// claim live unless the call's process renews them (every third of
+	// it); a replica that dies lets them lapse. Defaults to 30s.
+	Lease time.Duration `yaml:"lease"`
+	// ConcurrencyRetryAfter is the Retry-After of
+	// concurrency_limit_exceeded and request_in_progress. Defaults to 5s.
+	ConcurrencyRetryAfter time.Duration `yaml:"concurrency_retry_after"`
 }
 
 // Log configures structured logging.
@@ -152,6 +163,35 @@ type Egress struct {
 	// BaseBackoff is the first retry's back-off, doubled per attempt with
 	// jitter. Defaults to 250ms.
 	BaseBackoff time.Duration `yaml:"base_backoff"`
+	// H2C speaks unencrypted HTTP/2 (prior knowledge) to http:// engine
+	// endpoints, multiplexing their calls over a few connections; the
+	// endpoints must accept it (`conclave sim` does). https endpoints are
+	// unaffected. Defaults to false.
+	H2C bool `yaml:"h2c"`
+}
+
+// Jobs configures the background jobs every replica runs on River
+// (internal/jobs; docs/operations.md).
+type Jobs struct {
+	// TrialPeriod is how long after an organisation's creation the unused
+	// part of its trial credit is deducted. Defaults to 720h (30 days).
+	TrialPeriod time.Duration `yaml:"trial_period"`
+	// TrialExpiryInterval is how often trial expiry runs. Defaults to 5m.
+	TrialExpiryInterval time.Duration `yaml:"trial_expiry_interval"`
+	// SweepInterval is how often the hold sweeper runs. Defaults to 30s.
+	SweepInterval time.Duration `yaml:"sweep_interval"`
+	// HoldGrace is how long past its expiry a call's hold, slot or claim
+	// lease must be before the sweeper treats the call as dead. Defaults
+	// to 30s.
+	HoldGrace time.Duration `yaml:"hold_grace"`
+	// ReapInterval is how often the idempotency reaper runs. Defaults to 1h.
+	ReapInterval time.Duration `yaml:"reap_interval"`
+	// IdempotencyRetention is how long a finished idempotency claim (and
+	// so a replay with its key) is kept. Defaults to 24h.
+	IdempotencyRetention time.Duration `yaml:"idempotency_retention"`
+	// StopTimeout is how long a stopping server lets running jobs finish
+	// before cancelling them (River retries them). Defaults to 10s.
+	StopTimeout time.Duration `yaml:"stop_timeout"`
 }
 
 // Engine is one engine's configuration; see core.Engine.
@@ -304,6 +344,12 @@ func (c *Config) Validate() error {
 		return fe("limits.concurrency", "must be at least 1")
 	case c.Limits.MaxInputTokens < 1:
 		return fe("limits.max_input_tokens", "must be at least 1")
+	case c.Limits.ActivationAllowanceUSD <= 0:
+		return fe("limits.activation_allowance_usd", "must be positive")
+	case c.Limits.Lease < time.Second:
+		return fe("limits.lease", "must be at least 1s")
+	case c.Limits.ConcurrencyRetryAfter < time.Second:
+		return fe("limits.concurrency_retry_after", "must be at least 1s")
 	case c.Limits.CallCeilingUSD <= 0:
 		return fe("limits.call_ceiling_usd", "must be positive")
 	}
@@ -336,6 +382,9 @@ func (c *Config) Validate() error {
 		return fe("egress.max_attempts", "must be 1 to 10")
 	case c.Egress.BaseBackoff < 0:
 		return fe("egress.base_backoff", "cannot be negative")
+	}
+	if err := c.Jobs.validate(); err != nil {
+		return err
 	}
 	_, err := c.Catalog()
 	return err
@@ -390,4 +439,25 @@ func (c *Config) Catalog() (*core.Catalog, error) {
 		}
 	}
 	return core.NewCatalog(engines, modes)
+}
+
+func (j *Jobs) validate() error {
+	fe := func(field, msg string) error { return &core.FieldError{Field: "jobs." + field, Msg: msg} }
+	switch {
+	case j.TrialPeriod <= 0:
+		return fe("trial_period", "must be positive")
+	case j.TrialExpiryInterval < time.Second:
+		return fe("trial_expiry_interval", "must be at least 1s")
+	case j.SweepInterval < time.Second:
+		return fe("sweep_interval", "must be at least 1s")
+	case j.HoldGrace < 0:
+		return fe("hold_grace", "cannot be negative")
+	case j.ReapInterval < time.Second:
+		return fe("reap_interval", "must be at least 1s")
+	case j.IdempotencyRetention < time.Minute:
+		return fe("idempotency_retention", "must be at least 1m")
+	case j.StopTimeout <= 0:
+		return fe("stop_timeout", "must be positive")
+	}
+	return nil
 }

@@ -133,3 +133,17 @@ func TestEmptyFileChangesNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, c.Modes, 2)
 }
+
+func TestEgressH2CIsOffByDefaultAndReadFromTheFile(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("CONCLAVE_ADDR", "")
+	c, err := config.Load("")
+	require.NoError(t, err)
+	require.False(t, c.Egress.H2C)
+	path := filepath.Join(t.TempDir(), "conclave.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("egress:\n  h2c: true\n"), 0o600))
+	c, err = config.Load(path)
+	require.NoError(t, err)
+	require.True(t, c.Egress.H2C)
+	require.Equal(t, 3, c.Egress.MaxAttempts, "unset fields keep the default")
+}

@@ -47,6 +47,14 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer receives the egress metrics. Defaults to nil: no metrics.
 	Registerer prometheus.Registerer
+	// H2C sends requests to http:// endpoints as unencrypted HTTP/2 (prior
+	// knowledge): every call to such an endpoint is a stream on a few shared
+	// connections rather than a connection of its own. The endpoint must
+	// speak it (the simulated provider does); such requests never go
+	// through an HTTP proxy. https endpoints are unaffected: they negotiate
+	// HTTP/2 through TLS as always. It shapes the default HTTPClient only.
+	// Defaults to false: HTTP/1.1 over plain http.
+	H2C bool
 	// HTTPClient sends provider requests. Egress uses a copy whose redirect
 	// policy and cookie jar are replaced: it never follows a redirect and
 	// never keeps a cookie. Defaults to a client with dial, TLS-handshake and
@@ -75,7 +83,7 @@ func (c Config) WithDefaults() Config {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.HTTPClient == nil {
-		c.HTTPClient = defaultHTTPClient()
+		c.HTTPClient = defaultHTTPClient(c.H2C)
 	}
 	return c
 }
@@ -103,8 +111,41 @@ func (c Config) validate() error {
 
 // defaultHTTPClient has no overall timeout (each attempt carries its own
 // deadline), but bounds the steps a slow or hostile peer could stretch.
-func defaultHTTPClient() *http.Client {
-	return &http.Client{Transport: &http.Transport{
+// With h2c, http:// requests go over unencrypted HTTP/2 instead of HTTP/1.1.
+func defaultHTTPClient(h2c bool) *http.Client {
+	base := defaultTransport()
+	if !h2c {
+		return &http.Client{Transport: base}
+	}
+	plain := defaultTransport()
+	// Without HTTP1 in the set, an http:// request is sent as unencrypted
+	// HTTP/2; this transport sees no https request. An HTTP proxy cannot
+	// carry prior-knowledge HTTP/2, so these requests go direct.
+	plain.Proxy = nil
+	plain.Protocols = new(http.Protocols)
+	plain.Protocols.SetUnencryptedHTTP2(true)
+	return &http.Client{Transport: schemeSplit{https: base, http: plain}}
+}
+
+// schemeSplit sends http:// requests through one transport and the rest
+// through another.
+type schemeSplit struct{ https, http *http.Transport }
+
+func (s schemeSplit) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Scheme == "http" {
+		return s.http.RoundTrip(r)
+	}
+	return s.https.RoundTrip(r)
+}
+
+// CloseIdleConnections closes both transports' idle connections.
+func (s schemeSplit) CloseIdleConnections() {
+	s.https.CloseIdleConnections()
+	s.http.CloseIdleConnections()
+}
+
+func defaultTransport() *http.Transport {
+	return &http.Transport{
 		Proxy:                  http.ProxyFromEnvironment,
 		DialContext:            (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
@@ -115,5 +156,5 @@ func defaultHTTPClient() *http.Client {
 		MaxIdleConnsPerHost:    32,
 		IdleConnTimeout:        90 * time.Second,
 		ForceAttemptHTTP2:      true,
-	}}
+	}
 }

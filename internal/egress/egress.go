@@ -94,7 +94,9 @@ func (e *Egress) CloseIdleConnections() { e.client.CloseIdleConnections() }
 // implements core.Egress. The answer is never nil when the error is nil; a
 // provider failure, a refusal and an adapter failure are answers with Error
 // set. The error is non-nil only when the caller's ctx ended (ctx.Err()),
-// the call is incomplete, or no credential could be had.
+// the call is incomplete, or no credential could be had. The answer's
+// Source is the Source of the credential the call carried ("" for none):
+// whatever an adapter put there is replaced.
 func (e *Egress) Call(ctx context.Context, c *core.EgressCall) (*core.SeatAnswer, error) {
 	if c == nil || c.Engine == nil || c.Adapter == nil || c.Request == nil {
 		return nil, errors.New("egress: a call needs an engine, an adapter and a request")
@@ -147,6 +149,11 @@ func (e *Egress) call(ctx context.Context, c *core.EgressCall) (*core.SeatAnswer
 			return nil, err
 		}
 		ans := r.ans
+		if ans.Source != r.source {
+			a := *ans
+			a.Source = r.source
+			ans = &a
+		}
 		if e.log.Enabled(ctx, slog.LevelDebug) {
 			var class core.ErrorClass
 			if ans.Error != nil {
@@ -191,6 +198,7 @@ type result struct {
 	ans        *core.SeatAnswer // never nil
 	status     int              // the provider's HTTP status; 0 when none arrived
 	retryAfter time.Duration    // the provider's requested wait; 0 when none
+	source     string           // the credential's Source; "" when none was fetched
 }
 
 // answer is the result of an attempt that ended in a failure of egress's
@@ -202,6 +210,15 @@ func answer(ans *core.SeatAnswer) (result, error) {
 // attempt sends the call once. The error is set only when the call cannot
 // go on at all.
 func (e *Egress) attempt(ctx context.Context, c *core.EgressCall, info core.AdapterInfo, ep *endpoint, timeout time.Duration) (result, error) {
+	var source string
+	r, err := e.send(ctx, c, info, ep, timeout, &source)
+	r.source = source
+	return r, err
+}
+
+// send is attempt's body. It stores the credential's Source in *source once
+// it has the credential, so that every answer from then on carries it.
+func (e *Egress) send(ctx context.Context, c *core.EgressCall, info core.AdapterInfo, ep *endpoint, timeout time.Duration, source *string) (result, error) {
 	hreq, err := c.Adapter.BuildRequest(ctx, c.Request)
 	if err != nil || hreq == nil {
 		if ctx.Err() != nil {
@@ -234,6 +251,7 @@ func (e *Egress) attempt(ctx context.Context, c *core.EgressCall, info core.Adap
 			}
 			return result{}, fmt.Errorf("egress: credential for engine %q (scheme %s): %w", c.Engine.ID, info.Auth, err)
 		}
+		*source = cred.Source
 	}
 
 	actx, cancel := context.WithTimeout(ctx, timeout)

@@ -34,12 +34,21 @@ func (s *Store) PlaceHold(ctx context.Context, p *core.PlaceHoldParams) (*core.H
 	}
 	var hold *core.Hold
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
+		if err := checkSpendRules(ctx, tx, p); err != nil {
+			return err
+		}
 		var orgID string
 		err := tx.QueryRow(ctx, q("ReserveHeld"), p.OrgID, int64(p.Amount)).Scan(&orgID)
 		if errors.Is(err, pgx.ErrNoRows) {
-			// Nothing reserved: tell a missing organisation from a short one.
-			if _, err := scanBalance(tx.QueryRow(ctx, q("GetBalance"), p.OrgID)); err != nil {
-				return err
+			// Nothing reserved: tell a missing organisation from a short
+			// one, and one with no money source at all from a short one.
+			var toppedUp, trialExpired bool
+			var trialLeft int64
+			if err := tx.QueryRow(ctx, q("BillingState"), p.OrgID).Scan(&toppedUp, &trialExpired, &trialLeft); err != nil {
+				return translate(err)
+			}
+			if !toppedUp && trialExpired && trialLeft == 0 {
+				return core.ErrNoBilling
 			}
 			return core.ErrInsufficientFunds
 		}
@@ -54,6 +63,42 @@ func (s *Store) PlaceHold(ctx context.Context, p *core.PlaceHoldParams) (*core.H
 		return nil, fmt.Errorf("placing a %s hold for %s: %w", p.Amount, p.RequestID, err)
 	}
 	return hold, nil
+}
+
+// checkSpendRules refuses a hold that would pass the organisation's monthly
+// quota or, for an unverified organisation, its activation allowance. It
+// takes the balance row's lock first, so the spend it reads includes every
+// hold placed before and no other hold can be placed until this one is.
+func checkSpendRules(ctx context.Context, tx pgx.Tx, p *core.PlaceHoldParams) error {
+	if p.MonthlyQuota == nil && p.ActivationAllowance <= 0 {
+		return nil
+	}
+	var balance, held int64
+	var toppedUp, trialExpired bool
+	if err := tx.QueryRow(ctx, q("LockBalance"), p.OrgID).Scan(&balance, &held, &toppedUp, &trialExpired); err != nil {
+		return translate(err)
+	}
+	if p.MonthlyQuota != nil {
+		now := time.Now().UTC()
+		month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+		var spent int64
+		if err := tx.QueryRow(ctx, q("SpendSince"), p.OrgID, month).Scan(&spent); err != nil {
+			return translate(err)
+		}
+		if core.Micros(spent)+p.Amount > *p.MonthlyQuota {
+			return fmt.Errorf("%w: spent $%s of $%s this month", core.ErrQuotaExceeded, core.Micros(spent), *p.MonthlyQuota)
+		}
+	}
+	if p.ActivationAllowance > 0 {
+		var spent int64
+		if err := tx.QueryRow(ctx, q("SpendSince"), p.OrgID, time.Time{}).Scan(&spent); err != nil {
+			return translate(err)
+		}
+		if core.Micros(spent)+p.Amount > p.ActivationAllowance {
+			return fmt.Errorf("%w: spent $%s of a $%s activation allowance", core.ErrVerificationRequired, core.Micros(spent), p.ActivationAllowance)
+		}
+	}
+	return nil
 }
 
 // closedHoldError explains why a hold of the organisation could not be
@@ -94,6 +139,20 @@ func (s *Store) SettleCall(ctx context.Context, p *core.SettleCallParams) (*core
 				return err
 			}
 		}
+		if p.IdempotencyKey != "" {
+			tag, err := tx.Exec(ctx, q("SettleClaim"), p.OrgID, p.IdempotencyKey, requestID, p.ClaimState)
+			if err != nil {
+				return translate(err)
+			}
+			if tag.RowsAffected() != 1 {
+				// The call's claim lapsed and another request took the
+				// key: that one bills, this one must not.
+				return fmt.Errorf("%w: the idempotency claim on the key is no longer this call's", core.ErrConflict)
+			}
+		}
+		if _, err := tx.Exec(ctx, q("FreeSlot"), p.OrgID, requestID); err != nil {
+			return translate(err)
+		}
 		if p.Receipt != nil {
 			return insertReceipt(ctx, tx, p.Receipt, p.OrgID, p.HoldID, requestID)
 		}
@@ -127,7 +186,8 @@ func journal(ctx context.Context, tx pgx.Tx, orgID, kind, memo, to string, amoun
 func (s *Store) ReleaseHold(ctx context.Context, holdID, orgID string) error {
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
 		var amount int64
-		err := tx.QueryRow(ctx, q("ReleaseHold"), holdID, orgID).Scan(&amount)
+		var requestID string
+		err := tx.QueryRow(ctx, q("ReleaseHold"), holdID, orgID).Scan(&amount, &requestID)
 		if errors.Is(err, pgx.ErrNoRows) {
 			h, err := closedHoldError(ctx, tx, holdID, orgID)
 			if h != nil && h.State == core.HoldReleased {
@@ -138,8 +198,11 @@ func (s *Store) ReleaseHold(ctx context.Context, holdID, orgID string) error {
 		if err != nil {
 			return translate(err)
 		}
-		_, err = scanBalance(tx.QueryRow(ctx, q("ChargeHeld"), orgID, amount, int64(0)))
-		return err
+		if _, err = scanBalance(tx.QueryRow(ctx, q("ChargeHeld"), orgID, amount, int64(0))); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, q("FreeSlot"), orgID, requestID)
+		return translate(err)
 	})
 	if err != nil {
 		return fmt.Errorf("releasing hold %s: %w", holdID, err)
@@ -174,12 +237,21 @@ func insertReceipt(ctx context.Context, tx pgx.Tx, r *core.Receipt, orgID, holdI
 	if r.CapCredit != nil {
 		capCredit = int64(*r.CapCredit)
 	}
+	// created_at is when the call was received: as given, else its
+	// completion less its latency, else the time of writing.
+	var received any
+	switch {
+	case !r.CreatedAt.IsZero():
+		received = r.CreatedAt
+	case r.CompletedAt != nil && r.LatencyMS != nil:
+		received = r.CompletedAt.Add(-time.Duration(*r.LatencyMS) * time.Millisecond)
+	}
 	var createdAt time.Time
 	err = tx.QueryRow(ctx, q("InsertReceipt"), requestID, orgID, holdID, r.Mode, r.ModeKey, r.ModeConfigHash, r.Status,
 		int64(r.Billed), int64(r.TokenCharge), int64(r.Surcharge), int64(r.PlatformFee), capCredit,
 		r.PromptTokens, r.CompletionTokens, r.Rounds, r.SeatCount, r.Payer, nullString(r.Lane),
 		r.DifficultyScore, nullString(r.TaskType), nullString(r.HallucinationRisk), r.MinorityInsightLikely,
-		bestSeat, seatsUnavailable, staffUnavailable, r.LatencyMS, response, r.CompletedAt,
+		bestSeat, seatsUnavailable, staffUnavailable, r.LatencyMS, response, r.CompletedAt, received,
 	).Scan(&createdAt)
 	if err != nil {
 		return fmt.Errorf("writing receipt: %w", translate(err))

@@ -2,26 +2,38 @@
 -- Every id-bearing read is scoped in SQL.
 
 -- name: InsertOrg
-INSERT INTO orgs (id, name, ticker, plan) VALUES ($1, $2, $3, $4)
-RETURNING id, name, ticker, plan, suspended_at, created_at;
+INSERT INTO orgs (id, name, ticker, plan, verified_at) VALUES ($1, $2, $3, $4, CASE WHEN $5::boolean THEN now() END)
+RETURNING id, name, ticker, plan, suspended_at, created_at, concurrency, monthly_quota_micros, verified_at;
 
 -- name: InsertBalance
 INSERT INTO balances (org_id) VALUES ($1);
 
 -- name: GetOrg
-SELECT id, name, ticker, plan, suspended_at, created_at FROM orgs WHERE id = $1;
+SELECT id, name, ticker, plan, suspended_at, created_at, concurrency, monthly_quota_micros, verified_at FROM orgs WHERE id = $1;
 
 -- name: OrgByTicker
-SELECT id, name, ticker, plan, suspended_at, created_at FROM orgs WHERE ticker = $1;
+SELECT id, name, ticker, plan, suspended_at, created_at, concurrency, monthly_quota_micros, verified_at FROM orgs WHERE ticker = $1;
 
 -- name: SetOrgSuspended
 UPDATE orgs SET suspended_at = CASE WHEN $2::boolean THEN coalesce(suspended_at, now()) ELSE NULL END
 WHERE id = $1
-RETURNING id, name, ticker, plan, suspended_at, created_at;
+RETURNING id, name, ticker, plan, suspended_at, created_at, concurrency, monthly_quota_micros, verified_at;
+
+-- name: SetOrgLimits
+-- $2/$4: whether to set concurrency ($3; NULL clears) and the quota ($5; NULL clears).
+UPDATE orgs SET concurrency = CASE WHEN $2::boolean THEN $3::int ELSE concurrency END,
+                monthly_quota_micros = CASE WHEN $4::boolean THEN $5::bigint ELSE monthly_quota_micros END
+WHERE id = $1
+RETURNING id, name, ticker, plan, suspended_at, created_at, concurrency, monthly_quota_micros, verified_at;
+
+-- name: SetOrgVerified
+UPDATE orgs SET verified_at = CASE WHEN $2::boolean THEN coalesce(verified_at, now()) ELSE NULL END
+WHERE id = $1
+RETURNING id, name, ticker, plan, suspended_at, created_at, concurrency, monthly_quota_micros, verified_at;
 
 -- name: SetOrgPlan
 UPDATE orgs SET plan = $2 WHERE id = $1
-RETURNING id, name, ticker, plan, suspended_at, created_at;
+RETURNING id, name, ticker, plan, suspended_at, created_at, concurrency, monthly_quota_micros, verified_at;
 
 -- name: InsertPosting
 INSERT INTO postings (kind, org_id, memo) VALUES ($1, $2, $3) RETURNING id, created_at;
@@ -30,10 +42,12 @@ INSERT INTO postings (kind, org_id, memo) VALUES ($1, $2, $3) RETURNING id, crea
 INSERT INTO journal_legs (posting_id, account, org_id, amount_micros) VALUES ($1, $2, $3, $4);
 
 -- name: CreditBalance
--- Adds $2 to the balance and $3 of it to the trial remainder.
+-- Adds $2 to the balance and $3 of it to the trial remainder; a credit that
+-- is not trial credit is a top-up.
 UPDATE balances
    SET balance_micros = balance_micros + $2,
        trial_remaining_micros = trial_remaining_micros + $3,
+       topped_up = topped_up OR $2 > $3,
        updated_at = now()
  WHERE org_id = $1
 RETURNING org_id, balance_micros, held_micros, trial_remaining_micros, updated_at;
@@ -54,7 +68,7 @@ RETURNING id, org_id, name, test, scopes, modes, rpm, concurrency, max_input_tok
 
 -- name: KeyByHash
 SELECT k.id, k.org_id, k.name, k.test, k.scopes, k.modes, k.rpm, k.concurrency, k.max_input_tokens, k.ceiling_micros, k.hint, k.expires_at, k.revoked_at, k.created_at,
-       o.id, o.name, o.ticker, o.plan, o.suspended_at, o.created_at
+       o.id, o.name, o.ticker, o.plan, o.suspended_at, o.created_at, o.concurrency, o.monthly_quota_micros, o.verified_at
   FROM api_keys k JOIN orgs o ON o.id = k.org_id
  WHERE k.hash = $1;
 
@@ -93,7 +107,7 @@ RETURNING request_id, amount_micros;
 -- name: ReleaseHold
 UPDATE holds SET state = 'released', settled_at = now()
  WHERE id = $1 AND org_id = $2 AND state = 'held'
-RETURNING amount_micros;
+RETURNING amount_micros, request_id;
 
 -- name: ChargeHeld
 -- Drops the hold ($2) from held and charges $3 from the balance, spending
@@ -111,9 +125,9 @@ INSERT INTO receipts (request_id, org_id, hold_id, mode_id, mode_key, mode_confi
                       billed_micros, token_charge_micros, surcharge_micros, platform_fee_micros, cap_credit_micros,
                       prompt_tokens, completion_tokens, rounds, seat_count, payer, lane,
                       difficulty_score, task_type, hallucination_risk, minority_insight_likely,
-                      best_seat, seats_unavailable, staff_unavailable, latency_ms, response, completed_at)
+                      best_seat, seats_unavailable, staff_unavailable, latency_ms, response, completed_at, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-        $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)
+        $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, coalesce($29::timestamptz, now()))
 RETURNING created_at;
 
 -- name: InsertReceiptCall
@@ -137,3 +151,105 @@ SELECT c.kind, c.role, c.model_used, coalesce(c.original_model, ''), c.fallback_
   FROM receipt_calls c JOIN receipts r ON r.request_id = c.request_id
  WHERE c.request_id = $1 AND r.org_id = $2
  ORDER BY c.kind, c.ordinal;
+
+-- name: LockBalance
+-- Takes the balance row's lock for the rest of the transaction: every hold
+-- and settlement of the organisation takes it, so what is read after it is
+-- every hold placed or settled before.
+SELECT balance_micros, held_micros, topped_up, trial_expired_at IS NOT NULL
+  FROM balances WHERE org_id = $1 FOR UPDATE;
+
+-- name: SpendSince
+-- What the organisation has spent since $2: settled bills and live holds.
+SELECT coalesce(sum(CASE state WHEN 'settled' THEN billed_micros WHEN 'held' THEN amount_micros ELSE 0 END), 0)::bigint
+  FROM holds WHERE org_id = $1 AND created_at >= $2;
+
+-- name: BillingState
+SELECT topped_up, trial_expired_at IS NOT NULL, trial_remaining_micros FROM balances WHERE org_id = $1;
+
+-- name: SettleClaim
+UPDATE idempotency_keys SET state = $4, updated_at = now()
+ WHERE org_id = $1 AND key = $2 AND request_id = $3 AND state = 'in_flight';
+
+-- name: FreeSlot
+DELETE FROM concurrency_slots WHERE org_id = $1 AND request_id = $2;
+
+-- name: TakeRate
+-- GCRA: the key's theoretical arrival time moves on by the emission interval
+-- ($2 µs) when the request fits within the burst tolerance ($3 µs); no row
+-- means it does not fit.
+INSERT INTO rate_limits AS r (key_id, tat)
+VALUES ($1, clock_timestamp() + $2 * interval '1 microsecond')
+ON CONFLICT (key_id) DO UPDATE
+   SET tat = greatest(r.tat, clock_timestamp()) + $2 * interval '1 microsecond'
+ WHERE r.tat - clock_timestamp() <= $3 * interval '1 microsecond'
+RETURNING tat;
+
+-- name: RateWait
+-- How long, in µs, until the key's next request fits ($2: the burst tolerance).
+SELECT greatest(0, extract(epoch FROM (tat - clock_timestamp())) * 1e6 - $2)::bigint
+  FROM rate_limits WHERE key_id = $1;
+
+-- name: AcquireSlot
+-- Leases one free slot of 0..$3-1, picked at random among those free; no row
+-- means none was free (or another call took the one picked: retry). With n
+-- slot rows (leased or lapsed), one of 0..n is free whenever fewer than $3
+-- are leased, so the scan stops there: its cost follows the calls in
+-- flight, not the limit.
+WITH pick AS (
+    SELECT s FROM generate_series(0, least($3::int, (SELECT count(*) FROM concurrency_slots WHERE org_id = $1)::int + 1) - 1) s
+     WHERE NOT EXISTS (SELECT 1 FROM concurrency_slots c
+                        WHERE c.org_id = $1 AND c.slot = s AND c.lease_until > clock_timestamp())
+     ORDER BY random() LIMIT 1
+)
+INSERT INTO concurrency_slots AS c (org_id, slot, request_id, lease_until)
+SELECT $1, s, $2, clock_timestamp() + $4 * interval '1 microsecond' FROM pick
+ON CONFLICT (org_id, slot) DO UPDATE
+   SET request_id = EXCLUDED.request_id, lease_until = EXCLUDED.lease_until
+ WHERE c.lease_until <= clock_timestamp()
+RETURNING slot;
+
+-- name: AcquireSlotAt
+-- Leases slot $3 if it is free.
+INSERT INTO concurrency_slots AS c (org_id, slot, request_id, lease_until)
+VALUES ($1, $3, $2, clock_timestamp() + $4 * interval '1 microsecond')
+ON CONFLICT (org_id, slot) DO UPDATE
+   SET request_id = EXCLUDED.request_id, lease_until = EXCLUDED.lease_until
+ WHERE c.lease_until <= clock_timestamp()
+RETURNING slot;
+
+-- name: FreeSlots
+-- How many of the organisation's slots 0..$2-1 are free now.
+SELECT $2::int - count(*)::int FROM concurrency_slots
+ WHERE org_id = $1 AND slot < $2 AND lease_until > clock_timestamp();
+
+-- name: ClaimKey
+-- A new key, or a key whose call ended capped, or whose in-flight lease
+-- lapsed, is taken; otherwise no row.
+INSERT INTO idempotency_keys AS k (org_id, key, request_hash, request_id, state, locked_until)
+VALUES ($1, $2, $3, $4, 'in_flight', clock_timestamp() + $5 * interval '1 microsecond')
+ON CONFLICT (org_id, key) DO UPDATE
+   SET request_hash = EXCLUDED.request_hash, request_id = EXCLUDED.request_id, state = 'in_flight',
+       locked_until = EXCLUDED.locked_until, created_at = now(), updated_at = now()
+ WHERE k.state = 'capped' OR (k.state = 'in_flight' AND k.locked_until <= clock_timestamp())
+RETURNING request_id;
+
+-- name: GetClaim
+SELECT state, request_id, request_hash FROM idempotency_keys WHERE org_id = $1 AND key = $2;
+
+-- name: ReleaseClaim
+DELETE FROM idempotency_keys WHERE org_id = $1 AND key = $2 AND request_id = $3 AND state = 'in_flight';
+
+-- name: RenewLeases
+-- $1: the live calls' request ids; $2: the lease in µs.
+WITH h AS (
+    UPDATE holds SET expires_at = clock_timestamp() + $2 * interval '1 microsecond'
+     WHERE request_id = ANY($1) AND state = 'held' RETURNING 1
+), s AS (
+    UPDATE concurrency_slots SET lease_until = clock_timestamp() + $2 * interval '1 microsecond'
+     WHERE request_id = ANY($1) RETURNING 1
+), k AS (
+    UPDATE idempotency_keys SET locked_until = clock_timestamp() + $2 * interval '1 microsecond'
+     WHERE request_id = ANY($1) AND state = 'in_flight' RETURNING 1
+)
+SELECT (SELECT count(*) FROM h), (SELECT count(*) FROM s), (SELECT count(*) FROM k);

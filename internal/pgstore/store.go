@@ -58,9 +58,15 @@ func translate(err error) error {
 	return err
 }
 
+// orgCols scans the columns every organisation query returns, in order.
+func orgCols(o *core.Org) []any {
+	return []any{&o.ID, &o.Name, &o.Ticker, &o.Plan, &o.SuspendedAt, &o.CreatedAt,
+		(*nullInt)(&o.Concurrency), &o.MonthlyQuota, &o.VerifiedAt}
+}
+
 func scanOrg(row pgx.Row) (*core.Org, error) {
 	var o core.Org
-	if err := row.Scan(&o.ID, &o.Name, &o.Ticker, &o.Plan, &o.SuspendedAt, &o.CreatedAt); err != nil {
+	if err := row.Scan(orgCols(&o)...); err != nil {
 		return nil, translate(err)
 	}
 	return &o, nil
@@ -92,7 +98,7 @@ func (s *Store) CreateOrg(ctx context.Context, p *core.CreateOrgParams) (*core.O
 		candidates = core.TickerCandidates(p.Name)
 	}
 	for _, ticker := range candidates {
-		org, bal, err := s.createOrg(ctx, p.Name, ticker, plan)
+		org, bal, err := s.createOrg(ctx, p.Name, ticker, plan, !p.Unverified)
 		if errors.Is(err, core.ErrConflict) && p.Ticker == "" {
 			continue // derived ticker taken: try the next candidate
 		}
@@ -104,12 +110,12 @@ func (s *Store) CreateOrg(ctx context.Context, p *core.CreateOrgParams) (*core.O
 	return nil, nil, fmt.Errorf("creating organisation %q: every derived ticker is taken: %w", p.Name, core.ErrConflict)
 }
 
-func (s *Store) createOrg(ctx context.Context, name, ticker, plan string) (*core.Org, *core.Balance, error) {
+func (s *Store) createOrg(ctx context.Context, name, ticker, plan string, verified bool) (*core.Org, *core.Balance, error) {
 	var org *core.Org
 	var bal *core.Balance
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		if org, err = scanOrg(tx.QueryRow(ctx, q("InsertOrg"), core.NewID("org"), name, ticker, plan)); err != nil {
+		if org, err = scanOrg(tx.QueryRow(ctx, q("InsertOrg"), core.NewID("org"), name, ticker, plan, verified)); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, q("InsertBalance"), org.ID); err != nil {
@@ -163,6 +169,23 @@ func (s *Store) SetOrgPlan(ctx context.Context, p *core.SetOrgPlanParams) (*core
 		return nil, errors.New("setting plan: plan is empty")
 	}
 	return scanOrg(s.pool.QueryRow(ctx, q("SetOrgPlan"), p.OrgID, p.Plan))
+}
+
+// SetOrgLimits implements core.Store.
+func (s *Store) SetOrgLimits(ctx context.Context, p *core.SetOrgLimitsParams) (*core.Org, error) {
+	var conc, quota any
+	if p.Concurrency != nil && *p.Concurrency > 0 {
+		conc = *p.Concurrency
+	}
+	if p.MonthlyQuota != nil && *p.MonthlyQuota >= 0 {
+		quota = int64(*p.MonthlyQuota)
+	}
+	return scanOrg(s.pool.QueryRow(ctx, q("SetOrgLimits"), p.OrgID, p.Concurrency != nil, conc, p.MonthlyQuota != nil, quota))
+}
+
+// SetOrgVerified implements core.Store.
+func (s *Store) SetOrgVerified(ctx context.Context, orgID string, verified bool) (*core.Org, error) {
+	return scanOrg(s.pool.QueryRow(ctx, q("SetOrgVerified"), orgID, verified))
 }
 
 // AddFunds implements core.Store.
@@ -242,7 +265,7 @@ func (s *Store) CreateKey(ctx context.Context, p *core.CreateKeyParams) (*core.K
 func (s *Store) KeyByHash(ctx context.Context, hash []byte) (*core.Key, *core.Org, error) {
 	var k core.Key
 	var o core.Org
-	dest := append(keyCols(&k), &o.ID, &o.Name, &o.Ticker, &o.Plan, &o.SuspendedAt, &o.CreatedAt)
+	dest := append(keyCols(&k), orgCols(&o)...)
 	if err := s.pool.QueryRow(ctx, q("KeyByHash"), hash).Scan(dest...); err != nil {
 		return nil, nil, translate(err)
 	}

@@ -1,9 +1,9 @@
 // Package pgtest gives tests real, isolated PostgreSQL databases.
 //
 // Every database handed out is a fresh clone of a template database that
-// holds all pgstore migrations, so a test starts from the current schema in
-// a few milliseconds and can do anything to its database; it is dropped when
-// the test ends.
+// holds all pgstore migrations and River's (the job queue's), so a test
+// starts from the current schema in a few milliseconds and can do anything
+// to its database; it is dropped when the test ends.
 //
 // The server is the one TEST_DATABASE_URL points at (any database on it; the
 // harness must be allowed to CREATE DATABASE). When it is unset, Main starts
@@ -23,6 +23,7 @@ package pgtest
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -191,13 +192,12 @@ func NewPool(t testing.TB) *pgxpool.Pool {
 }
 
 // TemplateName is the name of the migrated template database for the
-// current migrations: conclave_tmpl_<first 12 hex of MigrationsDigest>.
+// current migrations: conclave_tmpl_<first 12 hex of the SHA-256 of
+// pgstore.MigrationsDigest and pgstore.RiverMigrationsDigest>, so a change
+// to either schema builds a new template.
 func TemplateName() string {
-	d := pgstore.MigrationsDigest()
-	if len(d) > 12 {
-		d = d[:12]
-	}
-	return "conclave_tmpl_" + d
+	h := sha256.Sum256([]byte(pgstore.MigrationsDigest() + "\x00" + pgstore.RiverMigrationsDigest()))
+	return "conclave_tmpl_" + hex.EncodeToString(h[:6])
 }
 
 var admin struct {
@@ -309,6 +309,9 @@ func ensureTemplate(ctx context.Context, admin *pgxpool.Pool, base, name string)
 		return fmt.Errorf("connecting to %s: %w", name, err)
 	}
 	err = pgstore.Migrate(ctx, pool)
+	if err == nil {
+		err = pgstore.MigrateRiver(ctx, pool)
+	}
 	pool.Close()
 	if err != nil {
 		return fmt.Errorf("migrating %s: %w", name, err)

@@ -92,6 +92,8 @@ func TestDatabasesAreMigrated(t *testing.T) {
 	ctx := ctxFor(t)
 	pool := pgtest.NewPool(t)
 	require.True(t, tableExists(t, pool, "schema_migrations"))
+	require.True(t, tableExists(t, pool, "river_job"), "River's schema is in the template")
+	require.True(t, tableExists(t, pool, "river_migration"))
 	var applied int
 	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM schema_migrations").Scan(&applied))
 	require.Positive(t, applied)

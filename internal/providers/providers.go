@@ -11,6 +11,7 @@ package providers
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"github.com/conclavehq/conclave/adapters"
 	"github.com/conclavehq/conclave/adapters/sim"
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/internal/byok"
 	"github.com/conclavehq/conclave/internal/egress"
 	"github.com/conclavehq/conclave/internal/egress/creds"
 	"github.com/conclavehq/conclave/plugins/goplugin"
@@ -53,6 +55,14 @@ type Config struct {
 	// variables engines name; AWS base credentials from AWS_ACCESS_KEY_ID
 	// and AWS_SECRET_ACCESS_KEY).
 	Credentials core.Credentials
+	// BYOK finds organisations' own provider credentials (bring-your-own-
+	// key). A seat call that names an organisation with a credential for
+	// its engine's provider runs on it: an API key as stored, or the
+	// organisation's AWS role assumed with the service's base AWS identity
+	// (from the environment; the simulator's for simulated engines). Calls
+	// that name no organisation — judge, synthesis, classifier — never do.
+	// Defaults to nil: every call runs on the service's credentials.
+	BYOK *byok.Resolver
 	// Logger defaults to a logger that discards.
 	Logger *slog.Logger
 	// Registerer receives the egress metrics. Defaults to none.
@@ -69,6 +79,9 @@ type Providers struct {
 	goplugin *goplugin.Host
 	roles    []*creds.AWSRoleCredentials
 	simKey   string // the key the simulator requires; only simulated engines carry it
+	// simOwn holds the fingerprints of organisations' own keys handed to
+	// simulated engines, which the simulator accepts besides simKey.
+	simOwn   *keySet
 	stopOnce sync.Once
 }
 
@@ -104,6 +117,13 @@ func Start(ctx context.Context, cfg Config) (_ *Providers, err error) {
 				scfg.Addr = "127.0.0.1:0"
 				p.simKey = randomKey()
 				scfg.APIKey = p.simKey
+				if cfg.BYOK != nil {
+					// As a real provider accepts every account's key, the
+					// simulator accepts an organisation's own key once the
+					// egress layer has been handed it for a simulated engine.
+					p.simOwn = &keySet{m: map[[32]byte]bool{}}
+					scfg.AcceptKey = p.simOwn.has
+				}
 				scfg.Logger = cfg.Logger.With(slog.String("component", "sim"))
 				if p.sim, err = sim.Start(ctx, scfg); err != nil {
 					return nil, fmt.Errorf("starting the simulated provider: %w", err)
@@ -146,6 +166,7 @@ func Start(ctx context.Context, cfg Config) (_ *Providers, err error) {
 	// Credentials: the simulator's key for simulated engines (never sent
 	// anywhere else), the service's own for the rest.
 	service := cfg.Credentials
+	var serviceRole core.Credentials // assumes organisations' roles for BYOK
 	if service == nil {
 		sc := creds.ServiceCredentials{APIKeys: creds.EnvCredentials{}}
 		if base, err := creds.EnvBaseCredentials(nil); err == nil {
@@ -155,8 +176,14 @@ func Start(ctx context.Context, cfg Config) (_ *Providers, err error) {
 			}
 			p.roles = append(p.roles, role)
 			sc.AWS = role
+			serviceRole = role
 		}
 		service = sc
+	}
+	if cfg.BYOK != nil {
+		// An organisation's own credential first, for seat calls; the
+		// service's when it has none for the engine's provider.
+		service = creds.Chain{&byok.Credentials{Resolver: cfg.BYOK, AWS: serviceRole}, service}
 	}
 	if p.sim != nil {
 		// The simulator's STS issues session credentials to anyone who
@@ -167,7 +194,11 @@ func Start(ctx context.Context, cfg Config) (_ *Providers, err error) {
 			return nil, fmt.Errorf("simulated AWS role credentials: %w", err)
 		}
 		p.roles = append(p.roles, role)
-		simCreds := creds.ServiceCredentials{APIKeys: creds.StaticCredentials{Keys: simKeys}, AWS: role}
+		var simCreds core.Credentials = creds.ServiceCredentials{APIKeys: creds.StaticCredentials{Keys: simKeys}, AWS: role}
+		if cfg.BYOK != nil {
+			own := simOwnKeys{inner: &byok.Credentials{Resolver: cfg.BYOK, AWS: role}, keys: p.simOwn}
+			simCreds = creds.Chain{own, simCreds}
+		}
 		service = engineSplit{sim: simKeys, simCreds: simCreds, rest: service}
 	}
 
@@ -233,8 +264,10 @@ func (p *Providers) adapterFor(ctx context.Context, cfg *Config, m **manifest.Ma
 	return nil, fmt.Errorf("unknown carrier %q", e.Carrier)
 }
 
-// Call runs one seat call on an engine. OrgID is the paying organisation
-// ("" for the service's own calls: judge, synthesis).
+// Call runs one engine call. orgID is the paying organisation on a seat
+// call, whose own credential (Config.BYOK) the call may run on; "" for the
+// service's own calls (judge, synthesis, classifier), which always run on
+// the service's credentials. The answer's Source says which one did.
 func (p *Providers) Call(ctx context.Context, engineID, orgID string, req *core.SeatRequest) (*core.SeatAnswer, error) {
 	e, ok := p.engines[engineID]
 	if !ok {
@@ -304,6 +337,47 @@ func (s engineSplit) Credential(ctx context.Context, req *core.CredentialRequest
 		return s.simCreds.Credential(ctx, req)
 	}
 	return s.rest.Credential(ctx, req)
+}
+
+// keySet holds fingerprints of keys, never the keys. It is safe for
+// concurrent use.
+type keySet struct {
+	mu sync.Mutex
+	m  map[[32]byte]bool
+}
+
+// maxOwnKeys bounds a keySet; a full set is emptied (keys are added again
+// as they are handed out).
+const maxOwnKeys = 10_000
+
+func (s *keySet) add(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.m) >= maxOwnKeys {
+		clear(s.m)
+	}
+	s.m[sha256.Sum256([]byte(key))] = true
+}
+
+func (s *keySet) has(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[sha256.Sum256([]byte(key))]
+}
+
+// simOwnKeys hands out organisations' own credentials for simulated
+// engines and tells the simulator which API keys it may accept.
+type simOwnKeys struct {
+	inner core.Credentials
+	keys  *keySet
+}
+
+func (s simOwnKeys) Credential(ctx context.Context, req *core.CredentialRequest) (*core.Credential, error) {
+	c, err := s.inner.Credential(ctx, req)
+	if err == nil && c != nil && c.Secret != "" {
+		s.keys.add(c.Secret)
+	}
+	return c, err
 }
 
 func randomKey() string {

@@ -1,0 +1,186 @@
+// Package byok is bring-your-own-key: an organisation's own provider
+// credentials, used for its seat calls instead of the service's.
+//
+// Four provider families take an API key (openai, anthropic, google,
+// mistral); the key is sealed at rest with AES-256-GCM under a key from the
+// environment (Sealer, CONCLAVE_BYOK_KEY), bound to its organisation and
+// provider. The fifth, aws, is a cross-account role (role ARN and external
+// id) that the service assumes per request with STS; nothing long-lived is
+// stored for it.
+//
+// Credentials plugs the stored credentials into the egress layer as a
+// core.Credentials that answers only calls naming an organisation (seat
+// calls; judge, synthesis and classifier calls never do) and falls back to
+// the service's credentials, through creds.Chain, when the organisation has
+// none for the engine's provider. Calls it serves carry the source
+// core.SourceBYOK(provider), which billing reads: no token charge, and the
+// 0.5% fee on the real cost.
+package byok
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/conclavehq/conclave/core"
+)
+
+// Providers.
+const (
+	OpenAI    = "openai"
+	Anthropic = "anthropic"
+	Google    = "google"
+	Mistral   = "mistral"
+	AWS       = "aws"
+)
+
+// Providers lists every provider an organisation can register, API-key
+// providers first.
+var Providers = []string{OpenAI, Anthropic, Google, Mistral, AWS}
+
+// ValidProvider reports whether p is one of Providers.
+func ValidProvider(p string) bool {
+	switch p {
+	case OpenAI, Anthropic, Google, Mistral, AWS:
+		return true
+	}
+	return false
+}
+
+// familyProvider maps a lower-cased engine family to its provider.
+var familyProvider = map[string]string{
+	"openai": OpenAI, "anthropic": Anthropic, "google": Google, "gemini": Google, "mistral": Mistral,
+}
+
+// ProviderFor is the provider whose credential serves a call to engine e
+// under scheme: aws for an engine signed with SigV4 (Bedrock, whatever model
+// family it hosts); for an API-key scheme, the engine's family (openai,
+// anthropic, google — also spelt gemini — or mistral, case-insensitive; a
+// simulated family "sim-openai" counts as "openai"). A Mistral engine served
+// through the OpenAI-compatible adapter has family mistral and takes the
+// mistral key. Any other engine or scheme has none.
+func ProviderFor(e *core.Engine, scheme core.AuthScheme) (string, bool) {
+	if e == nil {
+		return "", false
+	}
+	switch scheme {
+	case core.AuthAWSSigV4:
+		return AWS, true
+	case core.AuthBearer, core.AuthXAPIKey, core.AuthGoogleAPIKey:
+	default:
+		return "", false
+	}
+	f := strings.ToLower(strings.TrimSpace(e.Family))
+	f = strings.TrimPrefix(f, "sim-")
+	p, ok := familyProvider[f]
+	return p, ok
+}
+
+// Record is one organisation's stored credential for one provider. For an
+// API-key provider Sealed and KeyID are set; for aws, RoleARN and
+// ExternalID. It never holds a plaintext key.
+type Record struct {
+	OrgID    string
+	Provider string
+	// Sealed is nonce||ciphertext of the API key (Sealer.Seal); KeyID
+	// names the sealing key. Both empty for aws, and in listings.
+	Sealed []byte
+	KeyID  string
+	// RoleARN and ExternalID are the organisation's role (aws only).
+	RoleARN    string
+	ExternalID string
+	// Hint is the last four characters of the API key, or of the external
+	// id, for the owner to recognise it.
+	Hint      string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// String names the record without its sealed key or external id.
+func (r *Record) String() string {
+	if r == nil {
+		return "byok.Record(nil)"
+	}
+	return fmt.Sprintf("byok.Record(%s, %s, …%s)", r.OrgID, r.Provider, r.Hint)
+}
+
+// GoString is String.
+func (r *Record) GoString() string { return r.String() }
+
+// Hint is the last four characters of s.
+func Hint(s string) string {
+	r := []rune(s)
+	if len(r) <= 4 {
+		return ""
+	}
+	return string(r[len(r)-4:])
+}
+
+// Key lengths accepted. Real keys run from 32 (Mistral) to about 200
+// characters.
+const (
+	minKeyLen = 16
+	maxKeyLen = 1024
+)
+
+// CheckAPIKey checks that key looks like a provider API key: 16 to 1024
+// printable ASCII characters without spaces, as an HTTP header can carry.
+// Its error never repeats the key.
+func CheckAPIKey(key string) error {
+	if len(key) < minKeyLen || len(key) > maxKeyLen {
+		return fmt.Errorf("the key is %d characters long; a provider key has %d to %d", len(key), minKeyLen, maxKeyLen)
+	}
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c <= ' ' || c > '~' {
+			return errors.New("the key holds a space, a control or a non-ASCII character")
+		}
+	}
+	return nil
+}
+
+var (
+	roleARNRe    = regexp.MustCompile(`^arn:aws[a-z-]*:iam::\d{12}:role/(?:[\w+=,.@-]+/)*[\w+=,.@-]{1,64}$`)
+	externalIDRe = regexp.MustCompile(`^[\w+=,.@:/-]+$`)
+)
+
+// CheckRole checks an AWS role ARN and its external id, which is required:
+// it is what stops another customer naming the same role (the confused
+// deputy).
+func CheckRole(roleARN, externalID string) error {
+	if !roleARNRe.MatchString(roleARN) {
+		return fmt.Errorf("%q is not an IAM role ARN (arn:aws:iam::123456789012:role/name)", roleARN)
+	}
+	if len(externalID) < 2 || len(externalID) > 1224 || !externalIDRe.MatchString(externalID) {
+		return errors.New("the external id must be 2 to 1224 characters of letters, digits and +=,.@:/-_")
+	}
+	return nil
+}
+
+// NewKeyRecord checks key and seals it for (orgID, provider), an API-key
+// provider.
+func NewKeyRecord(s *Sealer, orgID, provider, key string) (*Record, error) {
+	if !ValidProvider(provider) || provider == AWS {
+		return nil, fmt.Errorf("byok: %q is not an API-key provider (openai, anthropic, google, mistral)", provider)
+	}
+	if err := CheckAPIKey(key); err != nil {
+		return nil, err
+	}
+	if s == nil {
+		return nil, ErrNoKey
+	}
+	sealed, keyID, err := s.Seal(orgID, provider, []byte(key))
+	if err != nil {
+		return nil, err
+	}
+	return &Record{OrgID: orgID, Provider: provider, Sealed: sealed, KeyID: keyID, Hint: Hint(key)}, nil
+}
+
+// NewRoleRecord checks an AWS role for orgID.
+func NewRoleRecord(orgID, roleARN, externalID string) (*Record, error) {
+	if err := CheckRole(roleARN, externalID); err != nil {
+		return nil, err
+	}
+	return &Record{OrgID: orgID, Provider: AWS, RoleARN: roleARN, ExternalID: externalID, Hint: Hint(externalID)}, nil
+}

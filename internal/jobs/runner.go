@@ -1,0 +1,342 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/internal/pgstore"
+)
+
+// Queue is the River queue the maintenance jobs run on.
+const Queue = "maintenance"
+
+// Config configures a Runner. The zero value of a field means its default.
+type Config struct {
+	// TrialPeriod is how long after its organisation's creation trial credit
+	// expires. Defaults to core.TrialPeriod (30 days).
+	TrialPeriod time.Duration
+	// TrialExpiryInterval is how often trial expiry runs. Defaults to 5m.
+	TrialExpiryInterval time.Duration
+	// SweepInterval is how often the hold sweeper runs. Defaults to 30s.
+	SweepInterval time.Duration
+	// HoldGrace is how long past its expiry a hold (or a slot's or claim's
+	// lease) must be before the sweeper takes it: room for a live call's
+	// renewal running late. Defaults to 0, no grace (the deployment
+	// configuration, jobs.hold_grace, sets 30s).
+	HoldGrace time.Duration
+	// ReapInterval is how often the idempotency reaper runs. Defaults to 1h.
+	ReapInterval time.Duration
+	// IdempotencyRetention is how long a finished idempotency claim is kept
+	// (a retry with its key replays within it). Defaults to 24h.
+	IdempotencyRetention time.Duration
+	// StopTimeout is how long Stop lets running jobs finish before
+	// cancelling them. Defaults to 10s.
+	StopTimeout time.Duration
+	// MaxWorkers is how many jobs of the maintenance queue one replica works
+	// at once. Defaults to 2.
+	MaxWorkers int
+	// Logger receives River's and the jobs' logs. Defaults to discarding
+	// them.
+	Logger *slog.Logger
+
+	// testOnly starts River without its production start-up jitter.
+	testOnly bool
+}
+
+// WithDefaults returns c with every unset field at its default.
+func (c Config) WithDefaults() Config {
+	set := func(d *time.Duration, def time.Duration) {
+		if *d == 0 {
+			*d = def
+		}
+	}
+	set(&c.TrialPeriod, core.TrialPeriod)
+	set(&c.TrialExpiryInterval, 5*time.Minute)
+	set(&c.SweepInterval, 30*time.Second)
+	set(&c.ReapInterval, time.Hour)
+	set(&c.IdempotencyRetention, 24*time.Hour)
+	set(&c.StopTimeout, 10*time.Second)
+	if c.MaxWorkers == 0 {
+		c.MaxWorkers = 2
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.TrialPeriod <= 0:
+		return errors.New("jobs: TrialPeriod must be positive")
+	case c.TrialExpiryInterval < time.Second:
+		return errors.New("jobs: TrialExpiryInterval must be at least 1s")
+	case c.SweepInterval < time.Second:
+		return errors.New("jobs: SweepInterval must be at least 1s")
+	case c.HoldGrace < 0:
+		return errors.New("jobs: HoldGrace cannot be negative")
+	case c.ReapInterval < time.Second:
+		return errors.New("jobs: ReapInterval must be at least 1s")
+	case c.IdempotencyRetention <= 0:
+		return errors.New("jobs: IdempotencyRetention must be positive")
+	case c.StopTimeout <= 0:
+		return errors.New("jobs: StopTimeout must be positive")
+	case c.MaxWorkers < 1:
+		return errors.New("jobs: MaxWorkers must be at least 1")
+	}
+	return nil
+}
+
+// Runner runs the periodic maintenance jobs on a River client. Start it on
+// every replica; Stop it on shutdown. Its methods are safe for concurrent
+// use; Stop is safe to call twice, and before Start.
+type Runner struct {
+	pool   *pgxpool.Pool
+	store  *pgstore.Store
+	cfg    Config
+	client *river.Client[pgx.Tx]
+
+	mu      sync.Mutex
+	started bool
+}
+
+// New builds a Runner over pool. It does not touch the database until
+// Start.
+func New(pool *pgxpool.Pool, cfg Config) (*Runner, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	r := &Runner{pool: pool, store: pgstore.New(pool), cfg: cfg}
+
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, &trialExpiryWorker{r: r}); err != nil {
+		return nil, err
+	}
+	if err := river.AddWorkerSafely(workers, &holdSweepWorker{r: r}); err != nil {
+		return nil, err
+	}
+	if err := river.AddWorkerSafely(workers, &idempotencyReapWorker{r: r}); err != nil {
+		return nil, err
+	}
+	periodic := func(every time.Duration, args river.JobArgs) *river.PeriodicJob {
+		return river.NewPeriodicJob(river.PeriodicInterval(every),
+			func() (river.JobArgs, *river.InsertOpts) { return args, nil },
+			&river.PeriodicJobOpts{ID: args.Kind(), RunOnStart: true})
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Logger:          cfg.Logger,
+		Queues:          map[string]river.QueueConfig{Queue: {MaxWorkers: cfg.MaxWorkers}},
+		Workers:         workers,
+		SoftStopTimeout: cfg.StopTimeout,
+		PeriodicJobs: []*river.PeriodicJob{
+			periodic(cfg.TrialExpiryInterval, TrialExpiryArgs{}),
+			periodic(cfg.SweepInterval, HoldSweepArgs{}),
+			periodic(cfg.ReapInterval, IdempotencyReapArgs{}),
+		},
+		TestOnly: cfg.testOnly,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("jobs: creating the River client: %w", err)
+	}
+	r.client = client
+	return r, nil
+}
+
+// Start migrates River's schema (idempotent; replicas serialise on an
+// advisory lock) and starts working jobs. The jobs keep running after ctx
+// ends; Stop stops them.
+func (r *Runner) Start(ctx context.Context) error {
+	if err := pgstore.MigrateRiver(ctx, r.pool); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.client.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("jobs: starting the River client: %w", err)
+	}
+	r.started = true
+	return nil
+}
+
+// Stop stops fetching jobs and waits for running ones to finish, for up to
+// Config.StopTimeout; then their contexts are cancelled and Stop waits for
+// them to return, at most until ctx ends. A job cut short is retried by
+// River (here or on another replica). Stop is safe to call twice.
+func (r *Runner) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.started {
+		return nil
+	}
+	if err := r.client.Stop(ctx); err != nil {
+		return fmt.Errorf("jobs: stopping: %w", err)
+	}
+	r.started = false
+	return nil
+}
+
+// Client is the River client, for inserting jobs in tests and for other
+// job kinds registered later.
+func (r *Runner) Client() *river.Client[pgx.Tx] { return r.client }
+
+// Report is what one SweepNow did.
+type Report struct {
+	Trials     *pgstore.ExpireTrialsResult
+	Holds      *pgstore.SweepResult
+	KeysReaped int
+}
+
+// SweepNow runs the three jobs' work once, now, in this process, with the
+// Runner's configuration (hold grace included): trial expiry, the hold
+// sweep, the idempotency reap. It needs no Start.
+func (r *Runner) SweepNow(ctx context.Context) (*Report, error) {
+	rep := &Report{}
+	var err error
+	if rep.Holds, err = r.sweepHolds(ctx); err != nil {
+		return rep, err
+	}
+	if rep.Trials, err = r.expireTrials(ctx); err != nil {
+		return rep, err
+	}
+	if rep.KeysReaped, err = r.reap(ctx); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// The sweep runs before trial expiry in SweepNow: money freed from dead
+// calls' holds is then deducted in the same pass.
+
+func (r *Runner) sweepHolds(ctx context.Context) (*pgstore.SweepResult, error) {
+	return r.store.SweepHolds(ctx, &pgstore.SweepParams{Grace: r.cfg.HoldGrace})
+}
+
+func (r *Runner) expireTrials(ctx context.Context) (*pgstore.ExpireTrialsResult, error) {
+	return r.store.ExpireTrials(ctx, &pgstore.ExpireTrialsParams{Period: r.cfg.TrialPeriod})
+}
+
+func (r *Runner) reap(ctx context.Context) (int, error) {
+	return r.store.ReapIdempotencyKeys(ctx, &pgstore.ReapParams{Retention: r.cfg.IdempotencyRetention})
+}
+
+// maintenanceOpts puts a job on the maintenance queue, at most one of a kind
+// waiting or running at a time: a periodic insert while the last run is still
+// queued (a slow or stopped fleet) adds nothing.
+func maintenanceOpts() river.InsertOpts {
+	return river.InsertOpts{
+		Queue:       Queue,
+		MaxAttempts: 5,
+		UniqueOpts: river.UniqueOpts{ByState: []rivertype.JobState{
+			rivertype.JobStateAvailable, rivertype.JobStatePending,
+			rivertype.JobStateRunning, rivertype.JobStateScheduled,
+		}},
+	}
+}
+
+// jobTimeout bounds one run of a maintenance job; work done before it is
+// committed, and the next run takes the rest.
+const jobTimeout = 5 * time.Minute
+
+// TrialExpiryArgs is the trial-expiry job.
+type TrialExpiryArgs struct{}
+
+// Kind implements river.JobArgs.
+func (TrialExpiryArgs) Kind() string { return "trial_expiry" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts.
+func (TrialExpiryArgs) InsertOpts() river.InsertOpts { return maintenanceOpts() }
+
+type trialExpiryWorker struct {
+	river.WorkerDefaults[TrialExpiryArgs]
+	r *Runner
+}
+
+func (w *trialExpiryWorker) Timeout(*river.Job[TrialExpiryArgs]) time.Duration { return jobTimeout }
+
+func (w *trialExpiryWorker) Work(ctx context.Context, _ *river.Job[TrialExpiryArgs]) error {
+	res, err := w.r.expireTrials(ctx)
+	if err != nil {
+		return err
+	}
+	if res.Orgs > 0 || res.Deferred > 0 {
+		w.r.cfg.Logger.Info("trial credit expired", slog.Int("orgs", res.Orgs),
+			slog.String("deducted_usd", res.Deducted.String()), slog.Int("deferred_by_holds", res.Deferred))
+	}
+	return nil
+}
+
+// HoldSweepArgs is the hold-sweep job.
+type HoldSweepArgs struct{}
+
+// Kind implements river.JobArgs.
+func (HoldSweepArgs) Kind() string { return "hold_sweep" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts.
+func (HoldSweepArgs) InsertOpts() river.InsertOpts { return maintenanceOpts() }
+
+type holdSweepWorker struct {
+	river.WorkerDefaults[HoldSweepArgs]
+	r *Runner
+}
+
+func (w *holdSweepWorker) Timeout(*river.Job[HoldSweepArgs]) time.Duration { return jobTimeout }
+
+func (w *holdSweepWorker) Work(ctx context.Context, _ *river.Job[HoldSweepArgs]) error {
+	res, err := w.r.sweepHolds(ctx)
+	if err != nil {
+		return err
+	}
+	if res.HoldsReleased > 0 || res.SlotsFreed > 0 || res.ClaimsFreed > 0 {
+		w.r.cfg.Logger.Info("swept abandoned calls", slog.Int("holds_released", res.HoldsReleased),
+			slog.String("released_usd", res.Released.String()), slog.Int("slots_freed", res.SlotsFreed),
+			slog.Int("claims_freed", res.ClaimsFreed))
+	}
+	return nil
+}
+
+// IdempotencyReapArgs is the idempotency-reap job.
+type IdempotencyReapArgs struct{}
+
+// Kind implements river.JobArgs.
+func (IdempotencyReapArgs) Kind() string { return "idempotency_reap" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts.
+func (IdempotencyReapArgs) InsertOpts() river.InsertOpts { return maintenanceOpts() }
+
+type idempotencyReapWorker struct {
+	river.WorkerDefaults[IdempotencyReapArgs]
+	r *Runner
+}
+
+func (w *idempotencyReapWorker) Timeout(*river.Job[IdempotencyReapArgs]) time.Duration {
+	return jobTimeout
+}
+
+func (w *idempotencyReapWorker) Work(ctx context.Context, _ *river.Job[IdempotencyReapArgs]) error {
+	n, err := w.r.reap(ctx)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		w.r.cfg.Logger.Info("reaped idempotency keys", slog.Int("deleted", n))
+	}
+	return nil
+}
+
+var (
+	_ river.Worker[TrialExpiryArgs]     = (*trialExpiryWorker)(nil)
+	_ river.Worker[HoldSweepArgs]       = (*holdSweepWorker)(nil)
+	_ river.Worker[IdempotencyReapArgs] = (*idempotencyReapWorker)(nil)
+)

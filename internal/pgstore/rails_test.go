@@ -1,0 +1,349 @@
+package pgstore_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/internal/pgstore"
+	"github.com/conclavehq/conclave/internal/pgtest"
+)
+
+func newRailsStore(t *testing.T) (*pgstore.Store, *pgxpool.Pool, *core.Org) {
+	t.Helper()
+	pool := pgtest.NewPool(t)
+	s := pgstore.New(pool)
+	org, _, err := s.CreateOrg(context.Background(), &core.CreateOrgParams{Name: "Rails"})
+	require.NoError(t, err)
+	return s, pool, org
+}
+
+// GCRA admits the whole minute's budget at once, then refuses with the wait
+// until the next request fits; other keys are counted apart.
+func TestTakeRateAdmitsExactlyTheBudget(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _, _ := newRailsStore(t)
+	for i := range 6 {
+		ok, _, err := s.TakeRate(ctx, "key_a", 6)
+		require.NoError(t, err)
+		require.True(t, ok, "request %d of a budget of 6", i+1)
+	}
+	ok, wait, err := s.TakeRate(ctx, "key_a", 6)
+	require.NoError(t, err)
+	require.False(t, ok, "the 7th request of a budget of 6 within the minute")
+	require.Greater(t, wait, time.Duration(0))
+	require.LessOrEqual(t, wait, 10*time.Second, "one emission interval at 6 per minute")
+	ok, _, err = s.TakeRate(ctx, "key_b", 6)
+	require.NoError(t, err)
+	require.True(t, ok, "another key has its own budget")
+}
+
+// Concurrent requests on one key from many connections: exactly the budget
+// is admitted.
+func TestTakeRateIsExactUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _, _ := newRailsStore(t)
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for range 40 {
+		wg.Go(func() {
+			ok, _, err := s.TakeRate(ctx, "key_c", 25)
+			if err == nil && ok {
+				admitted.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	require.EqualValues(t, 25, admitted.Load())
+}
+
+// Slots: the limit is exact under concurrency, a released slot is taken
+// again, and a lapsed lease frees its slot by itself.
+func TestConcurrencySlots(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, pool, org := newRailsStore(t)
+	var won atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			ok, err := s.AcquireSlot(ctx, org.ID, fmt.Sprintf("req_%d", i), 5, time.Minute)
+			if err == nil && ok {
+				won.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	require.EqualValues(t, 5, won.Load(), "exactly the limit of 5 slots is leased")
+	ok, err := s.AcquireSlot(ctx, org.ID, "req_more", 5, time.Minute)
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	var holder string
+	require.NoError(t, pool.QueryRow(ctx, "SELECT request_id FROM concurrency_slots WHERE org_id = $1 LIMIT 1", org.ID).Scan(&holder))
+	require.NoError(t, s.ReleaseSlot(ctx, org.ID, holder))
+	require.NoError(t, s.ReleaseSlot(ctx, org.ID, holder), "releasing twice is harmless")
+	ok, err = s.AcquireSlot(ctx, org.ID, "req_next", 5, time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok, "a released slot is free")
+
+	// A lapsed lease: the call's process died and stopped renewing.
+	_, err = pool.Exec(ctx, "UPDATE concurrency_slots SET lease_until = now() - interval '1 second' WHERE org_id = $1 AND request_id = 'req_next'", org.ID)
+	require.NoError(t, err)
+	ok, err = s.AcquireSlot(ctx, org.ID, "req_after_crash", 5, time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok, "a lapsed lease frees its slot")
+	var n int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM concurrency_slots WHERE org_id = $1", org.ID).Scan(&n))
+	require.Equal(t, 5, n)
+}
+
+func hashOf(s string) []byte {
+	h := sha256.Sum256([]byte(s))
+	return h[:]
+}
+
+// The idempotency claim's moves: a new key is won; a repeat sees the call
+// in flight; a released claim is won again; a succeeded one is kept; a
+// capped one is won again; a lapsed in-flight lease is won again.
+func TestIdempotencyClaims(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, pool, org := newRailsStore(t)
+	claim := func(key, requestID string) *core.Claim {
+		t.Helper()
+		c, err := s.Claim(ctx, &core.ClaimParams{OrgID: org.ID, Key: key, RequestHash: hashOf(requestID), RequestID: requestID, Lease: time.Minute})
+		require.NoError(t, err)
+		return c
+	}
+	c := claim("k1", "req_1")
+	require.True(t, c.Won)
+	c = claim("k1", "req_2")
+	require.False(t, c.Won)
+	require.Equal(t, core.ClaimInFlight, c.State)
+	require.Equal(t, "req_1", c.RequestID)
+	require.Equal(t, hashOf("req_1"), c.RequestHash)
+
+	require.NoError(t, s.ReleaseClaim(ctx, org.ID, "k1", "req_2"), "only the holder's release counts")
+	require.False(t, claim("k1", "req_3").Won)
+	require.NoError(t, s.ReleaseClaim(ctx, org.ID, "k1", "req_1"))
+	require.True(t, claim("k1", "req_4").Won, "a failed call's key runs again")
+
+	// Settling the call moves the claim in the same transaction.
+	hold, err := s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: "req_4", Amount: 1_000})
+	require.NoError(t, err)
+	_, err = s.SettleCall(ctx, &core.SettleCallParams{HoldID: hold.ID, OrgID: org.ID, Billed: 500, IdempotencyKey: "k1", ClaimState: core.ClaimSucceeded})
+	require.NoError(t, err)
+	c = claim("k1", "req_5")
+	require.False(t, c.Won)
+	require.Equal(t, core.ClaimSucceeded, c.State)
+	require.Equal(t, "req_4", c.RequestID)
+
+	require.True(t, claim("k2", "req_6").Won)
+	hold, err = s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: "req_6", Amount: 1_000})
+	require.NoError(t, err)
+	_, err = s.SettleCall(ctx, &core.SettleCallParams{HoldID: hold.ID, OrgID: org.ID, Billed: 1_000, IdempotencyKey: "k2", ClaimState: core.ClaimCapped})
+	require.NoError(t, err)
+	c = claim("k2", "req_7")
+	require.True(t, c.Won, "a capped call's key runs again")
+
+	_, err = pool.Exec(ctx, "UPDATE idempotency_keys SET locked_until = now() - interval '1 second' WHERE key = 'k2'")
+	require.NoError(t, err)
+	require.True(t, claim("k2", "req_8").Won, "a lapsed in-flight lease is claimed again")
+
+	// Organisations do not share keys.
+	other, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Other"})
+	require.NoError(t, err)
+	oc, err := s.Claim(ctx, &core.ClaimParams{OrgID: other.ID, Key: "k1", RequestHash: hashOf("x"), RequestID: "req_9", Lease: time.Minute})
+	require.NoError(t, err)
+	require.True(t, oc.Won)
+}
+
+// Many concurrent claims of one key: exactly one wins.
+func TestIdempotencyClaimIsAtomic(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _, org := newRailsStore(t)
+	var won atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 30 {
+		wg.Go(func() {
+			c, err := s.Claim(ctx, &core.ClaimParams{OrgID: org.ID, Key: "same", RequestHash: hashOf("b"), RequestID: fmt.Sprintf("req_%d", i), Lease: time.Minute})
+			if err == nil && c.Won {
+				won.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	require.EqualValues(t, 1, won.Load())
+}
+
+// Renewing moves every lease of a live call; a call that is not renewed
+// keeps its old expiry.
+func TestRenewLeases(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, pool, org := newRailsStore(t)
+	for _, id := range []string{"req_live", "req_dead"} {
+		ok, err := s.AcquireSlot(ctx, org.ID, id, 5, time.Second)
+		require.NoError(t, err)
+		require.True(t, ok)
+		c, err := s.Claim(ctx, &core.ClaimParams{OrgID: org.ID, Key: id, RequestHash: hashOf(id), RequestID: id, Lease: time.Second})
+		require.NoError(t, err)
+		require.True(t, c.Won)
+		_, err = s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: id, Amount: 1_000, TTL: time.Second})
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.RenewLeases(ctx, []string{"req_live"}, time.Hour))
+	for _, tc := range []struct{ table, col, where string }{
+		{"holds", "expires_at", "request_id = $1"},
+		{"concurrency_slots", "lease_until", "request_id = $1"},
+		{"idempotency_keys", "locked_until", "request_id = $1"},
+	} {
+		var live, dead bool
+		query := "SELECT " + tc.col + " > now() + interval '30 minutes' FROM " + tc.table + " WHERE " + tc.where
+		require.NoError(t, pool.QueryRow(ctx, query, "req_live").Scan(&live))
+		require.NoError(t, pool.QueryRow(ctx, query, "req_dead").Scan(&dead))
+		require.True(t, live, "%s.%s of the live call moved", tc.table, tc.col)
+		require.False(t, dead, "%s.%s of the other call stayed", tc.table, tc.col)
+	}
+}
+
+// Spend rules at the hold: the monthly quota counts settled bills and live
+// holds; the activation allowance binds only when asked (unverified
+// organisations); an organisation with no money source left is told apart
+// from a short one.
+func TestHoldSpendRules(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, pool, org := newRailsStore(t)
+	quota := core.Micros(3_000_000)
+	h1, err := s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: "req_q1", Amount: 2_000_000, MonthlyQuota: &quota})
+	require.NoError(t, err)
+	_, err = s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: "req_q2", Amount: 2_000_000, MonthlyQuota: &quota})
+	require.ErrorIs(t, err, core.ErrQuotaExceeded, "a live $2 hold and a new $2 one pass a $3 quota")
+	_, err = s.SettleCall(ctx, &core.SettleCallParams{HoldID: h1.ID, OrgID: org.ID, Billed: 500_000})
+	require.NoError(t, err)
+	_, err = s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: "req_q3", Amount: 2_000_000, MonthlyQuota: &quota})
+	require.NoError(t, err, "settled at $0.50: $2.50 of $3 fits")
+
+	_, err = s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: "req_a1", Amount: 2_000_000, ActivationAllowance: 4_000_000})
+	require.ErrorIs(t, err, core.ErrVerificationRequired, "$2.50 spent and held, $2 more passes a $4 allowance")
+	_, err = s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: "req_a2", Amount: 1_000_000, ActivationAllowance: 4_000_000})
+	require.NoError(t, err)
+
+	// Trial over and never topped up: no billing configured.
+	broke, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Broke"})
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, "UPDATE balances SET trial_expired_at = now() WHERE org_id = $1", broke.ID)
+	require.NoError(t, err)
+	_, err = s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: broke.ID, RequestID: "req_b1", Amount: 20_000_000})
+	require.ErrorIs(t, err, core.ErrInsufficientFunds, "trial credit is still there")
+	require.NotErrorIs(t, err, core.ErrNoBilling)
+	_, err = pool.Exec(ctx, `UPDATE balances SET balance_micros = 0, trial_remaining_micros = 0 WHERE org_id = $1`, broke.ID)
+	require.NoError(t, err)
+	_, err = s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: broke.ID, RequestID: "req_b2", Amount: 1_000})
+	require.ErrorIs(t, err, core.ErrNoBilling)
+	_, err = s.AddFunds(ctx, &core.AddFundsParams{OrgID: broke.ID, Amount: 500, Memo: "top-up"})
+	require.NoError(t, err)
+	_, err = s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: broke.ID, RequestID: "req_b3", Amount: 1_000})
+	require.ErrorIs(t, err, core.ErrInsufficientFunds)
+	require.NotErrorIs(t, err, core.ErrNoBilling, "a topped-up organisation has billing set up")
+}
+
+// Organisation limits and verification round-trip.
+func TestOrgLimitsAndVerification(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _, org := newRailsStore(t)
+	require.True(t, org.Verified(), "organisations are created verified unless asked")
+	u, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Pending", Unverified: true})
+	require.NoError(t, err)
+	require.False(t, u.Verified())
+	u, err = s.SetOrgVerified(ctx, u.ID, true)
+	require.NoError(t, err)
+	require.True(t, u.Verified())
+
+	conc, quota := 12, core.Micros(50_000_000)
+	o, err := s.SetOrgLimits(ctx, &core.SetOrgLimitsParams{OrgID: org.ID, Concurrency: &conc, MonthlyQuota: &quota})
+	require.NoError(t, err)
+	require.Equal(t, 12, o.Concurrency)
+	require.Equal(t, quota, *o.MonthlyQuota)
+	o, err = s.SetOrgLimits(ctx, &core.SetOrgLimitsParams{OrgID: org.ID, Concurrency: new(0)})
+	require.NoError(t, err)
+	require.Equal(t, 0, o.Concurrency, "zero clears the override")
+	require.Equal(t, quota, *o.MonthlyQuota, "a nil field is left as it is")
+	got, err := s.GetOrg(ctx, org.ID)
+	require.NoError(t, err)
+	require.Equal(t, quota, *got.MonthlyQuota)
+	_, err = s.SetOrgLimits(ctx, &core.SetOrgLimitsParams{OrgID: "org_missing", Concurrency: &conc})
+	require.ErrorIs(t, err, core.ErrNotFound)
+}
+
+// A call whose claim lapsed and was taken by a repeat cannot bill: the
+// repeat bills instead, so the key is billed once.
+func TestSettleRefusesALostClaim(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, pool, org := newRailsStore(t)
+	c, err := s.Claim(ctx, &core.ClaimParams{OrgID: org.ID, Key: "k", RequestHash: hashOf("a"), RequestID: "req_slow", Lease: time.Minute})
+	require.NoError(t, err)
+	require.True(t, c.Won)
+	hold, err := s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: "req_slow", Amount: 1_000})
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, "UPDATE idempotency_keys SET locked_until = now() - interval '1 second'")
+	require.NoError(t, err)
+	c, err = s.Claim(ctx, &core.ClaimParams{OrgID: org.ID, Key: "k", RequestHash: hashOf("b"), RequestID: "req_repeat", Lease: time.Minute})
+	require.NoError(t, err)
+	require.True(t, c.Won)
+	_, err = s.SettleCall(ctx, &core.SettleCallParams{HoldID: hold.ID, OrgID: org.ID, Billed: 700, IdempotencyKey: "k", ClaimState: core.ClaimSucceeded})
+	require.ErrorIs(t, err, core.ErrConflict)
+	bal, err := s.GetBalance(ctx, org.ID)
+	require.NoError(t, err)
+	require.Equal(t, core.TrialCredit, bal.Balance, "nothing charged")
+	require.Equal(t, core.Micros(1_000), bal.Held, "the hold is still there to release")
+}
+
+// A large limit: slots are leased by random probes and the count is still
+// exact; a full small range falls back to the scan.
+func TestConcurrencySlotsWithALargeLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, pool, org := newRailsStore(t)
+	var won atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Go(func() {
+			ok, err := s.AcquireSlot(ctx, org.ID, fmt.Sprintf("req_%d", i), 1_000_000, time.Minute)
+			if err == nil && ok {
+				won.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	require.EqualValues(t, 50, won.Load(), "a million slots hold fifty calls")
+	// 100 slots, 50 of them taken at random: fill the rest exactly.
+	_, err := pool.Exec(ctx, "DELETE FROM concurrency_slots")
+	require.NoError(t, err)
+	won.Store(0)
+	for i := range 130 {
+		wg.Go(func() {
+			ok, err := s.AcquireSlot(ctx, org.ID, fmt.Sprintf("req_b%d", i), 100, time.Minute)
+			if err == nil && ok {
+				won.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	require.EqualValues(t, 100, won.Load(), "exactly the limit of 100")
+}
