@@ -12,7 +12,7 @@ PKGS  := ./...
 
 .PHONY: help
 help: ## List the targets.
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: deps
 deps: ## Install what a fresh machine lacks: Go modules and the PostgreSQL server binaries.
@@ -72,6 +72,10 @@ export CONCLAVE_PLUGIN_DIR := $(abspath $(PLUGIN_DIR))
 .PHONY: test
 test: deps plugins ## Run every test against a real PostgreSQL (one throwaway cluster for the run).
 	$(WITH_PG) $(GO) test -count=1 $(PKGS)
+
+.PHONY: test-reliability
+test-reliability: deps plugins ## Run the reliability suite at full size: 3 replicas, 1,000 billed calls, 200 repeats of one key, kill -9, a Postgres restart.
+	CONCLAVE_RELIABILITY=full $(WITH_PG) $(GO) test -count=1 -run 'TestReliability' -v -timeout 30m ./cmd/conclave/
 
 .PHONY: test-race
 test-race: deps plugins ## Run every test with the race detector.

@@ -54,7 +54,7 @@ func setupChatBench(b *testing.B, simCfg sim.Config) *chatBench {
 	two := cfg.Modes[0]
 	two.Key, two.ID, two.Ticker, two.Name = benchTwoRoundsMode, benchTwoRoundsMode, "CNCL:BTWO", "Bench two rounds"
 	two.Critique, two.MaxRounds, two.ExpressThreshold = core.CritiqueAlways, 2, 0
-	cfg.Modes = append(cfg.Modes, two)
+	cfg.Modes = append(cfg.Modes, two, expressBenchMode(cfg.Modes[0]))
 	catalog, err := cfg.Catalog()
 	if err != nil {
 		b.Fatal(err)
@@ -73,7 +73,9 @@ func setupChatBench(b *testing.B, simCfg sim.Config) *chatBench {
 		b.Fatal(err)
 	}
 	store := pgstore.New(pgtest.NewPool(b))
-	h, err := api.New(api.Config{}, api.Deps{
+	// The deployment's defaults where they matter to speed: keys cached for
+	// 3 s.
+	h, err := api.New(api.Config{KeyCacheTTL: 3 * time.Second}, api.Deps{
 		Store: store, Authz: authz, Catalog: catalog, Ready: store.Ready,
 		Deliberator: engine, CountTokens: tokens.Count, Registry: prometheus.NewRegistry(),
 	})

@@ -111,57 +111,41 @@ func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
 	}
 
 	requestID := RequestID(r.Context())
-	if !h.takeRate(w, r, p) {
-		return
-	}
-	releaseSlot, ok := h.takeSlot(w, r, p, requestID)
-	if !ok {
-		return
-	}
-	defer releaseSlot()
 	idemKey, err := idempotencyKey(r, p, req.Model, req.Messages)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	claim, err := h.rails.Claim(r.Context(), &core.ClaimParams{OrgID: p.org.ID, Key: idemKey, RequestHash: requestHash(&body), RequestID: requestID, Lease: h.cfg.Lease})
-	if err != nil {
-		writeError(w, r, core.Errorf(core.CodeServiceUnavailable, "The idempotency key could not be checked; nothing was run or billed. Retry shortly.").WithCause(err))
-		return
-	}
-	if !claim.Won {
-		h.repeat(w, r, p, claim)
-		return
-	}
-	claimSettled := false
-	defer func() {
-		if !claimSettled {
-			// Not billed: a retry with the same key runs again.
-			if err := h.rails.ReleaseClaim(context.WithoutCancel(r.Context()), p.org.ID, idemKey, requestID); err != nil {
-				h.log.ErrorContext(r.Context(), "releasing an idempotency claim", slog.String("request_id", requestID), slog.String("error", err.Error()))
-			}
-		}
-	}()
-
 	ceiling := core.Ceiling(p.key.Ceiling, mode.Pricing.Price(), h.cfg.CallCeilingFloor, req.MaxCost)
-	holdParams := &core.PlaceHoldParams{OrgID: p.org.ID, RequestID: requestID, Amount: ceiling, TTL: h.cfg.Lease, MonthlyQuota: p.org.MonthlyQuota}
+	ap := &core.AdmitParams{IdempotencyKey: idemKey, RequestHash: requestHash(&body),
+		Hold: core.PlaceHoldParams{Amount: ceiling, MonthlyQuota: p.org.MonthlyQuota}}
 	if !p.org.Verified() {
-		holdParams.ActivationAllowance = h.cfg.ActivationAllowance
+		ap.Hold.ActivationAllowance = h.cfg.ActivationAllowance
 	}
-	hold, err := h.store.PlaceHold(r.Context(), holdParams)
-	if err != nil {
-		writeError(w, r, holdError(err, ceiling))
-		h.recordOutcome(r, core.OutcomeRefused, "the call was refused before any seat fired ("+string(core.AsError(holdError(err, ceiling)).Code)+"); nothing was billed")
+	adm, slot := h.admit(w, r, p, ap)
+	if adm == nil {
 		return
 	}
+	if slot == nil {
+		h.repeat(w, r, p, adm.Claim)
+		return
+	}
+	defer slot.release()
+	hold := adm.Hold
+	// Until the call settles, a failure gives everything back: the hold
+	// (not billed) and the claim (a retry with the same key runs), even if
+	// the caller has gone.
 	settled := false
 	defer func() {
-		if !settled {
-			// A failed call is not billed: give the reservation back even if
-			// the caller has gone.
-			if err := h.store.ReleaseHold(context.WithoutCancel(r.Context()), hold.ID, p.org.ID); err != nil {
-				h.log.ErrorContext(r.Context(), "releasing a hold", slog.String("request_id", requestID), slog.String("error", err.Error()))
-			}
+		if settled {
+			return
+		}
+		ctx := context.WithoutCancel(r.Context())
+		if err := h.store.ReleaseHold(ctx, hold.ID, p.org.ID); err != nil {
+			h.log.ErrorContext(r.Context(), "releasing a hold", slog.String("request_id", requestID), slog.String("error", err.Error()))
+		}
+		if err := h.rails.ReleaseClaim(ctx, p.org.ID, idemKey, requestID); err != nil {
+			h.log.ErrorContext(r.Context(), "releasing an idempotency claim", slog.String("request_id", requestID), slog.String("error", err.Error()))
 		}
 	}()
 
@@ -185,7 +169,7 @@ func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
 	latency := time.Since(start).Milliseconds()
 	resp := h.completion(mode, res, bill, ceiling, requestID, latency)
 	receipt := receiptFor(mode, h.catalog.ConfigHash(mode), res, bill, p.org.ID, latency)
-	receipt.CreatedAt = start
+	receipt.CreatedAt, receipt.RequestID = start, requestID
 	if raw, err := json.Marshal(resp); err == nil {
 		receipt.Response = raw
 	}
@@ -202,24 +186,9 @@ func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
 		h.recordOutcome(r, core.OutcomeFailed, "the deliberation could not be recorded; nothing was billed")
 		return
 	}
-	settled, claimSettled = true, true
+	settled, slot.freedBySettlement = true, true
 	resp.Panel.Persisted = true
 	writeJSON(w, http.StatusOK, resp)
-}
-
-// holdError maps a refused hold to the spec's code.
-func holdError(err error, ceiling core.Micros) error {
-	switch {
-	case errors.Is(err, core.ErrNoBilling):
-		return core.Errorf(core.CodeNoBillingConfigured, "This organisation has no billing set up: its trial credit has ended and no prepaid balance was added. Add funds to continue.")
-	case errors.Is(err, core.ErrInsufficientFunds):
-		return core.Errorf(core.CodeInsufficientBalance, "The balance cannot cover this call's ceiling of $%s. Add funds or lower panel.max_cost_usd.", ceiling)
-	case errors.Is(err, core.ErrQuotaExceeded):
-		return core.Errorf(core.CodeQuotaExceeded, "This call's ceiling of $%s would pass the organisation's monthly spend quota.", ceiling)
-	case errors.Is(err, core.ErrVerificationRequired):
-		return core.Errorf(core.CodeVerificationRequired, "This organisation is not verified and has used its activation allowance. Verify the organisation to continue.")
-	}
-	return core.Errorf(core.CodeServiceUnavailable, "The balance could not be checked; nothing was billed. Retry shortly.").WithCause(err)
 }
 
 // surcharge is the mode's surcharge for the call: its express price on the

@@ -54,15 +54,11 @@ func (h *handler) estimate(w http.ResponseWriter, r *http.Request) {
 	}
 	// Free, but counted against the same rate and concurrency ceilings as
 	// a billed call.
-	p := principalOf(r.Context())
-	if !h.takeRate(w, r, p) {
+	_, slot := h.admit(w, r, principalOf(r.Context()), &core.AdmitParams{})
+	if slot == nil {
 		return
 	}
-	releaseSlot, ok := h.takeSlot(w, r, p, RequestID(r.Context()))
-	if !ok {
-		return
-	}
-	defer releaseSlot()
+	defer slot.release()
 	cstart := time.Now()
 	c, err := h.classifier.Classify(r.Context(), messages)
 	if err != nil {

@@ -20,57 +20,67 @@ import (
 // across any number of replicas; when the store cannot be reached the call
 // is refused with 503 service_unavailable, never let through unmetered.
 
-// takeRate counts the request against its key's per-minute budget; on
-// refusal it has answered the request.
-func (h *handler) takeRate(w http.ResponseWriter, r *http.Request, p *principal) bool {
-	rpm := p.key.RPM
-	if rpm == 0 {
-		rpm = h.cfg.RPM
+// admit runs the call's rails in one trip to the store (see
+// core.Rails.Admit) with the key's rate and the organisation's slot limit
+// filled in. On a refusal other than ErrClaimed it has answered the
+// request and returns nil; on ErrClaimed it returns the admission for the
+// caller to answer. An admitted call holds a slot, given back by release.
+func (h *handler) admit(w http.ResponseWriter, r *http.Request, p *principal, ap *core.AdmitParams) (*core.Admission, *slotLease) {
+	ap.KeyID, ap.OrgID, ap.RequestID, ap.Lease = p.key.ID, p.org.ID, RequestID(r.Context()), h.cfg.Lease
+	if ap.PerMinute = p.key.RPM; ap.PerMinute == 0 {
+		ap.PerMinute = h.cfg.RPM
 	}
-	ok, wait, err := h.rails.TakeRate(r.Context(), p.key.ID, rpm)
+	if ap.SlotLimit = p.key.Concurrency; ap.SlotLimit == 0 {
+		ap.SlotLimit = p.org.Concurrency
+	}
+	if ap.SlotLimit == 0 {
+		ap.SlotLimit = h.cfg.Concurrency
+	}
+	adm, err := h.rails.Admit(r.Context(), ap)
 	if err != nil {
-		writeError(w, r, core.Errorf(core.CodeServiceUnavailable, "The rate limit could not be checked; the request was refused and nothing was billed. Retry shortly.").WithCause(err))
-		return false
+		writeError(w, r, core.Errorf(core.CodeServiceUnavailable, "The call's limits could not be checked; it was refused and nothing was billed. Retry shortly.").WithCause(err))
+		return nil, nil
 	}
-	if !ok {
-		e := core.Errorf(core.CodeRateLimitExceeded, "This key is limited to %d requests per minute. Retry after the time in Retry-After.", rpm)
-		e.RetryAfter = wait
+	switch {
+	case adm.Refused == nil:
+		h.leases.add(ap.RequestID)
+		return adm, &slotLease{h: h, r: r, orgID: p.org.ID, requestID: ap.RequestID}
+	case errors.Is(adm.Refused, core.ErrClaimed):
+		return adm, nil
+	case errors.Is(adm.Refused, core.ErrRateLimited):
+		e := core.Errorf(core.CodeRateLimitExceeded, "This key is limited to %d requests per minute. Retry after the time in Retry-After.", ap.PerMinute)
+		e.RetryAfter = adm.RetryAfter
 		writeError(w, r, e)
-		return false
-	}
-	return true
-}
-
-// takeSlot leases one of the organisation's concurrency slots for the
-// request and returns the function that gives it back; on refusal it has
-// answered the request.
-func (h *handler) takeSlot(w http.ResponseWriter, r *http.Request, p *principal, requestID string) (func(), bool) {
-	limit := p.key.Concurrency
-	if limit == 0 {
-		limit = p.org.Concurrency
-	}
-	if limit == 0 {
-		limit = h.cfg.Concurrency
-	}
-	ok, err := h.rails.AcquireSlot(r.Context(), p.org.ID, requestID, limit, h.cfg.Lease)
-	if err != nil {
-		writeError(w, r, core.Errorf(core.CodeServiceUnavailable, "The concurrency limit could not be checked; the request was refused and nothing was billed. Retry shortly.").WithCause(err))
-		return nil, false
-	}
-	if !ok {
-		e := core.Errorf(core.CodeConcurrencyLimitExceeded, "This organisation already has %d calls in flight, its limit. Retry after the time in Retry-After.", limit)
+	case errors.Is(adm.Refused, core.ErrNoSlot):
+		e := core.Errorf(core.CodeConcurrencyLimitExceeded, "This organisation already has %d calls in flight, its limit. Retry after the time in Retry-After.", ap.SlotLimit)
 		e.RetryAfter = h.cfg.ConcurrencyRetryAfter
 		writeError(w, r, e)
-		return nil, false
+	default:
+		e := holdError(adm.Refused, ap.Hold.Amount)
+		writeError(w, r, e)
+		h.recordOutcome(r, core.OutcomeRefused, "the call was refused before any seat fired ("+string(core.AsError(e).Code)+"); nothing was billed")
 	}
-	h.leases.add(requestID)
-	return func() {
-		h.leases.remove(requestID)
-		if err := h.rails.ReleaseSlot(context.WithoutCancel(r.Context()), p.org.ID, requestID); err != nil {
-			// The lease lapses by itself; the slot is free again then.
-			h.log.WarnContext(r.Context(), "releasing a concurrency slot", slog.String("request_id", requestID), slog.String("error", err.Error()))
-		}
-	}, true
+	return nil, nil
+}
+
+// slotLease is a request's concurrency slot.
+type slotLease struct {
+	h                 *handler
+	r                 *http.Request
+	orgID, requestID  string
+	freedBySettlement bool // the settlement freed it in its transaction
+}
+
+// release stops renewing the slot's lease and frees it.
+func (l *slotLease) release() {
+	l.h.leases.remove(l.requestID)
+	if l.freedBySettlement {
+		return
+	}
+	if err := l.h.rails.ReleaseSlot(context.WithoutCancel(l.r.Context()), l.orgID, l.requestID); err != nil {
+		// The lease lapses by itself; the slot is free again then.
+		l.h.log.WarnContext(l.r.Context(), "releasing a concurrency slot", slog.String("request_id", l.requestID), slog.String("error", err.Error()))
+	}
 }
 
 // maxIdempotencyKey is the longest Idempotency-Key accepted.
@@ -182,6 +192,21 @@ func (k *leaseKeeper) loop() {
 		cancel()
 		t.Reset(max(every-time.Since(began), every/10))
 	}
+}
+
+// holdError maps a refused hold to the spec's code.
+func holdError(err error, ceiling core.Micros) error {
+	switch {
+	case errors.Is(err, core.ErrNoBilling):
+		return core.Errorf(core.CodeNoBillingConfigured, "This organisation has no billing set up: its trial credit has ended and no prepaid balance was added. Add funds to continue.")
+	case errors.Is(err, core.ErrInsufficientFunds):
+		return core.Errorf(core.CodeInsufficientBalance, "The balance cannot cover this call's ceiling of $%s. Add funds or lower panel.max_cost_usd.", ceiling)
+	case errors.Is(err, core.ErrQuotaExceeded):
+		return core.Errorf(core.CodeQuotaExceeded, "This call's ceiling of $%s would pass the organisation's monthly spend quota.", ceiling)
+	case errors.Is(err, core.ErrVerificationRequired):
+		return core.Errorf(core.CodeVerificationRequired, "This organisation is not verified and has used its activation allowance. Verify the organisation to continue.")
+	}
+	return core.Errorf(core.CodeServiceUnavailable, "The balance could not be checked; nothing was billed. Retry shortly.").WithCause(err)
 }
 
 // errNoRails is returned by New when neither Deps.Rails nor the store

@@ -448,7 +448,7 @@ func TestReliabilityPostgresRestart(t *testing.T) {
 	_, err = store.AddFunds(ctx, &core.AddFundsParams{OrgID: org.ID, Amount: 90 * core.MicrosPerUSD, Memo: "load"})
 	require.NoError(t, err)
 
-	var phase atomic.Int32 // 0 before, 1 down, 2 after
+	var phase atomic.Int32 // 0 before, 1 stopping, 2 down, 3 restarting, 4 after
 	var before, down, after tally
 	var answered sync.Map // request ids of 200 answers
 	stop := make(chan struct{})
@@ -467,12 +467,14 @@ func TestReliabilityPostgresRestart(t *testing.T) {
 				if r.status == 200 {
 					answered.Store(r.requestID, true)
 				}
-				switch {
-				case ph == 0 && phase.Load() == 0:
+				// A call counts for a phase when it started and ended in it.
+				switch now := phase.Load(); {
+				case ph != now:
+				case ph == 0:
 					before.add(r)
-				case ph == 1 && phase.Load() == 1:
-					down.add(r)
 				case ph == 2:
+					down.add(r)
+				case ph == 4:
 					after.add(r)
 				}
 			}
@@ -491,10 +493,12 @@ func TestReliabilityPostgresRestart(t *testing.T) {
 	pool.Close()
 	phase.Store(1)
 	require.NoError(t, pg.Stop())
+	phase.Store(2)
 	waitFor("calls are refused while Postgres is down", func() bool { return count(&down, "503 service_unavailable") >= 20 })
+	phase.Store(3)
 	pg, err = localpg.Start(ctx, localpg.Config{Dir: dir, Database: "conclave", Fast: true, InitCache: cache})
 	require.NoError(t, err)
-	phase.Store(2)
+	phase.Store(4)
 	waitFor("the replicas recover by themselves", func() bool { return count(&after, "200") >= 10 })
 	close(stop)
 	wg.Wait()

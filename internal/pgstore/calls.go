@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/conclavehq/conclave/core"
 )
@@ -32,37 +33,49 @@ func (s *Store) PlaceHold(ctx context.Context, p *core.PlaceHoldParams) (*core.H
 	if ttl <= 0 {
 		ttl = core.DefaultHoldTTL
 	}
+	hold, err := s.placeHold(ctx, p, ttl)
+	if err != nil {
+		return nil, fmt.Errorf("placing a %s hold for %s: %w", p.Amount, p.RequestID, err)
+	}
+	return hold, nil
+}
+
+// placeHold reserves the money and writes the hold in one statement, or,
+// when spend rules apply, in a transaction that reads the spend under the
+// balance row's lock first.
+func (s *Store) placeHold(ctx context.Context, p *core.PlaceHoldParams, ttl time.Duration) (*core.Hold, error) {
+	reserve := func(ctx context.Context, db interface {
+		QueryRow(context.Context, string, ...any) pgx.Row
+	}) (*core.Hold, error) {
+		hold, err := scanHold(db.QueryRow(ctx, q("ReserveHold"), core.NewID("hold"), p.OrgID, p.RequestID, int64(p.Amount), ttl.Microseconds()))
+		if !errors.Is(err, core.ErrNotFound) {
+			return hold, err
+		}
+		// Nothing reserved: tell a missing organisation from a short
+		// one, and one with no money source at all from a short one.
+		var toppedUp, trialExpired bool
+		var trialLeft int64
+		if err := db.QueryRow(ctx, q("BillingState"), p.OrgID).Scan(&toppedUp, &trialExpired, &trialLeft); err != nil {
+			return nil, translate(err)
+		}
+		if !toppedUp && trialExpired && trialLeft == 0 {
+			return nil, core.ErrNoBilling
+		}
+		return nil, core.ErrInsufficientFunds
+	}
+	if p.MonthlyQuota == nil && p.ActivationAllowance <= 0 {
+		return reserve(ctx, s.pool)
+	}
 	var hold *core.Hold
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
 		if err := checkSpendRules(ctx, tx, p); err != nil {
 			return err
 		}
-		var orgID string
-		err := tx.QueryRow(ctx, q("ReserveHeld"), p.OrgID, int64(p.Amount)).Scan(&orgID)
-		if errors.Is(err, pgx.ErrNoRows) {
-			// Nothing reserved: tell a missing organisation from a short
-			// one, and one with no money source at all from a short one.
-			var toppedUp, trialExpired bool
-			var trialLeft int64
-			if err := tx.QueryRow(ctx, q("BillingState"), p.OrgID).Scan(&toppedUp, &trialExpired, &trialLeft); err != nil {
-				return translate(err)
-			}
-			if !toppedUp && trialExpired && trialLeft == 0 {
-				return core.ErrNoBilling
-			}
-			return core.ErrInsufficientFunds
-		}
-		if err != nil {
-			return translate(err)
-		}
-		hold, err = scanHold(tx.QueryRow(ctx, q("InsertHold"), core.NewID("hold"), p.OrgID, p.RequestID,
-			int64(p.Amount), ttl.Microseconds()))
+		var err error
+		hold, err = reserve(ctx, tx)
 		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("placing a %s hold for %s: %w", p.Amount, p.RequestID, err)
-	}
-	return hold, nil
+	return hold, err
 }
 
 // checkSpendRules refuses a hold that would pass the organisation's monthly
@@ -70,9 +83,6 @@ func (s *Store) PlaceHold(ctx context.Context, p *core.PlaceHoldParams) (*core.H
 // takes the balance row's lock first, so the spend it reads includes every
 // hold placed before and no other hold can be placed until this one is.
 func checkSpendRules(ctx context.Context, tx pgx.Tx, p *core.PlaceHoldParams) error {
-	if p.MonthlyQuota == nil && p.ActivationAllowance <= 0 {
-		return nil
-	}
 	var balance, held int64
 	var toppedUp, trialExpired bool
 	if err := tx.QueryRow(ctx, q("LockBalance"), p.OrgID).Scan(&balance, &held, &toppedUp, &trialExpired); err != nil {
@@ -103,7 +113,9 @@ func checkSpendRules(ctx context.Context, tx pgx.Tx, p *core.PlaceHoldParams) er
 
 // closedHoldError explains why a hold of the organisation could not be
 // closed: it does not exist for that organisation, or it is no longer held.
-func closedHoldError(ctx context.Context, tx pgx.Tx, holdID, orgID string) (*core.Hold, error) {
+func closedHoldError(ctx context.Context, tx interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, holdID, orgID string) (*core.Hold, error) {
 	h, err := scanHold(tx.QueryRow(ctx, q("GetHold"), holdID, orgID))
 	if err != nil {
 		return nil, err
@@ -119,49 +131,52 @@ func (s *Store) SettleCall(ctx context.Context, p *core.SettleCallParams) (*core
 	if r := p.Receipt; r != nil && r.Billed != p.Billed {
 		return nil, fmt.Errorf("settling hold %s: receipt bills %s, settlement %s", p.HoldID, r.Billed, p.Billed)
 	}
-	var bal *core.Balance
-	err := s.InTx(ctx, func(tx pgx.Tx) error {
-		var requestID string
-		var amount core.Micros
-		err := tx.QueryRow(ctx, q("SettleHold"), p.HoldID, p.OrgID, int64(p.Billed)).Scan(&requestID, &amount)
-		if errors.Is(err, pgx.ErrNoRows) {
-			_, err = closedHoldError(ctx, tx, p.HoldID, p.OrgID)
-			return err
-		}
-		if err != nil {
-			return translate(err)
-		}
-		if bal, err = scanBalance(tx.QueryRow(ctx, q("ChargeHeld"), p.OrgID, int64(amount), int64(p.Billed))); err != nil {
-			return err
-		}
-		if p.Billed > 0 {
-			if err := journal(ctx, tx, p.OrgID, core.PostingCallCharge, "call "+requestID, core.AccountRevenue, p.Billed); err != nil {
-				return err
+	// One round trip whatever the receipt holds: settle_call and the
+	// receipt's rows in one batch, which runs as one implicit transaction:
+	// when settle_call refuses, nothing of it is kept.
+	requestID := ""
+	if p.Receipt != nil {
+		if requestID = p.Receipt.RequestID; requestID == "" {
+			if err := s.pool.QueryRow(ctx, q("HoldRequest"), p.HoldID, p.OrgID).Scan(&requestID); err != nil {
+				return nil, fmt.Errorf("settling hold %s: %w", p.HoldID, translate(err))
 			}
 		}
-		if p.IdempotencyKey != "" {
-			tag, err := tx.Exec(ctx, q("SettleClaim"), p.OrgID, p.IdempotencyKey, requestID, p.ClaimState)
-			if err != nil {
-				return translate(err)
-			}
-			if tag.RowsAffected() != 1 {
-				// The call's claim lapsed and another request took the
-				// key: that one bills, this one must not.
-				return fmt.Errorf("%w: the idempotency claim on the key is no longer this call's", core.ErrConflict)
-			}
+	}
+	batch := &pgx.Batch{}
+	batch.Queue(q("SettleCallFn"), p.HoldID, p.OrgID, requestID, int64(p.Billed), p.IdempotencyKey, p.ClaimState)
+	if p.Receipt != nil {
+		if err := queueReceipt(batch, p.Receipt, p.OrgID, p.HoldID, requestID); err != nil {
+			return nil, fmt.Errorf("settling hold %s: %w", p.HoldID, err)
 		}
-		if _, err := tx.Exec(ctx, q("FreeSlot"), p.OrgID, requestID); err != nil {
-			return translate(err)
+	}
+	var bal core.Balance
+	var settledFor string
+	br := s.pool.SendBatch(ctx, batch)
+	err := br.QueryRow().Scan(&settledFor, &bal.OrgID, &bal.Balance, &bal.Held, &bal.TrialRemaining, &bal.UpdatedAt)
+	for i := 1; err == nil && i < batch.Len(); i++ {
+		if _, err = br.Exec(); err != nil {
+			err = fmt.Errorf("writing the receipt (statement %d of %d): %w", i+1, batch.Len(), err)
 		}
-		if p.Receipt != nil {
-			return insertReceipt(ctx, tx, p.Receipt, p.OrgID, p.HoldID, requestID)
-		}
-		return nil
-	})
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "CC001":
+		// Not live: say why (another organisation's, settled, released).
+		_, err = closedHoldError(ctx, s.pool, p.HoldID, p.OrgID)
+	case errors.As(err, &pgErr) && pgErr.Code == "CC002":
+		err = fmt.Errorf("%w: the idempotency claim on the key is no longer this call's", core.ErrConflict)
+	case errors.As(err, &pgErr) && pgErr.Code == "CC003":
+		err = fmt.Errorf("receipt: %s", pgErr.Message)
+	default:
+		err = translate(err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("settling hold %s: %w", p.HoldID, err)
 	}
-	return bal, nil
+	return &bal, nil
 }
 
 // journal records a debit of amount from the organisation's balance to a
@@ -210,7 +225,8 @@ func (s *Store) ReleaseHold(ctx context.Context, holdID, orgID string) error {
 	return nil
 }
 
-func insertReceipt(ctx context.Context, tx pgx.Tx, r *core.Receipt, orgID, holdID, requestID string) error {
+// queueReceipt queues the receipt and its seat and staff rows.
+func queueReceipt(b *pgx.Batch, r *core.Receipt, orgID, holdID, requestID string) error {
 	if r.RequestID != "" && r.RequestID != requestID {
 		return fmt.Errorf("receipt is for request %s, the hold for %s", r.RequestID, requestID)
 	}
@@ -246,24 +262,21 @@ func insertReceipt(ctx context.Context, tx pgx.Tx, r *core.Receipt, orgID, holdI
 	case r.CompletedAt != nil && r.LatencyMS != nil:
 		received = r.CompletedAt.Add(-time.Duration(*r.LatencyMS) * time.Millisecond)
 	}
-	var createdAt time.Time
-	err = tx.QueryRow(ctx, q("InsertReceipt"), requestID, orgID, holdID, r.Mode, r.ModeKey, r.ModeConfigHash, r.Status,
+	b.Queue(q("InsertReceipt"), requestID, orgID, holdID, r.Mode, r.ModeKey, r.ModeConfigHash, r.Status,
 		int64(r.Billed), int64(r.TokenCharge), int64(r.Surcharge), int64(r.PlatformFee), capCredit,
 		r.PromptTokens, r.CompletionTokens, r.Rounds, r.SeatCount, r.Payer, nullString(r.Lane),
 		r.DifficultyScore, nullString(r.TaskType), nullString(r.HallucinationRisk), r.MinorityInsightLikely,
 		bestSeat, seatsUnavailable, staffUnavailable, r.LatencyMS, response, r.CompletedAt, received,
-	).Scan(&createdAt)
-	if err != nil {
-		return fmt.Errorf("writing receipt: %w", translate(err))
-	}
-	for kind, calls := range map[string][]core.ReceiptCall{"seat": r.Seats, "staff": r.Staff} {
+	)
+	for _, kind := range []string{"seat", "staff"} {
+		calls := r.Seats
+		if kind == "staff" {
+			calls = r.Staff
+		}
 		for i, c := range calls {
-			_, err := tx.Exec(ctx, q("InsertReceiptCall"), requestID, kind, i, c.Role, c.ModelUsed, nullString(c.OriginalModel),
+			b.Queue(q("InsertReceiptCall"), requestID, kind, i, c.Role, c.ModelUsed, nullString(c.OriginalModel),
 				c.FallbackUsed, c.JudgeScore, c.IsBestSeat, c.RoundNumber, c.TokensIn, c.TokensOut, c.LatencyMS,
 				c.StartedAt, c.EndedAt, c.Source, int64(c.RealCost), c.FeeRatePPM, int64(c.Fee), c.Content)
-			if err != nil {
-				return fmt.Errorf("writing receipt %s row %d: %w", kind, i, translate(err))
-			}
 		}
 	}
 	return nil

@@ -80,29 +80,22 @@ RETURNING id, org_id, name, test, scopes, modes, rpm, concurrency, max_input_tok
 SELECT id, org_id, name, test, scopes, modes, rpm, concurrency, max_input_tokens, ceiling_micros, hint, expires_at, revoked_at, created_at
   FROM api_keys WHERE org_id = $1 ORDER BY created_at, id;
 
--- name: ReserveHeld
--- The whole reservation is this one conditional update: no row means the
--- amount does not fit (or there is no such organisation).
-UPDATE balances
-   SET held_micros = held_micros + $2, updated_at = now()
- WHERE org_id = $1 AND balance_micros - held_micros >= $2
-RETURNING org_id;
-
--- name: InsertHold
--- $5 is the time to live in microseconds.
+-- name: ReserveHold
+-- The reservation and the hold in one statement: no row means the amount
+-- does not fit (or there is no such organisation). $5 is the time to live
+-- in microseconds.
+WITH r AS (
+    UPDATE balances SET held_micros = held_micros + $4, updated_at = now()
+     WHERE org_id = $2 AND balance_micros - held_micros >= $4
+    RETURNING org_id
+)
 INSERT INTO holds (id, org_id, request_id, amount_micros, expires_at)
-VALUES ($1, $2, $3, $4, now() + $5 * interval '1 microsecond')
+SELECT $1, r.org_id, $3, $4, now() + $5 * interval '1 microsecond' FROM r
 RETURNING id, org_id, request_id, amount_micros, state, created_at, expires_at, settled_at;
 
 -- name: GetHold
 SELECT id, org_id, request_id, amount_micros, state, created_at, expires_at, settled_at
   FROM holds WHERE id = $1 AND org_id = $2;
-
--- name: SettleHold
--- Only a live hold settles; billed_within_hold refuses $3 above the amount.
-UPDATE holds SET state = 'settled', billed_micros = $3, settled_at = now()
- WHERE id = $1 AND org_id = $2 AND state = 'held'
-RETURNING request_id, amount_micros;
 
 -- name: ReleaseHold
 UPDATE holds SET state = 'released', settled_at = now()
@@ -167,75 +160,8 @@ SELECT coalesce(sum(CASE state WHEN 'settled' THEN billed_micros WHEN 'held' THE
 -- name: BillingState
 SELECT topped_up, trial_expired_at IS NOT NULL, trial_remaining_micros FROM balances WHERE org_id = $1;
 
--- name: SettleClaim
-UPDATE idempotency_keys SET state = $4, updated_at = now()
- WHERE org_id = $1 AND key = $2 AND request_id = $3 AND state = 'in_flight';
-
 -- name: FreeSlot
 DELETE FROM concurrency_slots WHERE org_id = $1 AND request_id = $2;
-
--- name: TakeRate
--- GCRA: the key's theoretical arrival time moves on by the emission interval
--- ($2 µs) when the request fits within the burst tolerance ($3 µs); no row
--- means it does not fit.
-INSERT INTO rate_limits AS r (key_id, tat)
-VALUES ($1, clock_timestamp() + $2 * interval '1 microsecond')
-ON CONFLICT (key_id) DO UPDATE
-   SET tat = greatest(r.tat, clock_timestamp()) + $2 * interval '1 microsecond'
- WHERE r.tat - clock_timestamp() <= $3 * interval '1 microsecond'
-RETURNING tat;
-
--- name: RateWait
--- How long, in µs, until the key's next request fits ($2: the burst tolerance).
-SELECT greatest(0, extract(epoch FROM (tat - clock_timestamp())) * 1e6 - $2)::bigint
-  FROM rate_limits WHERE key_id = $1;
-
--- name: AcquireSlot
--- Leases one free slot of 0..$3-1, picked at random among those free; no row
--- means none was free (or another call took the one picked: retry). With n
--- slot rows (leased or lapsed), one of 0..n is free whenever fewer than $3
--- are leased, so the scan stops there: its cost follows the calls in
--- flight, not the limit.
-WITH pick AS (
-    SELECT s FROM generate_series(0, least($3::int, (SELECT count(*) FROM concurrency_slots WHERE org_id = $1)::int + 1) - 1) s
-     WHERE NOT EXISTS (SELECT 1 FROM concurrency_slots c
-                        WHERE c.org_id = $1 AND c.slot = s AND c.lease_until > clock_timestamp())
-     ORDER BY random() LIMIT 1
-)
-INSERT INTO concurrency_slots AS c (org_id, slot, request_id, lease_until)
-SELECT $1, s, $2, clock_timestamp() + $4 * interval '1 microsecond' FROM pick
-ON CONFLICT (org_id, slot) DO UPDATE
-   SET request_id = EXCLUDED.request_id, lease_until = EXCLUDED.lease_until
- WHERE c.lease_until <= clock_timestamp()
-RETURNING slot;
-
--- name: AcquireSlotAt
--- Leases slot $3 if it is free.
-INSERT INTO concurrency_slots AS c (org_id, slot, request_id, lease_until)
-VALUES ($1, $3, $2, clock_timestamp() + $4 * interval '1 microsecond')
-ON CONFLICT (org_id, slot) DO UPDATE
-   SET request_id = EXCLUDED.request_id, lease_until = EXCLUDED.lease_until
- WHERE c.lease_until <= clock_timestamp()
-RETURNING slot;
-
--- name: FreeSlots
--- How many of the organisation's slots 0..$2-1 are free now.
-SELECT $2::int - count(*)::int FROM concurrency_slots
- WHERE org_id = $1 AND slot < $2 AND lease_until > clock_timestamp();
-
--- name: ClaimKey
--- A new key, or a key whose call ended capped, or whose in-flight lease
--- lapsed, is taken; otherwise no row.
-INSERT INTO idempotency_keys AS k (org_id, key, request_hash, request_id, state, locked_until)
-VALUES ($1, $2, $3, $4, 'in_flight', clock_timestamp() + $5 * interval '1 microsecond')
-ON CONFLICT (org_id, key) DO UPDATE
-   SET request_hash = EXCLUDED.request_hash, request_id = EXCLUDED.request_id, state = 'in_flight',
-       locked_until = EXCLUDED.locked_until, created_at = now(), updated_at = now()
- WHERE k.state = 'capped' OR (k.state = 'in_flight' AND k.locked_until <= clock_timestamp())
-RETURNING request_id;
-
--- name: GetClaim
-SELECT state, request_id, request_hash FROM idempotency_keys WHERE org_id = $1 AND key = $2;
 
 -- name: ReleaseClaim
 DELETE FROM idempotency_keys WHERE org_id = $1 AND key = $2 AND request_id = $3 AND state = 'in_flight';
@@ -253,3 +179,14 @@ WITH h AS (
      WHERE request_id = ANY($1) AND state = 'in_flight' RETURNING 1
 )
 SELECT (SELECT count(*) FROM h), (SELECT count(*) FROM s), (SELECT count(*) FROM k);
+
+-- name: AdmitCall
+SELECT outcome, wait_us, claim_state, claim_request_id, claim_request_hash, spent, hold_created_at, hold_expires_at
+  FROM admit_call($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14);
+
+-- name: SettleCallFn
+SELECT request_id, org_id, balance_micros, held_micros, trial_remaining_micros, updated_at
+  FROM settle_call($1, $2, $3, $4, $5, $6), (SELECT $2::text AS org_id) o;
+
+-- name: HoldRequest
+SELECT request_id FROM holds WHERE id = $1 AND org_id = $2;

@@ -2,12 +2,8 @@ package pgstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/conclavehq/conclave/core"
 )
@@ -18,78 +14,28 @@ var _ core.Rails = (*Store)(nil)
 // whole budget at once, then one request per emission interval.
 const rateWindow = time.Minute
 
-// TakeRate implements core.Rails with GCRA in one upsert.
+// TakeRate implements core.Rails: admit_call with only the rate.
 func (s *Store) TakeRate(ctx context.Context, keyID string, perMinute int) (bool, time.Duration, error) {
 	if perMinute <= 0 {
 		return false, 0, fmt.Errorf("rate limit for key %s: %d per minute is not positive", keyID, perMinute)
 	}
-	interval := rateWindow / time.Duration(perMinute)
-	tolerance := rateWindow - interval
-	var tat time.Time
-	err := s.pool.QueryRow(ctx, q("TakeRate"), keyID, interval.Microseconds(), tolerance.Microseconds()).Scan(&tat)
-	if err == nil {
-		return true, 0, nil
+	a, err := s.Admit(ctx, &core.AdmitParams{KeyID: keyID, PerMinute: perMinute})
+	if err != nil {
+		return false, 0, err
 	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return false, 0, fmt.Errorf("rate limit for key %s: %w", keyID, err)
-	}
-	var waitMicros int64
-	if err := s.pool.QueryRow(ctx, q("RateWait"), keyID, tolerance.Microseconds()).Scan(&waitMicros); err != nil {
-		return false, 0, fmt.Errorf("rate limit for key %s: %w", keyID, translate(err))
-	}
-	return false, time.Duration(waitMicros) * time.Microsecond, nil
+	return a.Refused == nil, a.RetryAfter, nil
 }
 
-// slotAttempts bounds how often AcquireSlot retries when another call took
-// the free slot it picked.
-const slotAttempts = 8
-
-// Above probeAbove slots, AcquireSlot first tries probes random slots.
-const (
-	probeAbove = 64
-	probes     = 3
-)
-
-// AcquireSlot implements core.Rails.
+// AcquireSlot implements core.Rails: admit_call with only the slot.
 func (s *Store) AcquireSlot(ctx context.Context, orgID, requestID string, limit int, lease time.Duration) (bool, error) {
 	if limit <= 0 {
 		return false, fmt.Errorf("concurrency slot for %s: limit %d is not positive", orgID, limit)
 	}
-	// A large limit is rarely near full: a random slot is almost always
-	// free and costs one index probe. Small limits, and large ones where
-	// random probes collide, pick among the free slots.
-	if limit > probeAbove {
-		for range probes {
-			var slot int
-			err := s.pool.QueryRow(ctx, q("AcquireSlotAt"), orgID, requestID, rand.IntN(limit), lease.Microseconds()).Scan(&slot)
-			if err == nil {
-				return true, nil
-			}
-			if !errors.Is(err, pgx.ErrNoRows) {
-				return false, fmt.Errorf("concurrency slot for %s: %w", orgID, translate(err))
-			}
-		}
+	a, err := s.Admit(ctx, &core.AdmitParams{OrgID: orgID, RequestID: requestID, SlotLimit: limit, Lease: lease})
+	if err != nil {
+		return false, err
 	}
-	for range slotAttempts {
-		var slot int
-		err := s.pool.QueryRow(ctx, q("AcquireSlot"), orgID, requestID, limit, lease.Microseconds()).Scan(&slot)
-		if err == nil {
-			return true, nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return false, fmt.Errorf("concurrency slot for %s: %w", orgID, translate(err))
-		}
-		// No row: every slot was leased, or another call took the one
-		// picked. Only the second is worth another try.
-		var free int
-		if err := s.pool.QueryRow(ctx, q("FreeSlots"), orgID, limit).Scan(&free); err != nil {
-			return false, fmt.Errorf("concurrency slot for %s: %w", orgID, translate(err))
-		}
-		if free <= 0 {
-			return false, nil
-		}
-	}
-	return false, nil
+	return a.Refused == nil, nil
 }
 
 // ReleaseSlot implements core.Rails.
@@ -100,35 +46,19 @@ func (s *Store) ReleaseSlot(ctx context.Context, orgID, requestID string) error 
 	return nil
 }
 
-// Claim implements core.Rails.
+// Claim implements core.Rails: admit_call with only the claim.
 func (s *Store) Claim(ctx context.Context, p *core.ClaimParams) (*core.Claim, error) {
 	if len(p.RequestHash) != 32 {
 		return nil, fmt.Errorf("claiming an idempotency key: request hash has %d bytes, want 32", len(p.RequestHash))
 	}
-	// Two statements, not one: a claim that loses must read the winner's
-	// row, which the losing INSERT … ON CONFLICT does not return. A winner
-	// that finishes between the two is read in its final state; one that
-	// is deleted in between (it failed) is claimed again.
-	for range 3 {
-		var rid string
-		err := s.pool.QueryRow(ctx, q("ClaimKey"), p.OrgID, p.Key, p.RequestHash, p.RequestID, p.Lease.Microseconds()).Scan(&rid)
-		if err == nil {
-			return &core.Claim{Won: true, State: core.ClaimInFlight, RequestID: rid, RequestHash: p.RequestHash}, nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return nil, fmt.Errorf("claiming an idempotency key: %w", translate(err))
-		}
-		c := core.Claim{}
-		err = s.pool.QueryRow(ctx, q("GetClaim"), p.OrgID, p.Key).Scan(&c.State, &c.RequestID, &c.RequestHash)
-		if errors.Is(err, pgx.ErrNoRows) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("claiming an idempotency key: %w", translate(err))
-		}
-		return &c, nil
+	a, err := s.Admit(ctx, &core.AdmitParams{OrgID: p.OrgID, RequestID: p.RequestID, Lease: p.Lease, IdempotencyKey: p.Key, RequestHash: p.RequestHash})
+	if err != nil {
+		return nil, err
 	}
-	return nil, errors.New("claiming an idempotency key: the key changed hands three times")
+	if a.Refused == nil {
+		return &core.Claim{Won: true, State: core.ClaimInFlight, RequestID: p.RequestID, RequestHash: p.RequestHash}, nil
+	}
+	return a.Claim, nil
 }
 
 // ReleaseClaim implements core.Rails.
@@ -149,4 +79,74 @@ func (s *Store) RenewLeases(ctx context.Context, requestIDs []string, lease time
 		return fmt.Errorf("renewing %d leases: %w", len(requestIDs), translate(err))
 	}
 	return nil
+}
+
+// Admit implements core.Rails with one call of admit_call.
+func (s *Store) Admit(ctx context.Context, p *core.AdmitParams) (*core.Admission, error) {
+	var interval, tolerance time.Duration
+	if p.PerMinute > 0 {
+		interval = rateWindow / time.Duration(p.PerMinute)
+		tolerance = rateWindow - interval
+	}
+	hash := p.RequestHash
+	if hash == nil {
+		hash = []byte{}
+	}
+	var holdID string
+	var quota any
+	if p.Hold.Amount > 0 {
+		holdID = core.NewID("hold")
+		if p.Hold.MonthlyQuota != nil {
+			quota = int64(*p.Hold.MonthlyQuota)
+		}
+	}
+	now := time.Now().UTC()
+	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	var (
+		outcome                  string
+		wait, spent              *int64
+		claimState, claimReqID   *string
+		claimHash                []byte
+		holdCreated, holdExpires *time.Time
+	)
+	err := s.pool.QueryRow(ctx, q("AdmitCall"),
+		p.KeyID, interval.Microseconds(), tolerance.Microseconds(),
+		p.OrgID, p.RequestID, p.SlotLimit, p.Lease.Microseconds(),
+		p.IdempotencyKey, hash,
+		holdID, int64(p.Hold.Amount), quota, int64(p.Hold.ActivationAllowance), month,
+	).Scan(&outcome, &wait, &claimState, &claimReqID, &claimHash, &spent, &holdCreated, &holdExpires)
+	if err != nil {
+		return nil, fmt.Errorf("admitting %s: %w", p.RequestID, translate(err))
+	}
+	a := &core.Admission{}
+	switch outcome {
+	case "ok":
+		if p.Hold.Amount > 0 {
+			a.Hold = &core.Hold{ID: holdID, OrgID: p.OrgID, RequestID: p.RequestID, Amount: p.Hold.Amount, State: core.HoldHeld,
+				CreatedAt: *holdCreated, ExpiresAt: *holdExpires}
+		}
+	case "rate_limited":
+		a.Refused = core.ErrRateLimited
+		if wait != nil {
+			a.RetryAfter = time.Duration(*wait) * time.Microsecond
+		}
+	case "no_slot":
+		a.Refused = core.ErrNoSlot
+	case "claimed":
+		a.Refused = core.ErrClaimed
+		a.Claim = &core.Claim{State: *claimState, RequestID: *claimReqID, RequestHash: claimHash}
+	case "quota":
+		a.Refused = core.ErrQuotaExceeded
+	case "allowance":
+		a.Refused = core.ErrVerificationRequired
+	case "no_billing":
+		a.Refused = core.ErrNoBilling
+	case "insufficient":
+		a.Refused = core.ErrInsufficientFunds
+	case "no_org":
+		a.Refused = core.ErrNotFound
+	default:
+		return nil, fmt.Errorf("admitting %s: unknown outcome %q", p.RequestID, outcome)
+	}
+	return a, nil
 }
