@@ -12,9 +12,14 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/conclavehq/conclave/api"
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/deliberate"
 	"github.com/conclavehq/conclave/internal/config"
+	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
+	"github.com/conclavehq/conclave/internal/policy"
+	"github.com/conclavehq/conclave/internal/tokens"
 )
 
 const hardQuestion = "Should we adopt trunk-based development? Compare the risks and recommend a strategy."
@@ -305,4 +310,44 @@ func TestCostUnreadableIsNotBilled(t *testing.T) {
 	cb.requireBalanceMoved(t, core.TrialCredit, 0)
 	r = cb.do(t, "POST", "/v1/chat/completions", cb.key, chatBody("conclave-standard", "What is 2 + 2?", ""), "Idempotency-Key", "lost-1")
 	require.Equal(t, 200, r.status, "the retry runs: %s", r.raw)
+}
+
+// panicky is a deliberator with a fault.
+type panicky struct{}
+
+func (panicky) Run(context.Context, *deliberate.Request) (*deliberate.Result, error) {
+	panic("a fault in the service")
+}
+
+// A fault in the service answers 500 internal_error; everything the call
+// held is given back as it unwinds, so a retry with the same key runs
+// again (here into the same fault) rather than waiting on a claim.
+func TestInternalErrorGivesEverythingBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg, err := config.Builtin()
+	require.NoError(t, err)
+	catalog, err := cfg.Catalog()
+	require.NoError(t, err)
+	authz, err := policy.New(ctx, policy.Config{})
+	require.NoError(t, err)
+	store := pgstore.New(pgtest.NewPool(t))
+	h, err := api.New(api.Config{}, api.Deps{Store: store, Authz: authz, Catalog: catalog, Ready: store.Ready,
+		Deliberator: panicky{}, CountTokens: tokens.Count})
+	require.NoError(t, err)
+	org, _, err := store.CreateOrg(ctx, &core.CreateOrgParams{Name: "Faulty"})
+	require.NoError(t, err)
+	tb := &testBundle{srv: newServer(t, h), store: store, org: org}
+	cb := &chatBundle{testBundle: tb}
+	key := tb.newKey(t, &core.CreateKeyParams{})
+	for range 2 {
+		r := cb.do(t, "POST", "/v1/chat/completions", key, chatBody("conclave-standard", hardQuestion, ""), "Idempotency-Key", "faulty-1")
+		requireError(t, r, 500, core.CodeInternalError, "api_error")
+	}
+	cb.requireBalanceMoved(t, core.TrialCredit, 0)
+	for _, table := range []string{"concurrency_slots", "idempotency_keys"} {
+		n, err := cb.countRows("SELECT count(*) FROM " + table)
+		require.NoError(t, err)
+		require.Zero(t, n, "nothing left in %s", table)
+	}
 }
