@@ -99,9 +99,11 @@ verify: generate ## Check that go.mod is tidy and generated code is committed.
 
 .PHONY: bench
 # The in-flight benchmark (cmd/conclave) holds 10,000 deliberations of
-# 30-second seats and takes minutes, hence the longer timeout.
+# 30-second seats and takes minutes, hence the longer timeout. One package
+# at a time (-p 1): latency figures must not share the two cores with
+# another package's benchmarks.
 bench: deps plugins ## Run the benchmarks; each prints its figure beside its comparison.
-	$(WITH_PG) $(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 30m $(PKGS)
+	$(WITH_PG) $(GO) test -p 1 -run '^$$' -bench . -benchmem -count=1 -timeout 60m $(PKGS)
 
 .PHONY: clean
 clean: ## Remove build output (keeps .data/, the local database).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -277,6 +278,10 @@ func TestReliability(t *testing.T) {
 		var ok atomic.Int64
 		for i := range n {
 			wg.Go(func() {
+				// All in flight together, arriving over two seconds, so
+				// that calls keep settling while others are admitted and
+				// the money runs out mid-run.
+				time.Sleep(time.Duration(rand.IntN(2000)) * time.Millisecond)
 				r := c.post(c.lb.URL, "/v1/chat/completions", key, chatJSON(fmt.Sprintf("Should team %d adopt trunk-based development? Compare the risks.", i)))
 				tl.add(r)
 				if r.status == 200 {
@@ -295,6 +300,9 @@ func TestReliability(t *testing.T) {
 		receipts, billed := ledger(t, pool, org.ID, core.TrialCredit)
 		require.EqualValues(t, ok.Load(), receipts, "one receipt per answered call")
 		require.Positive(t, receipts)
+		var maxBill int64
+		require.NoError(t, pool.QueryRow(context.Background(), "SELECT max(billed_micros) FROM receipts WHERE org_id = $1", org.ID).Scan(&maxBill))
+		require.LessOrEqual(t, maxBill, int64(500_000), "no bill above the $0.50 ceiling")
 		t.Logf("answered and billed: %d calls, $%s of $10.00; balance equals journal; no open hold", receipts, billed)
 	})
 
