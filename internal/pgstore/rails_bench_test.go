@@ -1,0 +1,86 @@
+package pgstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/internal/pgstore"
+	"github.com/conclavehq/conclave/internal/pgtest"
+)
+
+// BenchmarkAdmitSettle measures a billed call's two trips to Postgres, one
+// after the other on one connection at a time: admit_call (rate, slot,
+// idempotency claim, hold) and settle_call with a receipt of one seat and
+// two staff rows, beside a trivial query on the same pool (the floor of a
+// round trip).
+func BenchmarkAdmitSettle(b *testing.B) {
+	ctx := context.Background()
+	s := pgstore.New(pgtest.NewPool(b))
+	org, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.AddFunds(ctx, &core.AddFundsParams{OrgID: org.ID, Amount: 1_000_000 * core.MicrosPerUSD, Memo: "bench"}); err != nil {
+		b.Fatal(err)
+	}
+	hash := hashOf("bench")
+	b.Run("admit", func(b *testing.B) {
+		for range b.N {
+			id := core.NewID("req")
+			a, err := s.Admit(ctx, &core.AdmitParams{KeyID: "key_bench", PerMinute: 100_000_000, OrgID: org.ID, RequestID: id,
+				SlotLimit: 5, Lease: time.Minute, IdempotencyKey: id, RequestHash: hash, Hold: core.PlaceHoldParams{Amount: 2_000_000}})
+			if err != nil || a.Refused != nil {
+				b.Fatal(err, a)
+			}
+			b.StopTimer()
+			if err := s.ReleaseHold(ctx, a.Hold.ID, org.ID); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+	})
+	b.Run("settle", func(b *testing.B) {
+		holds := make([]*core.Hold, b.N)
+		for i := range b.N {
+			id := core.NewID("req")
+			a, err := s.Admit(ctx, &core.AdmitParams{OrgID: org.ID, RequestID: id, SlotLimit: 1_000_000, Lease: time.Minute,
+				IdempotencyKey: id, RequestHash: hash, Hold: core.PlaceHoldParams{Amount: 2_000_000}})
+			if err != nil || a.Refused != nil {
+				b.Fatal(err, a)
+			}
+			holds[i] = a.Hold
+		}
+		b.ResetTimer()
+		for i := range b.N {
+			r := benchReceipt(holds[i].RequestID)
+			if _, err := s.SettleCall(ctx, &core.SettleCallParams{HoldID: holds[i].ID, OrgID: org.ID, Billed: r.Billed, Receipt: r,
+				IdempotencyKey: holds[i].RequestID, ClaimState: core.ClaimSucceeded}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("select-1", func(b *testing.B) {
+		for range b.N {
+			if err := s.Ping(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func benchReceipt(requestID string) *core.Receipt {
+	now := time.Now()
+	lat := int64(300)
+	call := func(role string) core.ReceiptCall {
+		return core.ReceiptCall{Role: role, ModelUsed: "sim/atlas", TokensIn: 40, TokensOut: 120, LatencyMS: &lat,
+			StartedAt: now, EndedAt: now, Source: core.SourceService, RealCost: 1_300, FeeRatePPM: core.FeeRateServicePPM,
+			Fee: core.CallFee(1_300, core.FeeRateServicePPM), Content: "An answer of a few words."}
+	}
+	rounds := 1
+	return &core.Receipt{RequestID: requestID, Mode: "m", ModeKey: "m", ModeConfigHash: "h", Status: "succeeded",
+		Billed: 50_000 + 1_300 + 65, TokenCharge: 1_300, Surcharge: 50_000, PlatformFee: 65, Payer: "org", Lane: core.LaneExpress,
+		Rounds: &rounds, SeatCount: 1, CompletedAt: &now, LatencyMS: &lat, Response: []byte(`{"id":"chatcmpl-x","choices":[]}`),
+		Seats: []core.ReceiptCall{call("seat-1")}, Staff: []core.ReceiptCall{call("judge"), call("synthesis")}}
+}
