@@ -152,6 +152,9 @@ func (c *Catalog) addMode(i int, m *Mode) error {
 	if d.ExpressThreshold < 0 || d.ExpressThreshold > 1 {
 		return &FieldError{f + ".express_threshold", "must be between 0 and 1"}
 	}
+	if d.HedgePercentile < 0 || d.HedgePercentile > 100 {
+		return &FieldError{f + ".hedge_percentile", "must be between 0 and 100"}
+	}
 	for depth, v := range m.Pricing.SurchargeByDepth {
 		if _, ok := ParseDepth(string(depth)); !ok {
 			return &FieldError{f + ".pricing.surcharge_by_depth", fmt.Sprintf("unknown depth %q (light, medium, deep)", depth)}

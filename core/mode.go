@@ -145,6 +145,10 @@ type Deliberation struct {
 	ExpressThreshold float64 `json:"express_threshold"`
 	// CostCeiling stops critique rounds whose projected cost would pass it.
 	CostCeiling Micros `json:"cost_ceiling"`
+	// HedgePercentile (0–100) is the percentile of an engine's recent
+	// answer latencies past which a primary on it is hedged, when that is
+	// longer than the hedge delay; 0 means the engine's default (50).
+	HedgePercentile float64 `json:"hedge_percentile,omitempty"`
 }
 
 // Pricing is what a mode charges on top of tokens.

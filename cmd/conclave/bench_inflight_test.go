@@ -8,15 +8,19 @@ import (
 	"io"
 	"net"
 	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,6 +30,11 @@ import (
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
 )
+
+// inFlightMemoryLimitMiB is the soft memory limit of the second gateway:
+// under the 1 GiB goal with room for what the runtime does not count
+// (its own structures, fragmentation).
+const inFlightMemoryLimitMiB = 900
 
 // BenchmarkChatInFlight holds many deliberations in flight at once on one
 // gateway process and measures that process alone. Three processes take
@@ -38,15 +47,24 @@ import (
 // opus, synthesis atlas-frontier, classifier swift. The question carries
 // targeted simulator directives that make every call to a seat engine take
 // exactly 30 s; the classifier, judge and synthesis answer in the quick
-// profile's 50–600 ms. The engine's default hedging starts each seat's
-// backup (also a 30 s engine) beside the slow primary, so a deliberation
-// holds six engine calls open. All N requests are sent at once, over
-// HTTP/1.1 with a connection each (as an OpenAI client library sends
-// them), and the benchmark waits for all. Each run happens once whatever
-// b.N.
+// profile's 50–600 ms. The mode hedges (quorum 2, straggler deadline
+// 20 s: a 10 s hedge delay), but an engine is hedged only past its recent
+// median latency (the default hedge percentile), within a per-engine hedge
+// budget. The first run
+// (N = 100) meets cold engines, so its primaries are hedged at 10 s as far
+// as the budget allows (16 per engine); it also warms the gateway: every
+// seat engine has 100 answers of about 30 s on record, so in the next run
+// a primary is hedged only if it outlasts them, and a deliberation holds
+// three engine calls open. All N requests are sent at once, over HTTP/1.1
+// with a connection each (as an OpenAI client library sends them), and the
+// benchmark waits for all. Each run happens once whatever b.N.
 //
-// It reports, for N = 100 (the baseline) and N = 10,000 (the goal), in the
-// same run against the same gateway process:
+// It runs two gateways one after the other, each for both sizes: limit=none
+// with the Go runtime's default memory management, and limit=900MiB with
+// server.memory_limit_mib set to 900 (a soft limit: the runtime collects
+// garbage more often near it, trading CPU for a lower peak). It reports,
+// for N = 100 (the baseline, cold) and N = 10,000 (the goal, after the
+// N = 100 run has warmed the same gateway process):
 //
 //   - peak_rss_MiB: the gateway's VmHWM, reset just before the requests go
 //     out (Linux's clear_refs), read after all have completed. Only the
@@ -63,6 +81,16 @@ import (
 //     takes about 31 s, so the excess is queueing (holds and settles on the
 //     database pool, CPU shared with the simulator, the load generator and
 //     Postgres).
+//   - hedged_seats: seats whose backup was started beside the primary.
+//   - stack_MiB, heap_inuse_MiB: the gateway's goroutine stacks and heap
+//     in use when its goroutines peaked (from /metrics).
+//
+// CONCLAVE_BENCH_IN_FLIGHT_N replaces the sizes (say "100,2000", a quicker
+// probe whose first run still warms the gateway). CONCLAVE_BENCH_GATEWAY_ENV
+// adds variables to the gateway's environment alone (say "GOGC=50").
+// CONCLAVE_BENCH_PPROF_DIR runs the gateway as this test binary with
+// net/http/pprof on a side port and saves its heap and goroutine profiles
+// at the goroutine peak there.
 //
 // It fails only on wrong results: any error fails the benchmark after the
 // figures are reported. It needs a Linux /proc; elsewhere it is skipped.
@@ -71,46 +99,97 @@ func BenchmarkChatInFlight(b *testing.B) {
 		b.Skip("needs /proc: ", err)
 	}
 	simURL := startSim(b)
-	dir := b.TempDir()
-	cfgPath := filepath.Join(dir, "conclave.yaml")
-	if err := os.WriteFile(cfgPath, []byte(inFlightConfig(simURL)), 0o600); err != nil {
-		b.Fatal(err)
-	}
 	dbURL := pgtest.NewDatabase(b)
 	key := inFlightKey(b, dbURL)
-	gw := startServe(b, dir, []string{"DATABASE_URL=" + dbURL, "CONCLAVE_BENCH_SIM_KEY=bench"}, "--config", cfgPath)
-	b.Cleanup(func() {
-		if gw.cmd.ProcessState == nil {
-			gw.stop(b)
-		}
-	})
-	pid := gw.cmd.Process.Pid
-
 	body := chatRequestBody(inFlightMode, "Should a twelve-person team split its monolith into microservices this year? "+
 		"[[sim@atlas: delay=30s]] [[sim@sonnet: delay=30s]] [[sim@gemini-flash: delay=30s]]")
 	var failed []string
-	for _, n := range []int{100, 10_000} {
-		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			// One run whatever b.N (a -benchtime meant for another
-			// benchmark must not repeat a 30-second run): the figures are
-			// per run.
-			t0 := time.Now()
-			r := inFlight(b, gw.base, key, body, pid, n)
-			b.ReportMetric(float64(time.Since(t0).Nanoseconds()), "ns/op") // one run, not b.N
-			b.ReportMetric(r.peakMiB, "peak_rss_MiB")
-			b.ReportMetric(1024, "goal_rss_MiB")
-			b.ReportMetric(r.idleMiB, "idle_rss_MiB")
-			b.ReportMetric(float64(r.errors), "errors")
-			b.ReportMetric(float64(r.peakGoroutines), "peak_goroutines")
-			b.ReportMetric(r.p50.Seconds(), "p50_s")
-			b.ReportMetric(r.max.Seconds(), "max_s")
-			if r.errors > 0 {
-				failed = append(failed, fmt.Sprintf("n=%d: %d errors, first: %s", n, r.errors, r.firstErr))
-			}
-		})
+	// Two gateways, one after the other: the runtime's default memory
+	// management, then a soft memory limit (server.memory_limit_mib) set
+	// under the goal.
+	for _, limit := range []int{0, inFlightMemoryLimitMiB} {
+		name := "limit=none"
+		if limit > 0 {
+			name = fmt.Sprintf("limit=%dMiB", limit)
+		}
+		dir := b.TempDir()
+		cfgPath := filepath.Join(dir, "conclave.yaml")
+		if err := os.WriteFile(cfgPath, []byte(inFlightConfig(simURL, limit)), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		env := []string{"DATABASE_URL=" + dbURL, "CONCLAVE_BENCH_SIM_KEY=bench"}
+		env = append(env, strings.Fields(os.Getenv("CONCLAVE_BENCH_GATEWAY_ENV"))...)
+		var gw *process
+		if pprofDir := os.Getenv("CONCLAVE_BENCH_PPROF_DIR"); pprofDir != "" {
+			gw = startProfiledGateway(b, dir, pprofDir, env, "--config", cfgPath)
+		} else {
+			gw = startServe(b, dir, env, "--config", cfgPath)
+		}
+		pid := gw.cmd.Process.Pid
+		for _, n := range inFlightSizes(b) {
+			b.Run(fmt.Sprintf("%s/n=%d", name, n), func(b *testing.B) {
+				// One run whatever b.N (a -benchtime meant for another
+				// benchmark must not repeat a 30-second run): the figures
+				// are per run.
+				t0 := time.Now()
+				r := inFlight(b, gw.base, key, body, pid, n)
+				b.ReportMetric(float64(time.Since(t0).Nanoseconds()), "ns/op") // one run, not b.N
+				b.ReportMetric(r.peakMiB, "peak_rss_MiB")
+				b.ReportMetric(1024, "goal_rss_MiB")
+				b.ReportMetric(r.idleMiB, "idle_rss_MiB")
+				b.ReportMetric(float64(r.errors), "errors")
+				b.ReportMetric(float64(r.peakGoroutines), "peak_goroutines")
+				b.ReportMetric(r.p50.Seconds(), "p50_s")
+				b.ReportMetric(r.max.Seconds(), "max_s")
+				b.ReportMetric(float64(r.hedged), "hedged_seats")
+				b.ReportMetric(r.stackMiB, "stack_MiB")
+				b.ReportMetric(r.heapMiB, "heap_inuse_MiB")
+				if dir := os.Getenv("CONCLAVE_BENCH_PPROF_DIR"); dir != "" {
+					b.Logf("profiles at the peak: %s", filepath.Join(dir, fmt.Sprintf("*-%d.pb.gz", n)))
+				}
+				if r.errors > 0 {
+					failed = append(failed, fmt.Sprintf("%s n=%d: %d errors, first: %s", name, n, r.errors, r.firstErr))
+					logGatewayErrors(b, gw)
+				}
+			})
+		}
+		gw.stop(b)
 	}
 	if len(failed) > 0 {
 		b.Fatal(strings.Join(failed, "; "))
+	}
+}
+
+// inFlightSizes is the burst sizes to run, in order: 100 then 10,000, or
+// the comma-separated list in CONCLAVE_BENCH_IN_FLIGHT_N (a quicker probe,
+// such as "100,2000"). The first run warms the gateway for the next.
+func inFlightSizes(b *testing.B) []int {
+	env := os.Getenv("CONCLAVE_BENCH_IN_FLIGHT_N")
+	if env == "" {
+		return []int{100, 10_000}
+	}
+	var ns []int
+	for f := range strings.SplitSeq(env, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			b.Fatalf("CONCLAVE_BENCH_IN_FLIGHT_N: %q is not a positive count", f)
+		}
+		ns = append(ns, n)
+	}
+	return ns
+}
+
+// logGatewayErrors logs the first of the gateway's error lines (the cause
+// of every 5xx is logged at error level), to say where errors came from.
+func logGatewayErrors(b *testing.B, gw *process) {
+	shown := 0
+	for line := range strings.Lines(gw.stderr.String()) {
+		if strings.Contains(line, `"level":"ERROR"`) {
+			b.Log("gateway: ", strings.TrimSpace(line))
+			if shown++; shown == 20 {
+				return
+			}
+		}
 	}
 }
 
@@ -119,9 +198,11 @@ const inFlightMode = "bench-in-flight"
 
 // inFlightConfig is the gateway's conclave.yaml: the built-in engines that
 // the mode uses, pointed at the simulator at simURL, and the mode.
-func inFlightConfig(simURL string) string {
+func inFlightConfig(simURL string, memoryLimitMiB int) string {
 	return fmt.Sprintf(`log:
   level: warn
+server:
+  memory_limit_mib: %[3]d
 limits:
   rpm: 1000000
   concurrency: 100000
@@ -160,7 +241,7 @@ modes:
     cost_ceiling_usd: 1.50
     pricing:
       surcharge_usd: 0.15
-`, simURL, inFlightMode)
+`, simURL, inFlightMode, memoryLimitMiB)
 }
 
 var simURLRe = regexp.MustCompile(`"msg":"simulated provider listening".*"url":"(http://[^"]+)"`)
@@ -245,6 +326,10 @@ type inFlightResult struct {
 	firstErr         string
 	p50, max         time.Duration
 	peakGoroutines   int
+	// stackMiB and heapMiB are the gateway's stacks and heap in use when
+	// its goroutines peaked.
+	stackMiB, heapMiB float64
+	hedged            int // seats whose backup was started beside the primary
 }
 
 // inFlight sends n chat completions at once to the gateway at base (process
@@ -259,6 +344,7 @@ func inFlight(b *testing.B, base, key, body string, pid, n int) inFlightResult {
 	}}
 	defer client.CloseIdleConnections()
 	run := time.Now().UnixNano() // calls are distinct: each has its own key
+	var hedged atomic.Int64
 	call := func(i int) error {
 		req, err := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(body))
 		if err != nil {
@@ -281,7 +367,12 @@ func inFlight(b *testing.B, base, key, body string, pid, n int) inFlightResult {
 		}
 		var out struct {
 			Panel struct {
-				Lane string `json:"lane"`
+				Lane         string `json:"lane"`
+				Deliberation []struct {
+					Seats []struct {
+						Hedged bool `json:"hedged"`
+					} `json:"seats"`
+				} `json:"deliberation"`
 			} `json:"panel"`
 		}
 		if err := json.Unmarshal(raw, &out); err != nil {
@@ -289,6 +380,13 @@ func inFlight(b *testing.B, base, key, body string, pid, n int) inFlightResult {
 		}
 		if out.Panel.Lane != "panel" {
 			return fmt.Errorf("lane %q, want panel", out.Panel.Lane)
+		}
+		for _, rd := range out.Panel.Deliberation {
+			for _, s := range rd.Seats {
+				if s.Hedged {
+					hedged.Add(1)
+				}
+			}
 		}
 		return nil
 	}
@@ -330,8 +428,12 @@ func inFlight(b *testing.B, base, key, body string, pid, n int) inFlightResult {
 			case <-done:
 				return
 			case <-tick.C:
-				if g := goroutines(metrics, base); g > r.peakGoroutines {
-					r.peakGoroutines = g
+				if m := runtimeMetrics(metrics, base); m.goroutines > r.peakGoroutines {
+					r.peakGoroutines = m.goroutines
+					r.stackMiB, r.heapMiB = m.stackMiB, m.heapMiB
+					if m.goroutines > 5*n {
+						saveProfiles(n)
+					}
 				}
 			}
 		}
@@ -343,29 +445,45 @@ func inFlight(b *testing.B, base, key, body string, pid, n int) inFlightResult {
 	slices.Sort(lat)
 	r.peakMiB = float64(procStatusKiB(b, pid, "VmHWM")) / 1024
 	r.errors, r.p50, r.max = int(errs.Load()), lat[n/2], lat[n-1]
+	r.hedged = int(hedged.Load())
 	if s, ok := firstErr.Load().(string); ok {
 		r.firstErr = s
 	}
 	return r
 }
 
-// goroutines reads go_goroutines from the gateway's /metrics; 0 when it
-// cannot.
-func goroutines(client *http.Client, base string) int {
+// runtimeSample is what the gateway's /metrics said of its runtime.
+type runtimeSample struct {
+	goroutines        int
+	stackMiB, heapMiB float64
+}
+
+// runtimeMetrics reads the goroutine count and the stack and heap in use
+// from the gateway's /metrics; zeros when it cannot.
+func runtimeMetrics(client *http.Client, base string) runtimeSample {
+	var m runtimeSample
 	res, err := client.Get(base + "/metrics")
 	if err != nil {
-		return 0
+		return m
 	}
 	defer res.Body.Close()
 	sc := bufio.NewScanner(res.Body)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
-			g, _ := strconv.ParseFloat(v, 64)
-			_, _ = io.Copy(io.Discard, res.Body)
-			return int(g)
+		name, v, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		f, _ := strconv.ParseFloat(v, 64)
+		switch name {
+		case "go_goroutines":
+			m.goroutines = int(f)
+		case "go_memstats_stack_inuse_bytes":
+			m.stackMiB = f / (1 << 20)
+		case "go_memstats_heap_inuse_bytes":
+			m.heapMiB = f / (1 << 20)
 		}
 	}
-	return 0
+	return m
 }
 
 // resetPeakRSS resets the process's VmHWM to its current RSS (Linux 4.0+).
@@ -393,4 +511,125 @@ func procStatusKiB(b *testing.B, pid int, field string) int64 {
 	}
 	b.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
+}
+
+// startProfiledGateway is startServe with this test binary as the gateway
+// (TestInFlightGateway), serving net/http/pprof on a side port whose
+// address it writes to pprofDir/addr. The benchmark then saves heap and
+// goroutine profiles of the gateway at its goroutine peak into pprofDir.
+// Only for looking into where the memory goes: set CONCLAVE_BENCH_PPROF_DIR.
+func startProfiledGateway(b *testing.B, dir, pprofDir string, env []string, args ...string) *process {
+	b.Helper()
+	if err := os.MkdirAll(pprofDir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestInFlightGateway$")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), append(env,
+		"CONCLAVE_BENCH_GATEWAY_ARGS="+strings.Join(append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), "\n"))...)
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	p := &process{cmd: cmd, stdout: &safeLines{}, stderr: &safeLines{}, done: make(chan error, 1)}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(errPipe)
+		for sc.Scan() {
+			p.stderr.add(sc.Text())
+		}
+	}()
+	go func() {
+		sc := bufio.NewScanner(outPipe)
+		for sc.Scan() {
+			p.stdout.add(sc.Text())
+			if m := servingRe.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+		p.done <- cmd.Wait()
+	}()
+	b.Cleanup(func() { _ = cmd.Process.Kill() })
+	select {
+	case p.base = <-addr:
+	case err := <-p.done:
+		b.Fatalf("the gateway exited before serving: %v\nstderr:\n%s", err, p.stderr)
+	case <-time.After(60 * time.Second):
+		b.Fatalf("the gateway did not start\nstderr:\n%s", p.stderr)
+	}
+	profiling.Store(pprofDir)
+	return p
+}
+
+// profiling is the directory the gateway's profiles go to; "" for none.
+var profiling atomic.Value
+
+// saveProfiles saves the gateway's heap and goroutine profiles, named for
+// the run of n, when the gateway is profiled.
+func saveProfiles(n int) {
+	dir, _ := profiling.Load().(string)
+	if dir == "" {
+		return
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "addr"))
+	if err != nil {
+		return
+	}
+	for _, kind := range []string{"heap", "goroutine"} {
+		res, err := http.Get("http://" + string(raw) + "/debug/pprof/" + kind)
+		if err != nil {
+			continue
+		}
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.pb.gz", kind, n)))
+		if err == nil {
+			_, _ = io.Copy(f, res.Body)
+			_ = f.Close()
+		}
+		_ = res.Body.Close()
+	}
+}
+
+// TestInFlightGateway is not a test: startProfiledGateway runs this binary
+// as the gateway, with pprof on a side port.
+func TestInFlightGateway(t *testing.T) {
+	args := os.Getenv("CONCLAVE_BENCH_GATEWAY_ARGS")
+	dir := os.Getenv("CONCLAVE_BENCH_PPROF_DIR")
+	if args == "" || dir == "" {
+		t.Skip("the gateway of a profiled BenchmarkChatInFlight")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "addr"), []byte(ln.Addr().String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// net/http/pprof's handlers, and the stacks in use after n collections
+	// (a collection shrinks the stacks of goroutines that use a quarter of
+	// theirs or less, by half).
+	http.HandleFunc("/debug/stacks", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("gc"))
+		var ms runtime.MemStats
+		for i := 0; ; i++ {
+			runtime.ReadMemStats(&ms)
+			fmt.Fprintf(w, "after %d collections: stacks %.1f MiB, heap in use %.1f MiB, goroutines %d\n", i, float64(ms.StackInuse)/(1<<20), float64(ms.HeapInuse)/(1<<20), runtime.NumGoroutine())
+			if i == n {
+				return
+			}
+			runtime.GC()
+		}
+	})
+	go func() { _ = http.Serve(ln, nil) }()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, strings.Split(args, "\n"), os.Stdout, os.Stderr); err != nil {
+		t.Fatal(err)
+	}
 }

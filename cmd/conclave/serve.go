@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -48,6 +49,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg.Policy.Dir = *policyDir
 	}
 	log := newLogger(cfg.Log, stderr)
+	if cfg.Server.MemoryLimitMiB > 0 {
+		debug.SetMemoryLimit(int64(cfg.Server.MemoryLimitMiB) << 20)
+		log.Info("soft memory limit set", slog.Int("mib", cfg.Server.MemoryLimitMiB))
+	}
 
 	catalog, err := cfg.Catalog()
 	if err != nil {

@@ -20,14 +20,33 @@
 //
 // # Hedging
 //
+// A primary is hedged once it has run longer than the hedge delay or its
+// engine's recent p-th percentile latency, whichever is longer: p is the
+// mode's HedgePercentile (DefaultHedgePercentile when unset), over the
+// engine's last 256 answers; an engine with fewer than 16 on record is
+// hedged after the delay alone. An engine whose answers all take 30 s is
+// thus not hedged at 10 s once the engine has seen it answer, and one far
+// slower than its history is.
+//
 // Config.HedgeAfter fixes the hedge delay. When it is zero the delay is
 // derived per mode: half the mode's straggler deadline when the mode has a
 // quorum and a straggler deadline, and no hedging otherwise (a mode that
 // waits for every seat gains nothing from racing a backup it would wait for
-// anyway). A negative HedgeAfter turns hedging off. The same delay hedges
+// anyway). A negative HedgeAfter turns hedging off. The same rule hedges
 // the staff calls (classifier, judge, synthesis) with their backups: they run
 // one after another, so a single slow staff call would otherwise set the
 // whole deliberation's tail. The express lane hedges its one seat likewise.
+//
+// Hedges are budgeted per engine: each hedgeable primary earns 2·(100−p)% of
+// a hedge (twice what a steady engine overruns), credit saves up to 16, and
+// a hedge spends one. When an engine slows
+// down for everyone at once — an outage, or the gateway's own overload
+// stretching every call past its history — at most the budget's backups
+// start, not one beside every primary. A primary that fails still gets its
+// backup whatever the budget.
+//
+// A primary runs on the goroutine that asked for it, and a hedge on its
+// timer's: no goroutine only waits for a call.
 //
 // # Judging
 //

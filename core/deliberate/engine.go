@@ -55,10 +55,12 @@ type Config struct {
 	// classifier engine fails or is not configured. Defaults to
 	// classify.Heuristic{}.
 	Fallback Classifier
-	// HedgeAfter starts a seat's backup beside a primary that has not
-	// answered after this long. Zero derives it per mode: half the straggler
-	// deadline when the mode has a quorum and a straggler deadline, otherwise
-	// off; negative turns hedging off. Defaults to 0 (derived).
+	// HedgeAfter is the shortest time a primary runs before its backup is
+	// started beside it (a hedge); an engine whose recent answers are slower
+	// is given until its recent percentile (the mode's hedge_percentile)
+	// instead. Zero derives it per mode: half the straggler deadline when
+	// the mode has a quorum and a straggler deadline, otherwise off;
+	// negative turns hedging off. Defaults to 0 (derived).
 	HedgeAfter time.Duration
 	// SeatMaxTokens caps every answer (seats, judge, synthesis). Defaults to
 	// 2048.
@@ -111,6 +113,9 @@ func cryptoSeed() int64 {
 // Engine runs deliberations. It is safe for concurrent use.
 type Engine struct {
 	cfg Config
+	// lat holds each engine's recent answer latencies (*latencies by
+	// engine id), which set how long its primaries run before a hedge.
+	lat sync.Map
 }
 
 // New returns an Engine, or an error naming the missing field.
@@ -135,7 +140,8 @@ type Request struct {
 type run struct {
 	e     *Engine
 	req   *Request
-	hedge time.Duration // the hedge delay; 0 for none
+	hedge time.Duration // the hedge delay's floor; 0 for no hedging
+	pct   float64       // the percentile of an engine's latencies that hedges it
 	mu    sync.Mutex
 	calls []Call
 }
@@ -183,6 +189,9 @@ func (r *run) call(ctx context.Context, c Call, sreq *core.SeatRequest) (*core.S
 	}
 	if ans != nil {
 		c.InputTokens, c.OutputTokens, c.ReasoningTokens = ans.InputTokens, ans.OutputTokens, ans.ReasoningTokens
+	}
+	if c.Outcome == OutcomeOK && c.Ended.After(c.Started) {
+		r.e.latencyOf(c.Engine).add(c.Ended.Sub(c.Started))
 	}
 	c.Cost = r.e.costOf(c.Engine, c.InputTokens, c.OutputTokens)
 	r.mu.Lock()
@@ -244,15 +253,20 @@ func (r *run) staffCall(ctx context.Context, role string, round int, sreq *core.
 	return nil, "", reason
 }
 
-// hedgeFor is the hedge delay of a mode: Config.HedgeAfter when set,
-// otherwise half the straggler deadline of a mode with a quorum.
-func (e *Engine) hedgeFor(mode *core.Mode) time.Duration {
-	h := e.cfg.HedgeAfter
+// hedgeFor sets the run's hedging from its mode: the delay's floor is
+// Config.HedgeAfter when set, otherwise half the straggler deadline of a mode
+// with a quorum; the percentile is the mode's, or DefaultHedgePercentile.
+func (r *run) hedgeFor(mode *core.Mode) {
+	h := r.e.cfg.HedgeAfter
 	d := mode.Deliberation
 	if h == 0 && d.Quorum > 0 && d.StragglerDeadline > 0 {
 		h = d.StragglerDeadline / 2
 	}
-	return max(h, 0)
+	r.hedge = max(h, 0)
+	r.pct = d.HedgePercentile
+	if r.pct <= 0 || r.pct > 100 {
+		r.pct = DefaultHedgePercentile
+	}
 }
 
 // question is the last user message.
@@ -275,7 +289,7 @@ func (e *Engine) Classify(ctx context.Context, mode *core.Mode, messages []core.
 		mode = &core.Mode{}
 	}
 	r := &run{e: e, req: &Request{Mode: mode, Messages: messages}}
-	r.hedge = e.hedgeFor(mode)
+	r.hedgeFor(mode)
 	res, _, err := r.classify(ctx)
 	return res, err
 }
@@ -340,7 +354,7 @@ func (e *Engine) Run(ctx context.Context, req *Request) (*Result, error) {
 		return nil, fmt.Errorf("%w: mode %q has no seats for tier %q", ErrModeUnavailable, req.Mode.ID, req.Tier)
 	}
 	r := &run{e: e, req: req}
-	r.hedge = e.hedgeFor(req.Mode)
+	r.hedgeFor(req.Mode)
 	res := &Result{Finish: FinishStop, Substitutions: []Substitution{}}
 	cls, why, err := r.classify(ctx)
 	if err != nil {

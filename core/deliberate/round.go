@@ -3,6 +3,7 @@ package deliberate
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/conclavehq/conclave/core"
@@ -35,63 +36,75 @@ type seatOutcome struct {
 // round runs one pass of the seats and closes it per the quorum rule. It
 // returns the round's entry (without judgment) and each seat's outcome, in
 // seat order; every call it started has ended when it returns.
+//
+// The first seat runs on the caller's goroutine and the others on their
+// own; the quorum rule is applied as each seat ends and when the straggler
+// deadline passes, so that no goroutine only waits for the seats.
 func (r *run) round(ctx context.Context, n int, seats []*seatState, prompt func(*seatState) []core.Message, quorum int, hedge time.Duration) (Round, []*seatOutcome, error) {
 	start := r.e.cfg.Now()
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type done struct {
-		i int
-		o *seatOutcome
-	}
-	ch := make(chan done, len(seats))
-	for i, s := range seats {
-		go func() { ch <- done{i, r.seat(rctx, n, s, prompt(s), hedge)} }()
-	}
 	outs := make([]*seatOutcome, len(seats))
 	need := quorum
 	if need <= 0 {
 		need = len(seats)
 	}
-	var deadline <-chan time.Time
+	var (
+		mu                     sync.Mutex
+		pending, answered      = len(seats), 0
+		passed, closedByQuorum bool
+	)
+	// closeOnQuorum closes the round once a quorum has answered and the
+	// straggler deadline has passed, while seats remain. mu is held.
+	closeOnQuorum := func() {
+		if quorum > 0 && answered >= need && passed && pending > 0 && !closedByQuorum {
+			closedByQuorum = true
+			cancel()
+		}
+	}
 	if quorum > 0 {
-		t := time.NewTimer(r.req.Mode.Deliberation.StragglerDeadline)
+		t := time.AfterFunc(r.req.Mode.Deliberation.StragglerDeadline, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			passed = true
+			closeOnQuorum()
+		})
 		defer t.Stop()
-		deadline = t.C
 	}
-	pending, answered, passed := len(seats), 0, false
-	closed := RoundAllAnswered
-loop:
-	for pending > 0 {
-		if quorum > 0 && answered >= need && passed {
-			closed = RoundQuorum
-			break
+	turn := func(i int) {
+		s := seats[i]
+		o := r.seat(rctx, n, s, prompt(s), hedge)
+		mu.Lock()
+		defer mu.Unlock()
+		outs[i] = o
+		pending--
+		if o.answered {
+			answered++
 		}
-		select {
-		case d := <-ch:
-			outs[d.i] = d.o
-			pending--
-			if d.o.answered {
-				answered++
-			}
-		case <-deadline:
-			passed, deadline = true, nil
-		case <-ctx.Done():
-			break loop
-		}
+		closeOnQuorum()
 	}
-	cancel()
-	for ; pending > 0; pending-- {
-		d := <-ch
-		outs[d.i] = d.o
-		if closed == RoundQuorum && !d.o.answered && d.o.closedBy == ClosedByCancelled {
-			d.o.closedBy = ClosedByQuorum
-		}
+	var wg sync.WaitGroup
+	for i := 1; i < len(seats); i++ {
+		wg.Go(func() { turn(i) })
 	}
+	if len(seats) > 0 {
+		turn(0)
+	}
+	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return Round{}, nil, err
 	}
+	mu.Lock()
+	closed := RoundAllAnswered
+	if closedByQuorum {
+		closed = RoundQuorum
+	}
+	mu.Unlock()
 	rd := Round{Number: n, Closed: closed, Duration: r.e.cfg.Now().Sub(start)}
 	for _, o := range outs {
+		if closed == RoundQuorum && !o.answered && o.closedBy == ClosedByCancelled {
+			o.closedBy = ClosedByQuorum
+		}
 		rd.Seats = append(rd.Seats, SeatTurn{Seat: o.role, Engine: o.engine, Answered: o.answered, ClosedBy: o.closedBy, Hedged: o.hedged, Finish: o.finish})
 	}
 	return rd, outs, nil
@@ -164,87 +177,118 @@ type raced struct {
 
 // race runs primary (nil: skip to the backup), starts backup (nil: none)
 // when the primary fails, or beside it when the primary has not answered
-// after hedge (0: never), and takes the first answer; the other call is
-// cancelled. A seat's hedged backup is recorded with RoleHedge, a staff
-// role's with Hedged set. It returns when every call it started has ended.
+// after hedge (0: never) or the primary engine's recent percentile latency,
+// whichever is longer — if the engine's hedge budget allows —, and takes the
+// first answer; the other call is cancelled. A seat's hedged backup is
+// recorded with RoleHedge, a staff role's with Hedged set. It returns when
+// every call it started has ended.
+//
+// The primary runs on the caller's goroutine and a hedge on the hedge
+// timer's own: a deliberation holds thousands of calls open at a time, and
+// a goroutine that only waited for another would double the stacks they
+// hold.
 func (r *run) race(ctx context.Context, primary, backup *Call, sreq *core.SeatRequest, hedge time.Duration) raced {
-	actx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type attempt struct {
-		ans    *core.SeatAnswer
-		why    string
-		backup bool
-	}
-	results := make(chan attempt, 2)
-	running := 0
 	var out raced
-	launch := func(c Call, isBackup bool) {
-		running++
-		out.engine = c.Engine
-		go func() {
-			ans, why := r.call(actx, c, sreq)
-			results <- attempt{ans: ans, why: why, backup: isBackup}
-		}()
-	}
-	backupStarted := false
-	startBackup := func(hedged bool) {
-		if backup == nil || backupStarted {
-			return
+	if primary == nil {
+		if backup != nil {
+			r.runBackup(ctx, *backup, sreq, &out)
 		}
-		backupStarted = true
-		c := *backup
-		if hedged {
-			out.hedged = true
+		return out
+	}
+	out.engine = primary.Engine
+
+	// The hedge: started by the timer unless the primary has ended first.
+	var (
+		mu          sync.Mutex
+		primaryDone bool
+		hedged      chan attempt // set once the hedge started; gets its result
+		cancelHedge context.CancelFunc
+	)
+	var timer *time.Timer
+	pctx, cancelPrimary := ctx, context.CancelFunc(func() {})
+	if hedge > 0 && backup != nil {
+		pctx, cancelPrimary = context.WithCancel(ctx) // a hedge's answer cancels the primary
+		defer cancelPrimary()
+		lat := r.e.latencyOf(primary.Engine)
+		lat.earn(r.pct)
+		timer = time.AfterFunc(lat.hedgeDelay(hedge, r.pct), func() {
+			mu.Lock()
+			if primaryDone || !lat.spend() {
+				mu.Unlock()
+				return
+			}
+			hctx, cancel := context.WithCancel(ctx)
+			ch := make(chan attempt, 1)
+			hedged, cancelHedge = ch, cancel
+			mu.Unlock()
+			c := *backup
 			if c.Seat != "" {
 				c.Role = RoleHedge
 			} else {
 				c.Hedged = true
 			}
-		}
-		launch(c, true)
-	}
-	var hedgeC <-chan time.Time
-	if primary != nil {
-		launch(*primary, false)
-		if hedge > 0 && backup != nil {
-			t := time.NewTimer(hedge)
-			defer t.Stop()
-			hedgeC = t.C
-		}
-	} else {
-		startBackup(false)
-	}
-	for running > 0 && out.win == nil {
-		select {
-		case a := <-results:
-			running--
-			switch {
-			case a.ans != nil:
-				out.win, out.byBackup = a.ans, a.backup
-				if a.backup {
-					out.engine = backup.Engine
-				} else {
-					out.engine = primary.Engine
-				}
-			case a.why == OutcomeCancelled:
-			case a.backup:
-				out.backupWhy = a.why
-			default:
-				out.primaryWhy = a.why
-				hedgeC = nil
-				startBackup(false)
+			ans, why := r.call(hctx, c, sreq)
+			if ans != nil {
+				cancelPrimary() // the hedge answered first
 			}
-		case <-hedgeC:
-			hedgeC = nil
-			startBackup(true)
+			ch <- attempt{ans: ans, why: why}
+		})
+	}
+
+	ans, why := r.call(pctx, *primary, sreq)
+	mu.Lock()
+	primaryDone = true
+	ch := hedged
+	mu.Unlock()
+	if timer != nil {
+		timer.Stop()
+	}
+	if ch != nil {
+		out.hedged, out.engine = true, backup.Engine
+		if ans != nil {
+			cancelHedge()
+		}
+		h := <-ch
+		cancelHedge()
+		if ans == nil && h.ans != nil {
+			out.win, out.byBackup = h.ans, true
+			if why != OutcomeCancelled {
+				out.primaryWhy = why
+			}
+			return out
+		}
+		if h.why != OutcomeCancelled {
+			out.backupWhy = h.why
 		}
 	}
-	if out.win == nil && primary != nil && out.primaryWhy == "" {
+	switch {
+	case ans != nil:
+		out.win, out.engine = ans, primary.Engine
+	case why == OutcomeCancelled:
 		out.engine = primary.Engine // still waiting on the primary when cancelled
-	}
-	cancel()
-	for ; running > 0; running-- {
-		<-results
+	default:
+		out.primaryWhy = why
+		if ch == nil && backup != nil {
+			r.runBackup(ctx, *backup, sreq, &out)
+		}
 	}
 	return out
+}
+
+// attempt is one call's end.
+type attempt struct {
+	ans *core.SeatAnswer
+	why string
+}
+
+// runBackup runs the backup alone, in place of a failed or absent primary.
+func (r *run) runBackup(ctx context.Context, backup Call, sreq *core.SeatRequest, out *raced) {
+	out.engine = backup.Engine
+	ans, why := r.call(ctx, backup, sreq)
+	switch {
+	case ans != nil:
+		out.win, out.byBackup = ans, true
+	case why != OutcomeCancelled:
+		out.backupWhy = why
+	}
 }

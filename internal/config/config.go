@@ -59,6 +59,11 @@ type Server struct {
 	// ShutdownTimeout is how long a stopping server drains in-flight
 	// requests before closing them. Defaults to 30s.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// MemoryLimitMiB is a soft limit on the process's memory, in MiB: the
+	// Go runtime collects garbage more often as the heap nears it, trading
+	// CPU for a lower peak. 0 leaves the runtime's default (or GOMEMLIMIT
+	// from the environment). Defaults to 0.
+	MemoryLimitMiB int `yaml:"memory_limit_mib"`
 }
 
 // Database configures PostgreSQL.
@@ -232,6 +237,7 @@ type Mode struct {
 	Quorum               int                    `yaml:"quorum"`
 	StragglerDeadline    time.Duration          `yaml:"straggler_deadline"`
 	ExpressThreshold     float64                `yaml:"express_threshold"`
+	HedgePercentile      float64                `yaml:"hedge_percentile"`
 	CostCeilingUSD       USD                    `yaml:"cost_ceiling_usd"`
 	Pricing              Pricing                `yaml:"pricing"`
 }
@@ -322,6 +328,8 @@ func (c *Config) Validate() error {
 		return fe("server.addr", "required")
 	case s.MaxBodyBytes < 1024:
 		return fe("server.max_body_bytes", "must be at least 1024")
+	case c.Server.MemoryLimitMiB < 0:
+		return fe("server.memory_limit_mib", "cannot be negative")
 	case s.ReadHeaderTimeout <= 0:
 		return fe("server.read_header_timeout", "must be positive")
 	case s.ReadTimeout <= 0:
@@ -433,7 +441,7 @@ func (c *Config) Catalog() (*core.Catalog, error) {
 			Deliberation: core.Deliberation{
 				Seats: seats, Staff: m.Staff, Critique: m.Critique, MaxRounds: m.MaxRounds, Quorum: m.Quorum,
 				StragglerDeadline: m.StragglerDeadline, ExpressThreshold: m.ExpressThreshold,
-				CostCeiling: core.Micros(m.CostCeilingUSD),
+				HedgePercentile: m.HedgePercentile, CostCeiling: core.Micros(m.CostCeilingUSD),
 			},
 			Pricing: pricing,
 		}

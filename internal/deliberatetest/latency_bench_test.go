@@ -35,7 +35,8 @@ const minPanels = 1000
 // BenchmarkDeliberationLatency runs at least minPanels panels on the
 // simulator's seed profile twice: with this engine's scheduling — quorum 2
 // of 3, a straggler deadline of 5 simulated seconds, hedging with the
-// backup after 2.5 (half the deadline, the derived default) — and with
+// backup after 2.5 (half the deadline, the derived default) or the
+// engine's recent 90th percentile, whichever is longer — and with
 // wait-for-all (quorum 0, no hedging). Both run the same mode otherwise:
 // three seats, critique always, at most two rounds, judge and synthesis.
 // It reports each variant's panel latency quantiles in simulated seconds

@@ -26,10 +26,13 @@ import (
 // Egress sends provider requests for seat calls. It is safe for concurrent
 // use; construct it with New.
 type Egress struct {
-	cfg     Config
-	creds   core.Credentials
-	allow   allowList
-	client  *http.Client
+	cfg    Config
+	creds  core.Credentials
+	allow  allowList
+	client *http.Client
+	// rt is the client's transport when calls can skip the client (see
+	// New); nil when they go through it.
+	rt      http.RoundTripper
 	log     *slog.Logger
 	metrics *metrics
 	signer  *v4.Signer
@@ -79,8 +82,19 @@ func New(cfg Config, creds core.Credentials, engines []*core.Engine) (*Egress, e
 	client := *cfg.HTTPClient
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	client.Jar = nil
+	// A client that follows no redirect, keeps no cookie and sets no
+	// overall timeout adds nothing to its transport but a copy of each
+	// request's headers, made for redirects and kept while the call waits:
+	// calls then go to the transport itself.
+	var rt http.RoundTripper
+	if client.Timeout == 0 {
+		rt = client.Transport
+		if rt == nil {
+			rt = http.DefaultTransport
+		}
+	}
 	return &Egress{
-		cfg: cfg, creds: creds, allow: allow, client: &client, log: cfg.Logger, metrics: m,
+		cfg: cfg, creds: creds, allow: allow, client: &client, rt: rt, log: cfg.Logger, metrics: m,
 		signer: newSigner(), infos: infoCache{m: map[core.Adapter]core.AdapterInfo{}},
 		now: time.Now, sleep: sleepCtx,
 	}, nil
@@ -269,7 +283,7 @@ func (e *Egress) send(ctx context.Context, c *core.EgressCall, info core.Adapter
 		return result{}, fmt.Errorf("egress: authorising the call for engine %q: %w", c.Engine.ID, err)
 	}
 
-	res, err := e.client.Do(req)
+	res, err := e.do(req)
 	if err != nil {
 		return e.transportFailure(ctx, err, timeout)
 	}
@@ -304,6 +318,26 @@ func (e *Egress) send(ctx context.Context, c *core.EgressCall, info core.Adapter
 		ans = &a
 	}
 	return result{ans: ans, status: res.StatusCode, retryAfter: wait}, nil
+}
+
+// do sends req as the client would, through its transport when it can.
+func (e *Egress) do(req *http.Request) (*http.Response, error) {
+	if e.rt == nil {
+		return e.client.Do(req)
+	}
+	res, err := e.rt.RoundTrip(req)
+	switch {
+	case err != nil:
+		if res != nil && res.Body != nil {
+			_ = res.Body.Close()
+		}
+		return nil, err
+	case res == nil:
+		return nil, errors.New("egress: the transport returned no response and no error")
+	case res.Body == nil:
+		res.Body = http.NoBody
+	}
+	return res, nil
 }
 
 // transportFailure classifies a failure to send or to read the answer. When
