@@ -45,3 +45,30 @@ func TestServeRunsTheBackgroundJobs(t *testing.T) {
 	require.Less(t, time.Since(start), 20*time.Second)
 	require.Contains(t, p.stderr.String(), "trial credit expired")
 }
+
+// `conclave jobs sweep` runs the jobs' work at once: a dead call's hold is
+// released and its slot and claim freed.
+func TestJobsSweepCommand(t *testing.T) {
+	t.Parallel()
+	b := setupAdmin(t)
+	ctx := context.Background()
+	org := b.mustRun(t, "org", "create", "--name", "Swept Co")
+	orgID := org["org_id"].(string)
+	a, err := b.store.Admit(ctx, &core.AdmitParams{OrgID: orgID, RequestID: "req_dead", SlotLimit: 5, Lease: time.Second,
+		IdempotencyKey: "k", RequestHash: make([]byte, 32), Hold: core.PlaceHoldParams{Amount: 2_000_000}})
+	require.NoError(t, err)
+	require.NoError(t, a.Refused)
+	// The call's process died long ago: its leases lapsed past the grace.
+	_, err = b.store.Pool().Exec(ctx, "UPDATE holds SET expires_at = now() - interval '1 hour'")
+	require.NoError(t, err)
+	out := b.mustRun(t, "jobs", "sweep")
+	require.Equal(t, 1.0, out["holds_released"])
+	require.Equal(t, 2.0, out["released_usd"])
+	require.Equal(t, 1.0, out["slots_freed"])
+	require.Equal(t, 1.0, out["claims_freed"])
+	bal := b.mustRun(t, "balance", "show", "--org", orgID)
+	require.Equal(t, 0.0, bal["held_usd"])
+	require.Equal(t, 10.0, bal["balance_usd"], "nothing billed")
+	_, err = b.run(t, "jobs", "dance")
+	require.ErrorContains(t, err, "jobs: want sweep")
+}

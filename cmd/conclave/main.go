@@ -1,5 +1,5 @@
 // Command conclave is Conclave's one binary: `conclave serve` runs the
-// gateway; the admin subcommands (org, balance, key, byok) provision
+// gateway; the admin subcommands (org, balance, key, byok, jobs) provision
 // organisations, money, API keys and organisations' own provider
 // credentials in the same database. Run `conclave help` for usage.
 package main
@@ -41,10 +41,11 @@ const usage = `conclave — a deliberation gateway.
 
 Usage:
   conclave serve [--addr HOST:PORT] [--config conclave.yaml] [--policy-dir DIR] [--demo]
-  conclave org create --name NAME [--ticker ABCD] [--plan PLAN] [--json]
-  conclave org suspend --org ID [--json]
-  conclave org unsuspend --org ID [--json]
+  conclave org create --name NAME [--ticker ABCD] [--plan PLAN] [--unverified] [--json]
+  conclave org suspend|unsuspend --org ID [--json]
+  conclave org verify|unverify --org ID [--json]
   conclave org plan --org ID --plan PLAN [--json]
+  conclave org limits --org ID [--concurrency N] [--monthly-quota-usd X|none] [--json]
   conclave balance add --org ID --usd AMOUNT [--memo TEXT] [--json]
   conclave balance show --org ID [--json]
   conclave key create --org ID [--test] [--name N] [--scopes s1,s2] [--modes m1,m2]
@@ -56,6 +57,7 @@ Usage:
   conclave byok set --org ID --provider aws --role-arn ARN --external-id X [--json]
   conclave byok list --org ID [--json]
   conclave byok remove --org ID --provider P [--json]
+  conclave jobs sweep [--json]
   conclave sim [--addr HOST:PORT] [--profile quick|seed] [--time-scale X] [--seed N] [--api-key K]
   conclave plugins list|verify [--config conclave.yaml] [--manifest plugins.yaml] [--json]
   conclave migrate
@@ -98,6 +100,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return keyCmd(ctx, args[1:], stdout)
 	case "byok":
 		return byokCmd(ctx, args[1:], byokIO{stdin: os.Stdin, lookupEnv: os.LookupEnv}, stdout)
+	case "jobs":
+		return jobsCmd(ctx, args[1:], stdout)
 	}
 	return usagef("unknown command %q", args[0])
 }

@@ -13,8 +13,8 @@ import (
 // BenchmarkAdmitSettle measures a billed call's two trips to Postgres, one
 // after the other on one connection at a time: admit_call (rate, slot,
 // idempotency claim, hold) and settle_call with a receipt of one seat and
-// two staff rows, beside a trivial query on the same pool (the floor of a
-// round trip).
+// two staff rows (and without one, to show the receipt's share), beside a
+// trivial query on the same pool (the floor of a round trip).
 func BenchmarkAdmitSettle(b *testing.B) {
 	ctx := context.Background()
 	s := pgstore.New(pgtest.NewPool(b))
@@ -41,26 +41,36 @@ func BenchmarkAdmitSettle(b *testing.B) {
 			b.StartTimer()
 		}
 	})
-	b.Run("settle", func(b *testing.B) {
-		holds := make([]*core.Hold, b.N)
-		for i := range b.N {
-			id := core.NewID("req")
-			a, err := s.Admit(ctx, &core.AdmitParams{OrgID: org.ID, RequestID: id, SlotLimit: 1_000_000, Lease: time.Minute,
-				IdempotencyKey: id, RequestHash: hash, Hold: core.PlaceHoldParams{Amount: 2_000_000}})
-			if err != nil || a.Refused != nil {
-				b.Fatal(err, a)
-			}
-			holds[i] = a.Hold
+	for _, withReceipt := range []bool{true, false} {
+		name := "settle"
+		if !withReceipt {
+			name = "settle-no-receipt"
 		}
-		b.ResetTimer()
-		for i := range b.N {
-			r := benchReceipt(holds[i].RequestID)
-			if _, err := s.SettleCall(ctx, &core.SettleCallParams{HoldID: holds[i].ID, OrgID: org.ID, Billed: r.Billed, Receipt: r,
-				IdempotencyKey: holds[i].RequestID, ClaimState: core.ClaimSucceeded}); err != nil {
-				b.Fatal(err)
+		b.Run(name, func(b *testing.B) {
+			holds := make([]*core.Hold, b.N)
+			for i := range b.N {
+				id := core.NewID("req")
+				a, err := s.Admit(ctx, &core.AdmitParams{OrgID: org.ID, RequestID: id, SlotLimit: 1_000_000, Lease: time.Minute,
+					IdempotencyKey: id, RequestHash: hash, Hold: core.PlaceHoldParams{Amount: 2_000_000}})
+				if err != nil || a.Refused != nil {
+					b.Fatal(err, a)
+				}
+				holds[i] = a.Hold
 			}
-		}
-	})
+			b.ResetTimer()
+			for i := range b.N {
+				r := benchReceipt(holds[i].RequestID)
+				rc := r
+				if !withReceipt {
+					rc = nil
+				}
+				if _, err := s.SettleCall(ctx, &core.SettleCallParams{HoldID: holds[i].ID, OrgID: org.ID, Billed: r.Billed, Receipt: rc,
+					IdempotencyKey: holds[i].RequestID, ClaimState: core.ClaimSucceeded}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 	b.Run("select-1", func(b *testing.B) {
 		for range b.N {
 			if err := s.Ping(ctx); err != nil {
