@@ -170,9 +170,16 @@ func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
 	resp := h.completion(mode, res, bill, ceiling, requestID, latency)
 	receipt := receiptFor(mode, h.catalog.ConfigHash(mode), res, bill, p.org.ID, latency)
 	receipt.CreatedAt, receipt.RequestID = start, requestID
-	if raw, err := json.Marshal(resp); err == nil {
-		receipt.Response = raw
+	// One encoding serves both the receipt's stored answer (for replays)
+	// and the response: persisted is true in both, since the response is
+	// sent only once the settlement that stores it has committed.
+	resp.Panel.Persisted = true
+	raw, err := marshalJSON(resp)
+	if err != nil {
+		writeError(w, r, core.Errorf(core.CodeInternalError, "The answer could not be encoded; nothing was billed.").WithCause(err))
+		return
 	}
+	receipt.Response = raw
 	claimState := core.ClaimSucceeded
 	if bill.Capped {
 		claimState = core.ClaimCapped
@@ -187,8 +194,7 @@ func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	settled, slot.freedBySettlement = true, true
-	resp.Panel.Persisted = true
-	writeJSON(w, http.StatusOK, resp)
+	writeRawJSON(w, http.StatusOK, raw)
 }
 
 // surcharge is the mode's surcharge for the call: its express price on the
