@@ -335,7 +335,7 @@ type replayPanel struct {
 }
 
 // replayNote is the replay form's note.
-const replayNote = "This answer was stored when the request first succeeded and is replayed for a repeat of its Idempotency-Key; nothing was run or billed again."
+const replayNote = "This answer was stored when the request first succeeded and is replayed for a repeat with the same Idempotency-Key (sent, or derived from an identical request); nothing was run or billed again."
 
 // repeat answers a call whose idempotency key another call holds.
 func (h *handler) repeat(w http.ResponseWriter, r *http.Request, p *principal, claim *core.Claim) {
