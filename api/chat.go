@@ -24,14 +24,20 @@ const (
 	statusCapped    = "capped"
 )
 
-type chatCompletion struct {
+// completionHead is the standard part of a chat completion, the same in a
+// response and in its replay.
+type completionHead struct {
 	ID      string       `json:"id"`
 	Object  string       `json:"object"`
 	Created int64        `json:"created"`
 	Model   string       `json:"model"`
 	Choices []chatChoice `json:"choices"`
 	Usage   chatUsage    `json:"usage"`
-	Panel   panelBlock   `json:"panel"`
+}
+
+type chatCompletion struct {
+	completionHead
+	Panel panelBlock `json:"panel"`
 }
 
 type chatChoice struct {
@@ -227,12 +233,14 @@ func (h *handler) completion(mode *core.Mode, res *deliberate.Result, bill core.
 		engines = []string{}
 	}
 	return &chatCompletion{
-		ID: "chatcmpl-" + strings.TrimPrefix(requestID, "req_"), Object: "chat.completion", Created: time.Now().Unix(), Model: mode.ID,
-		Choices: []chatChoice{{Index: 0, Message: core.Message{Role: core.RoleAssistant, Content: res.Answer}, FinishReason: res.Finish}},
-		Usage: chatUsage{
-			PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens,
-			TotalTokens:             res.Usage.PromptTokens + res.Usage.CompletionTokens,
-			CompletionTokensDetails: completionTokenUse{ReasoningTokens: &reasoning},
+		completionHead: completionHead{
+			ID: "chatcmpl-" + strings.TrimPrefix(requestID, "req_"), Object: "chat.completion", Created: time.Now().Unix(), Model: mode.ID,
+			Choices: []chatChoice{{Index: 0, Message: core.Message{Role: core.RoleAssistant, Content: res.Answer}, FinishReason: res.Finish}},
+			Usage: chatUsage{
+				PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens,
+				TotalTokens:             res.Usage.PromptTokens + res.Usage.CompletionTokens,
+				CompletionTokensDetails: completionTokenUse{ReasoningTokens: &reasoning},
+			},
 		},
 		Panel: panelBlock{
 			RequestID: requestID, Mode: mode.ID, ModeKey: mode.Key, ModeConfigHash: h.catalog.ConfigHash(mode), Lane: res.Lane,
@@ -315,13 +323,8 @@ func receiptFor(mode *core.Mode, hash string, res *deliberate.Result, bill core.
 // replayCompletion is a stored completion sent again: the standard fields as
 // first sent, and the replay form of panel.
 type replayCompletion struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
-	Choices []chatChoice `json:"choices"`
-	Usage   chatUsage    `json:"usage"`
-	Panel   replayPanel  `json:"panel"`
+	completionHead
+	Panel replayPanel `json:"panel"`
 }
 
 // replayPanel is the spec's replay form of panel: only these fields.
@@ -363,8 +366,8 @@ func (h *handler) repeat(w http.ResponseWriter, r *http.Request, p *principal, c
 		return
 	}
 	out := replayCompletion{
-		ID: stored.ID, Object: stored.Object, Created: stored.Created, Model: stored.Model, Choices: stored.Choices, Usage: stored.Usage,
-		Panel: replayPanel{RequestID: claim.RequestID, Replayed: true, Mode: stored.Panel.Mode, Note: replayNote},
+		completionHead: stored.completionHead,
+		Panel:          replayPanel{RequestID: claim.RequestID, Replayed: true, Mode: stored.Panel.Mode, Note: replayNote},
 	}
 	seats := stored.Panel.SeatsAnswered
 	out.Panel.SeatsAnswered = &seats

@@ -88,6 +88,30 @@ func setupChat(t *testing.T, changes ...func(*config.Config)) *chatBundle {
 	return &chatBundle{testBundle: tb, prov: prov, sealer: sealer, catalog: catalog}
 }
 
+// setupWith serves the built-in catalog on a fresh database with the
+// dependencies deps fills in (a stand-in deliberator, say), and gives an
+// organisation with its trial credit and a key.
+func setupWith(t *testing.T, orgName string, deps func(*api.Deps)) *chatBundle {
+	t.Helper()
+	ctx := context.Background()
+	cfg, err := config.Builtin()
+	require.NoError(t, err)
+	catalog, err := cfg.Catalog()
+	require.NoError(t, err)
+	authz, err := policy.New(ctx, policy.Config{})
+	require.NoError(t, err)
+	store := pgstore.New(pgtest.NewPool(t))
+	d := api.Deps{Store: store, Authz: authz, Catalog: catalog, Ready: store.Ready, CountTokens: tokens.Count}
+	deps(&d)
+	h, err := api.New(api.Config{}, d)
+	require.NoError(t, err)
+	org, _, err := store.CreateOrg(ctx, &core.CreateOrgParams{Name: orgName})
+	require.NoError(t, err)
+	tb := &testBundle{srv: newServer(t, h), store: store, org: org}
+	tb.key = tb.newKey(t, &core.CreateKeyParams{})
+	return &chatBundle{testBundle: tb}
+}
+
 func chatBody(model, question string, extra string) string {
 	q, _ := json.Marshal(question)
 	return `{"model":"` + model + `","messages":[{"role":"user","content":` + string(q) + `}]` + extra + `}`

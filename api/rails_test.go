@@ -16,10 +16,7 @@ import (
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/deliberate"
 	"github.com/conclavehq/conclave/internal/config"
-	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
-	"github.com/conclavehq/conclave/internal/policy"
-	"github.com/conclavehq/conclave/internal/tokens"
 )
 
 const hardQuestion = "Should we adopt trunk-based development? Compare the risks and recommend a strategy."
@@ -324,22 +321,8 @@ func (panicky) Run(context.Context, *deliberate.Request) (*deliberate.Result, er
 // again (here into the same fault) rather than waiting on a claim.
 func TestInternalErrorGivesEverythingBack(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	cfg, err := config.Builtin()
-	require.NoError(t, err)
-	catalog, err := cfg.Catalog()
-	require.NoError(t, err)
-	authz, err := policy.New(ctx, policy.Config{})
-	require.NoError(t, err)
-	store := pgstore.New(pgtest.NewPool(t))
-	h, err := api.New(api.Config{}, api.Deps{Store: store, Authz: authz, Catalog: catalog, Ready: store.Ready,
-		Deliberator: panicky{}, CountTokens: tokens.Count})
-	require.NoError(t, err)
-	org, _, err := store.CreateOrg(ctx, &core.CreateOrgParams{Name: "Faulty"})
-	require.NoError(t, err)
-	tb := &testBundle{srv: newServer(t, h), store: store, org: org}
-	cb := &chatBundle{testBundle: tb}
-	key := tb.newKey(t, &core.CreateKeyParams{})
+	cb := setupWith(t, "Faulty", func(d *api.Deps) { d.Deliberator = panicky{} })
+	key := cb.key
 	for range 2 {
 		r := cb.do(t, "POST", "/v1/chat/completions", key, chatBody("conclave-standard", hardQuestion, ""), "Idempotency-Key", "faulty-1")
 		requireError(t, r, 500, core.CodeInternalError, "api_error")

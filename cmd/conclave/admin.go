@@ -128,19 +128,8 @@ func orgCmd(ctx context.Context, args []string, w io.Writer) error {
 			return emit(w, *cf.json, out, fmt.Sprintf("Created organisation %s (%s, ticker %s) with $%s trial credit.", org.Name, org.ID, org.Ticker, bal.Balance))
 		})
 	case "suspend", "unsuspend":
-		id := fs.String("org", "", "organisation id")
-		if err := parse(fs, args[1:]); err != nil {
-			return err
-		}
-		if err := required(fs, "org"); err != nil {
-			return err
-		}
-		return withStore(ctx, cf, func(s *pgstore.Store) error {
-			org, err := s.SetOrgSuspended(ctx, &core.SetOrgSuspendedParams{OrgID: *id, Suspended: args[0] == "suspend"})
-			if err != nil {
-				return notFound(err, "organisation", *id)
-			}
-			return emit(w, *cf.json, orgOut(org), fmt.Sprintf("Organisation %s is %sed.", org.ID, args[0]))
+		return orgSwitch(ctx, fs, cf, args, w, func(s *pgstore.Store, id string) (*core.Org, error) {
+			return s.SetOrgSuspended(ctx, &core.SetOrgSuspendedParams{OrgID: id, Suspended: args[0] == "suspend"})
 		})
 	case "plan":
 		id := fs.String("org", "", "organisation id")
@@ -159,19 +148,8 @@ func orgCmd(ctx context.Context, args []string, w io.Writer) error {
 			return emit(w, *cf.json, orgOut(org), fmt.Sprintf("Organisation %s is on plan %s.", org.ID, org.Plan))
 		})
 	case "verify", "unverify":
-		id := fs.String("org", "", "organisation id")
-		if err := parse(fs, args[1:]); err != nil {
-			return err
-		}
-		if err := required(fs, "org"); err != nil {
-			return err
-		}
-		return withStore(ctx, cf, func(s *pgstore.Store) error {
-			org, err := s.SetOrgVerified(ctx, *id, args[0] == "verify")
-			if err != nil {
-				return notFound(err, "organisation", *id)
-			}
-			return emit(w, *cf.json, orgOut(org), fmt.Sprintf("Organisation %s is %sed.", org.ID, args[0]))
+		return orgSwitch(ctx, fs, cf, args, w, func(s *pgstore.Store, id string) (*core.Org, error) {
+			return s.SetOrgVerified(ctx, id, args[0] == "verify")
 		})
 	case "limits":
 		id := fs.String("org", "", "organisation id")
@@ -211,6 +189,26 @@ func orgCmd(ctx context.Context, args []string, w io.Writer) error {
 		})
 	}
 	return usagef("org: unknown subcommand %q", args[0])
+}
+
+// orgSwitch runs an org subcommand that takes only --org and turns a state
+// on or off (suspend/unsuspend, verify/unverify): args[0] names it.
+func orgSwitch(ctx context.Context, fs *flag.FlagSet, cf commonFlags, args []string, w io.Writer,
+	apply func(s *pgstore.Store, id string) (*core.Org, error)) error {
+	id := fs.String("org", "", "organisation id")
+	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	if err := required(fs, "org"); err != nil {
+		return err
+	}
+	return withStore(ctx, cf, func(s *pgstore.Store) error {
+		org, err := apply(s, *id)
+		if err != nil {
+			return notFound(err, "organisation", *id)
+		}
+		return emit(w, *cf.json, orgOut(org), fmt.Sprintf("Organisation %s is %sed.", org.ID, args[0]))
+	})
 }
 
 type balanceJSON struct {
