@@ -255,3 +255,37 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// A hold-sweep run left 'running' by a replica that died (killed in the
+// middle of it) does not stop the sweeps of later periods: the holds of
+// that replica's calls are still released.
+func TestSweepRunsPastARunLeftByADeadReplica(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	org := b.org(t, "Orphaned", 0)
+	h, err := b.store.PlaceHold(b.ctx, &core.PlaceHoldParams{OrgID: org, RequestID: "req_orphan", Amount: 2 * core.MicrosPerUSD})
+	require.NoError(t, err)
+	_, err = b.pool.Exec(b.ctx, "UPDATE holds SET expires_at = now() - interval '1 minute' WHERE id = $1", h.ID)
+	require.NoError(t, err)
+	// What a killed replica leaves: its periodic sweep, inserted as the
+	// runner inserts it, running, never finished.
+	cfg := Config{SweepInterval: time.Second, TrialExpiryInterval: time.Hour, ReapInterval: time.Hour, HoldGrace: time.Second,
+		StopTimeout: 5 * time.Second, Logger: slog.New(slog.NewTextHandler(b.logs, nil)), testOnly: true}
+	r, err := New(b.pool, cfg)
+	require.NoError(t, err)
+	require.NoError(t, pgstore.MigrateRiver(b.ctx, b.pool))
+	res, err := r.Client().Insert(b.ctx, HoldSweepArgs{}, periodicOpts(cfg.SweepInterval))
+	require.NoError(t, err)
+	_, err = b.pool.Exec(b.ctx, "UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = ARRAY['dead-replica'] WHERE id = $1", res.Job.ID)
+	require.NoError(t, err)
+
+	require.NoError(t, r.Start(b.ctx))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, r.Stop(ctx))
+	})
+	require.Eventually(t, func() bool { return b.balance(t, org).Held == 0 }, 20*time.Second, 50*time.Millisecond,
+		"a later period's sweep released the dead call's hold")
+	require.Equal(t, core.TrialCredit, b.balance(t, org).Balance, "nothing billed")
+}

@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/internal/pgstore"
@@ -132,7 +131,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Runner, error) {
 	}
 	periodic := func(every time.Duration, args river.JobArgs) *river.PeriodicJob {
 		return river.NewPeriodicJob(river.PeriodicInterval(every),
-			func() (river.JobArgs, *river.InsertOpts) { return args, nil },
+			func() (river.JobArgs, *river.InsertOpts) { return args, periodicOpts(every) },
 			&river.PeriodicJobOpts{ID: args.Kind(), RunOnStart: true})
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
@@ -140,6 +139,10 @@ func New(pool *pgxpool.Pool, cfg Config) (*Runner, error) {
 		Queues:          map[string]river.QueueConfig{Queue: {MaxWorkers: cfg.MaxWorkers}},
 		Workers:         workers,
 		SoftStopTimeout: cfg.StopTimeout,
+		// A run left 'running' by a replica that died is retried this long
+		// after it started.
+		JobTimeout:           jobTimeout,
+		RescueStuckJobsAfter: jobTimeout + time.Minute,
 		PeriodicJobs: []*river.PeriodicJob{
 			periodic(cfg.TrialExpiryInterval, TrialExpiryArgs{}),
 			periodic(cfg.SweepInterval, HoldSweepArgs{}),
@@ -231,23 +234,23 @@ func (r *Runner) reap(ctx context.Context) (int, error) {
 	return r.store.ReapIdempotencyKeys(ctx, &pgstore.ReapParams{Retention: r.cfg.IdempotencyRetention})
 }
 
-// maintenanceOpts puts a job on the maintenance queue, at most one of a kind
-// waiting or running at a time: a periodic insert while the last run is still
-// queued (a slow or stopped fleet) adds nothing.
+// periodicOpts are the insert options of a periodic run: unique within its
+// period only. Uniqueness across periods would let one run left 'running'
+// by a replica that died block every later run until River rescues it —
+// and the hold sweeper exists for exactly that replica's calls.
+func periodicOpts(every time.Duration) *river.InsertOpts {
+	return &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByPeriod: max(every, time.Second)}}
+}
+
+// maintenanceOpts puts a job on the maintenance queue. The periodic inserts
+// add uniqueness within their period (see New).
 func maintenanceOpts() river.InsertOpts {
-	return river.InsertOpts{
-		Queue:       Queue,
-		MaxAttempts: 5,
-		UniqueOpts: river.UniqueOpts{ByState: []rivertype.JobState{
-			rivertype.JobStateAvailable, rivertype.JobStatePending,
-			rivertype.JobStateRunning, rivertype.JobStateScheduled,
-		}},
-	}
+	return river.InsertOpts{Queue: Queue, MaxAttempts: 5}
 }
 
 // jobTimeout bounds one run of a maintenance job; work done before it is
 // committed, and the next run takes the rest.
-const jobTimeout = 5 * time.Minute
+const jobTimeout = 2 * time.Minute
 
 // TrialExpiryArgs is the trial-expiry job.
 type TrialExpiryArgs struct{}
