@@ -12,18 +12,9 @@ import (
 // concurrent use across processes; a failure to reach the store is returned
 // as an error and callers refuse the request (fail closed).
 type Rails interface {
-	// TakeRate admits one request of the key's per-minute budget (GCRA
-	// with a burst of the whole minute's budget). When the key is over its
-	// rate, it returns ok false and how long until the next request fits.
-	TakeRate(ctx context.Context, keyID string, perMinute int) (ok bool, retryAfter time.Duration, err error)
-	// AcquireSlot leases one of the organisation's limit slots for the
-	// request until now+lease. It returns false when every slot is leased.
-	AcquireSlot(ctx context.Context, orgID, requestID string, limit int, lease time.Duration) (bool, error)
 	// ReleaseSlot frees the request's slot; releasing a free slot does
 	// nothing.
 	ReleaseSlot(ctx context.Context, orgID, requestID string) error
-	// Claim claims an idempotency key for a request (see Claim).
-	Claim(ctx context.Context, p *ClaimParams) (*Claim, error)
 	// ReleaseClaim deletes the request's in-flight claim, so a retry with
 	// the same key runs again (the call failed and billed nothing).
 	ReleaseClaim(ctx context.Context, orgID, key, requestID string) error
@@ -38,15 +29,6 @@ type Rails interface {
 	RenewLeases(ctx context.Context, requestIDs []string, lease time.Duration) error
 }
 
-// ClaimParams are the inputs of Rails.Claim.
-type ClaimParams struct {
-	OrgID       string
-	Key         string // the Idempotency-Key, or one derived from the request
-	RequestHash []byte // SHA-256 of the request; 32 bytes
-	RequestID   string // the request claiming the key
-	Lease       time.Duration
-}
-
 // Idempotency claim states.
 const (
 	ClaimInFlight  = "in_flight" // the claiming call is running
@@ -55,10 +37,10 @@ const (
 	ClaimStopped   = "stopped"   // stopped mid-charge (launch endpoints)
 )
 
-// Claim is the outcome of Rails.Claim. Won is true when the caller now holds
-// the key (a new key, or one whose earlier call ended capped or whose
-// in-flight lease lapsed); otherwise State and RequestID describe the call
-// that holds it.
+// Claim describes an idempotency key's holder. Won is true when the caller
+// holds the key (a new key, or one whose earlier call ended capped or whose
+// in-flight lease lapsed); otherwise State, RequestID and RequestHash are
+// those of the call that holds it (see Admission.Claim).
 type Claim struct {
 	Won         bool
 	State       string

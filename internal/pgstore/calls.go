@@ -33,82 +33,16 @@ func (s *Store) PlaceHold(ctx context.Context, p *core.PlaceHoldParams) (*core.H
 	if ttl <= 0 {
 		ttl = core.DefaultHoldTTL
 	}
-	hold, err := s.placeHold(ctx, p, ttl)
+	// admit_call with only the hold: the spend rules and the reservation
+	// live there, once.
+	a, err := s.Admit(ctx, &core.AdmitParams{OrgID: p.OrgID, RequestID: p.RequestID, Lease: ttl, Hold: *p})
+	if err == nil && a.Refused != nil {
+		err = a.Refused
+	}
 	if err != nil {
 		return nil, fmt.Errorf("placing a %s hold for %s: %w", p.Amount, p.RequestID, err)
 	}
-	return hold, nil
-}
-
-// placeHold reserves the money and writes the hold in one statement, or,
-// when spend rules apply, in a transaction that reads the spend under the
-// balance row's lock first.
-func (s *Store) placeHold(ctx context.Context, p *core.PlaceHoldParams, ttl time.Duration) (*core.Hold, error) {
-	reserve := func(ctx context.Context, db interface {
-		QueryRow(context.Context, string, ...any) pgx.Row
-	}) (*core.Hold, error) {
-		hold, err := scanHold(db.QueryRow(ctx, q("ReserveHold"), core.NewID("hold"), p.OrgID, p.RequestID, int64(p.Amount), ttl.Microseconds()))
-		if !errors.Is(err, core.ErrNotFound) {
-			return hold, err
-		}
-		// Nothing reserved: tell a missing organisation from a short
-		// one, and one with no money source at all from a short one.
-		var toppedUp, trialExpired bool
-		var trialLeft int64
-		if err := db.QueryRow(ctx, q("BillingState"), p.OrgID).Scan(&toppedUp, &trialExpired, &trialLeft); err != nil {
-			return nil, translate(err)
-		}
-		if !toppedUp && trialExpired && trialLeft == 0 {
-			return nil, core.ErrNoBilling
-		}
-		return nil, core.ErrInsufficientFunds
-	}
-	if p.MonthlyQuota == nil && p.ActivationAllowance <= 0 {
-		return reserve(ctx, s.pool)
-	}
-	var hold *core.Hold
-	err := s.InTx(ctx, func(tx pgx.Tx) error {
-		if err := checkSpendRules(ctx, tx, p); err != nil {
-			return err
-		}
-		var err error
-		hold, err = reserve(ctx, tx)
-		return err
-	})
-	return hold, err
-}
-
-// checkSpendRules refuses a hold that would pass the organisation's monthly
-// quota or, for an unverified organisation, its activation allowance. It
-// takes the balance row's lock first, so the spend it reads includes every
-// hold placed before and no other hold can be placed until this one is.
-func checkSpendRules(ctx context.Context, tx pgx.Tx, p *core.PlaceHoldParams) error {
-	var balance, held int64
-	var toppedUp, trialExpired bool
-	if err := tx.QueryRow(ctx, q("LockBalance"), p.OrgID).Scan(&balance, &held, &toppedUp, &trialExpired); err != nil {
-		return translate(err)
-	}
-	if p.MonthlyQuota != nil {
-		now := time.Now().UTC()
-		month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-		var spent int64
-		if err := tx.QueryRow(ctx, q("SpendSince"), p.OrgID, month).Scan(&spent); err != nil {
-			return translate(err)
-		}
-		if core.Micros(spent)+p.Amount > *p.MonthlyQuota {
-			return fmt.Errorf("%w: spent $%s of $%s this month", core.ErrQuotaExceeded, core.Micros(spent), *p.MonthlyQuota)
-		}
-	}
-	if p.ActivationAllowance > 0 {
-		var spent int64
-		if err := tx.QueryRow(ctx, q("SpendSince"), p.OrgID, time.Time{}).Scan(&spent); err != nil {
-			return translate(err)
-		}
-		if core.Micros(spent)+p.Amount > p.ActivationAllowance {
-			return fmt.Errorf("%w: spent $%s of a $%s activation allowance", core.ErrVerificationRequired, core.Micros(spent), p.ActivationAllowance)
-		}
-	}
-	return nil
+	return a.Hold, nil
 }
 
 // closedHoldError explains why a hold of the organisation could not be

@@ -80,19 +80,6 @@ RETURNING id, org_id, name, test, scopes, modes, rpm, concurrency, max_input_tok
 SELECT id, org_id, name, test, scopes, modes, rpm, concurrency, max_input_tokens, ceiling_micros, hint, expires_at, revoked_at, created_at
   FROM api_keys WHERE org_id = $1 ORDER BY created_at, id;
 
--- name: ReserveHold
--- The reservation and the hold in one statement: no row means the amount
--- does not fit (or there is no such organisation). $5 is the time to live
--- in microseconds.
-WITH r AS (
-    UPDATE balances SET held_micros = held_micros + $4, updated_at = now()
-     WHERE org_id = $2 AND balance_micros - held_micros >= $4
-    RETURNING org_id
-)
-INSERT INTO holds (id, org_id, request_id, amount_micros, expires_at)
-SELECT $1, r.org_id, $3, $4, now() + $5 * interval '1 microsecond' FROM r
-RETURNING id, org_id, request_id, amount_micros, state, created_at, expires_at, settled_at;
-
 -- name: GetHold
 SELECT id, org_id, request_id, amount_micros, state, created_at, expires_at, settled_at
   FROM holds WHERE id = $1 AND org_id = $2;
@@ -144,21 +131,6 @@ SELECT c.kind, c.role, c.model_used, coalesce(c.original_model, ''), c.fallback_
   FROM receipt_calls c JOIN receipts r ON r.request_id = c.request_id
  WHERE c.request_id = $1 AND r.org_id = $2
  ORDER BY c.kind, c.ordinal;
-
--- name: LockBalance
--- Takes the balance row's lock for the rest of the transaction: every hold
--- and settlement of the organisation takes it, so what is read after it is
--- every hold placed or settled before.
-SELECT balance_micros, held_micros, topped_up, trial_expired_at IS NOT NULL
-  FROM balances WHERE org_id = $1 FOR UPDATE;
-
--- name: SpendSince
--- What the organisation has spent since $2: settled bills and live holds.
-SELECT coalesce(sum(CASE state WHEN 'settled' THEN billed_micros WHEN 'held' THEN amount_micros ELSE 0 END), 0)::bigint
-  FROM holds WHERE org_id = $1 AND created_at >= $2;
-
--- name: BillingState
-SELECT topped_up, trial_expired_at IS NOT NULL, trial_remaining_micros FROM balances WHERE org_id = $1;
 
 -- name: FreeSlot
 DELETE FROM concurrency_slots WHERE org_id = $1 AND request_id = $2;

@@ -14,51 +14,12 @@ var _ core.Rails = (*Store)(nil)
 // whole budget at once, then one request per emission interval.
 const rateWindow = time.Minute
 
-// TakeRate implements core.Rails: admit_call with only the rate.
-func (s *Store) TakeRate(ctx context.Context, keyID string, perMinute int) (bool, time.Duration, error) {
-	if perMinute <= 0 {
-		return false, 0, fmt.Errorf("rate limit for key %s: %d per minute is not positive", keyID, perMinute)
-	}
-	a, err := s.Admit(ctx, &core.AdmitParams{KeyID: keyID, PerMinute: perMinute})
-	if err != nil {
-		return false, 0, err
-	}
-	return a.Refused == nil, a.RetryAfter, nil
-}
-
-// AcquireSlot implements core.Rails: admit_call with only the slot.
-func (s *Store) AcquireSlot(ctx context.Context, orgID, requestID string, limit int, lease time.Duration) (bool, error) {
-	if limit <= 0 {
-		return false, fmt.Errorf("concurrency slot for %s: limit %d is not positive", orgID, limit)
-	}
-	a, err := s.Admit(ctx, &core.AdmitParams{OrgID: orgID, RequestID: requestID, SlotLimit: limit, Lease: lease})
-	if err != nil {
-		return false, err
-	}
-	return a.Refused == nil, nil
-}
-
 // ReleaseSlot implements core.Rails.
 func (s *Store) ReleaseSlot(ctx context.Context, orgID, requestID string) error {
 	if _, err := s.pool.Exec(ctx, q("FreeSlot"), orgID, requestID); err != nil {
 		return fmt.Errorf("releasing the slot of %s: %w", requestID, translate(err))
 	}
 	return nil
-}
-
-// Claim implements core.Rails: admit_call with only the claim.
-func (s *Store) Claim(ctx context.Context, p *core.ClaimParams) (*core.Claim, error) {
-	if len(p.RequestHash) != 32 {
-		return nil, fmt.Errorf("claiming an idempotency key: request hash has %d bytes, want 32", len(p.RequestHash))
-	}
-	a, err := s.Admit(ctx, &core.AdmitParams{OrgID: p.OrgID, RequestID: p.RequestID, Lease: p.Lease, IdempotencyKey: p.Key, RequestHash: p.RequestHash})
-	if err != nil {
-		return nil, err
-	}
-	if a.Refused == nil {
-		return &core.Claim{Won: true, State: core.ClaimInFlight, RequestID: p.RequestID, RequestHash: p.RequestHash}, nil
-	}
-	return a.Claim, nil
 }
 
 // ReleaseClaim implements core.Rails.

@@ -17,6 +17,35 @@ import (
 	"github.com/conclavehq/conclave/internal/pgtest"
 )
 
+// takeRate, acquireSlot and claimKey run admit_call with one rail each.
+func takeRate(ctx context.Context, s *pgstore.Store, keyID string, perMinute int) (bool, time.Duration, error) {
+	a, err := s.Admit(ctx, &core.AdmitParams{KeyID: keyID, PerMinute: perMinute})
+	if err != nil {
+		return false, 0, err
+	}
+	return a.Refused == nil, a.RetryAfter, nil
+}
+
+func acquireSlot(ctx context.Context, s *pgstore.Store, orgID, requestID string, limit int, lease time.Duration) (bool, error) {
+	a, err := s.Admit(ctx, &core.AdmitParams{OrgID: orgID, RequestID: requestID, SlotLimit: limit, Lease: lease})
+	if err != nil {
+		return false, err
+	}
+	return a.Refused == nil, nil
+}
+
+// claimKey reports the claim's holder: the caller itself when it won.
+func claimKey(ctx context.Context, s *pgstore.Store, p core.AdmitParams) (*core.Claim, error) {
+	a, err := s.Admit(ctx, &p)
+	if err != nil {
+		return nil, err
+	}
+	if a.Refused == nil {
+		return &core.Claim{Won: true, State: core.ClaimInFlight, RequestID: p.RequestID, RequestHash: p.RequestHash}, nil
+	}
+	return a.Claim, nil
+}
+
 func newRailsStore(t *testing.T) (*pgstore.Store, *pgxpool.Pool, *core.Org) {
 	t.Helper()
 	pool := pgtest.NewPool(t)
@@ -33,16 +62,16 @@ func TestTakeRateAdmitsExactlyTheBudget(t *testing.T) {
 	ctx := context.Background()
 	s, _, _ := newRailsStore(t)
 	for i := range 6 {
-		ok, _, err := s.TakeRate(ctx, "key_a", 6)
+		ok, _, err := takeRate(ctx, s, "key_a", 6)
 		require.NoError(t, err)
 		require.True(t, ok, "request %d of a budget of 6", i+1)
 	}
-	ok, wait, err := s.TakeRate(ctx, "key_a", 6)
+	ok, wait, err := takeRate(ctx, s, "key_a", 6)
 	require.NoError(t, err)
 	require.False(t, ok, "the 7th request of a budget of 6 within the minute")
 	require.Greater(t, wait, time.Duration(0))
 	require.LessOrEqual(t, wait, 10*time.Second, "one emission interval at 6 per minute")
-	ok, _, err = s.TakeRate(ctx, "key_b", 6)
+	ok, _, err = takeRate(ctx, s, "key_b", 6)
 	require.NoError(t, err)
 	require.True(t, ok, "another key has its own budget")
 }
@@ -57,7 +86,7 @@ func TestTakeRateIsExactUnderConcurrency(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 40 {
 		wg.Go(func() {
-			ok, _, err := s.TakeRate(ctx, "key_c", 25)
+			ok, _, err := takeRate(ctx, s, "key_c", 25)
 			if err == nil && ok {
 				admitted.Add(1)
 			}
@@ -77,7 +106,7 @@ func TestConcurrencySlots(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Go(func() {
-			ok, err := s.AcquireSlot(ctx, org.ID, fmt.Sprintf("req_%d", i), 5, time.Minute)
+			ok, err := acquireSlot(ctx, s, org.ID, fmt.Sprintf("req_%d", i), 5, time.Minute)
 			if err == nil && ok {
 				won.Add(1)
 			}
@@ -85,7 +114,7 @@ func TestConcurrencySlots(t *testing.T) {
 	}
 	wg.Wait()
 	require.EqualValues(t, 5, won.Load(), "exactly the limit of 5 slots is leased")
-	ok, err := s.AcquireSlot(ctx, org.ID, "req_more", 5, time.Minute)
+	ok, err := acquireSlot(ctx, s, org.ID, "req_more", 5, time.Minute)
 	require.NoError(t, err)
 	require.False(t, ok)
 
@@ -93,14 +122,14 @@ func TestConcurrencySlots(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, "SELECT request_id FROM concurrency_slots WHERE org_id = $1 LIMIT 1", org.ID).Scan(&holder))
 	require.NoError(t, s.ReleaseSlot(ctx, org.ID, holder))
 	require.NoError(t, s.ReleaseSlot(ctx, org.ID, holder), "releasing twice is harmless")
-	ok, err = s.AcquireSlot(ctx, org.ID, "req_next", 5, time.Minute)
+	ok, err = acquireSlot(ctx, s, org.ID, "req_next", 5, time.Minute)
 	require.NoError(t, err)
 	require.True(t, ok, "a released slot is free")
 
 	// A lapsed lease: the call's process died and stopped renewing.
 	_, err = pool.Exec(ctx, "UPDATE concurrency_slots SET lease_until = now() - interval '1 second' WHERE org_id = $1 AND request_id = 'req_next'", org.ID)
 	require.NoError(t, err)
-	ok, err = s.AcquireSlot(ctx, org.ID, "req_after_crash", 5, time.Minute)
+	ok, err = acquireSlot(ctx, s, org.ID, "req_after_crash", 5, time.Minute)
 	require.NoError(t, err)
 	require.True(t, ok, "a lapsed lease frees its slot")
 	var n int
@@ -122,7 +151,7 @@ func TestIdempotencyClaims(t *testing.T) {
 	s, pool, org := newRailsStore(t)
 	claim := func(key, requestID string) *core.Claim {
 		t.Helper()
-		c, err := s.Claim(ctx, &core.ClaimParams{OrgID: org.ID, Key: key, RequestHash: hashOf(requestID), RequestID: requestID, Lease: time.Minute})
+		c, err := claimKey(ctx, s, core.AdmitParams{OrgID: org.ID, IdempotencyKey: key, RequestHash: hashOf(requestID), RequestID: requestID, Lease: time.Minute})
 		require.NoError(t, err)
 		return c
 	}
@@ -164,7 +193,7 @@ func TestIdempotencyClaims(t *testing.T) {
 	// Organisations do not share keys.
 	other, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Other"})
 	require.NoError(t, err)
-	oc, err := s.Claim(ctx, &core.ClaimParams{OrgID: other.ID, Key: "k1", RequestHash: hashOf("x"), RequestID: "req_9", Lease: time.Minute})
+	oc, err := claimKey(ctx, s, core.AdmitParams{OrgID: other.ID, IdempotencyKey: "k1", RequestHash: hashOf("x"), RequestID: "req_9", Lease: time.Minute})
 	require.NoError(t, err)
 	require.True(t, oc.Won)
 }
@@ -178,7 +207,7 @@ func TestIdempotencyClaimIsAtomic(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 30 {
 		wg.Go(func() {
-			c, err := s.Claim(ctx, &core.ClaimParams{OrgID: org.ID, Key: "same", RequestHash: hashOf("b"), RequestID: fmt.Sprintf("req_%d", i), Lease: time.Minute})
+			c, err := claimKey(ctx, s, core.AdmitParams{OrgID: org.ID, IdempotencyKey: "same", RequestHash: hashOf("b"), RequestID: fmt.Sprintf("req_%d", i), Lease: time.Minute})
 			if err == nil && c.Won {
 				won.Add(1)
 			}
@@ -195,10 +224,10 @@ func TestRenewLeases(t *testing.T) {
 	ctx := context.Background()
 	s, pool, org := newRailsStore(t)
 	for _, id := range []string{"req_live", "req_dead"} {
-		ok, err := s.AcquireSlot(ctx, org.ID, id, 5, time.Second)
+		ok, err := acquireSlot(ctx, s, org.ID, id, 5, time.Second)
 		require.NoError(t, err)
 		require.True(t, ok)
-		c, err := s.Claim(ctx, &core.ClaimParams{OrgID: org.ID, Key: id, RequestHash: hashOf(id), RequestID: id, Lease: time.Second})
+		c, err := claimKey(ctx, s, core.AdmitParams{OrgID: org.ID, IdempotencyKey: id, RequestHash: hashOf(id), RequestID: id, Lease: time.Second})
 		require.NoError(t, err)
 		require.True(t, c.Won)
 		_, err = s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: id, Amount: 1_000, TTL: time.Second})
@@ -296,14 +325,14 @@ func TestSettleRefusesALostClaim(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, pool, org := newRailsStore(t)
-	c, err := s.Claim(ctx, &core.ClaimParams{OrgID: org.ID, Key: "k", RequestHash: hashOf("a"), RequestID: "req_slow", Lease: time.Minute})
+	c, err := claimKey(ctx, s, core.AdmitParams{OrgID: org.ID, IdempotencyKey: "k", RequestHash: hashOf("a"), RequestID: "req_slow", Lease: time.Minute})
 	require.NoError(t, err)
 	require.True(t, c.Won)
 	hold, err := s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: "req_slow", Amount: 1_000})
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, "UPDATE idempotency_keys SET locked_until = now() - interval '1 second'")
 	require.NoError(t, err)
-	c, err = s.Claim(ctx, &core.ClaimParams{OrgID: org.ID, Key: "k", RequestHash: hashOf("b"), RequestID: "req_repeat", Lease: time.Minute})
+	c, err = claimKey(ctx, s, core.AdmitParams{OrgID: org.ID, IdempotencyKey: "k", RequestHash: hashOf("b"), RequestID: "req_repeat", Lease: time.Minute})
 	require.NoError(t, err)
 	require.True(t, c.Won)
 	_, err = s.SettleCall(ctx, &core.SettleCallParams{HoldID: hold.ID, OrgID: org.ID, Billed: 700, IdempotencyKey: "k", ClaimState: core.ClaimSucceeded})
@@ -324,7 +353,7 @@ func TestConcurrencySlotsWithALargeLimit(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 50 {
 		wg.Go(func() {
-			ok, err := s.AcquireSlot(ctx, org.ID, fmt.Sprintf("req_%d", i), 1_000_000, time.Minute)
+			ok, err := acquireSlot(ctx, s, org.ID, fmt.Sprintf("req_%d", i), 1_000_000, time.Minute)
 			if err == nil && ok {
 				won.Add(1)
 			}
@@ -338,7 +367,7 @@ func TestConcurrencySlotsWithALargeLimit(t *testing.T) {
 	won.Store(0)
 	for i := range 130 {
 		wg.Go(func() {
-			ok, err := s.AcquireSlot(ctx, org.ID, fmt.Sprintf("req_b%d", i), 100, time.Minute)
+			ok, err := acquireSlot(ctx, s, org.ID, fmt.Sprintf("req_b%d", i), 100, time.Minute)
 			if err == nil && ok {
 				won.Add(1)
 			}
