@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -9,9 +8,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/conclavehq/conclave/internal/logtest"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
@@ -26,30 +26,12 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// syncBuffer is a log sink safe for the server's concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type testBundle struct {
 	srv   *httptest.Server
 	store *pgstore.Store
 	org   *core.Org
 	key   string // a live key with every scope
-	logs  *syncBuffer
+	logs  *logtest.Buffer
 }
 
 type setupOpts struct {
@@ -79,7 +61,7 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 	authz, err := policy.New(ctx, policy.Config{})
 	require.NoError(t, err)
 
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	ready := o.ready
 	if ready == nil {
 		ready = store.Ready

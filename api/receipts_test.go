@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conclavehq/conclave/internal/logtest"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclavehq/conclave/api"
@@ -450,7 +452,7 @@ func TestEstimateAnswersWhenItsOutcomeCannotBeRecorded(t *testing.T) {
 	authz, err := policy.New(ctx, policy.Config{})
 	require.NoError(t, err)
 	store := pgstore.New(pgtest.NewPool(t))
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	h, err := api.New(api.Config{}, api.Deps{Store: store, Authz: authz, Catalog: catalog, Ready: store.Ready,
 		Outcomes: failingOutcomes{store}, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	require.NoError(t, err)

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/conclavehq/conclave/internal/logtest"
 
 	"github.com/stretchr/testify/require"
 
@@ -52,7 +53,8 @@ func TestDisconnectStopsTheWait(t *testing.T) {
 //
 // 2,000 calls here keep it quick and robust on a loaded CI machine (two
 // HTTP/2 connections' worth at the server's 1,000 streams each);
-// BenchmarkChatInFlight in package api holds 60,000 simulated calls at once.
+// BenchmarkChatInFlight (cmd/conclave) holds 30,000 at once in a separate
+// `conclave sim` process.
 func TestManyHangingCalls(t *testing.T) {
 	n := 2_000
 	if testing.Short() || raceEnabled {
@@ -146,7 +148,7 @@ func TestCloseEndsHangingCallsAndIsSafeTwice(t *testing.T) {
 
 func TestLogsNeverHoldPrompts(t *testing.T) {
 	t.Parallel()
-	var buf safeBuffer
+	var buf logtest.Buffer
 	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	b := setup(t, Config{TimeScale: 0.01, Logger: logger})
 	awsSecret := b.awsCredentials(t).SecretAccessKey
@@ -238,22 +240,4 @@ func TestListenAndServe(t *testing.T) {
 	require.NoError(t, <-done)
 }
 
-// safeBuffer is a bytes.Buffer for concurrent log writes.
-type safeBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *safeBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *safeBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-var _ io.Writer = (*safeBuffer)(nil)
+var _ io.Writer = (*logtest.Buffer)(nil)

@@ -20,7 +20,17 @@ import (
 	"github.com/conclavehq/conclave/plugins/plugintest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m, plugintest.Cleanup) }
+func TestMain(m *testing.M) {
+	if args := os.Getenv("CONCLAVE_BENCH_GATEWAY_ARGS"); args != "" {
+		// This binary is the gateway of a profiled in-flight benchmark.
+		if err := profiledGateway(args, os.Getenv("CONCLAVE_BENCH_PPROF_DIR")); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	pgtest.Main(m, plugintest.Cleanup)
+}
 
 // adminBundle runs subcommands in-process against a fresh database, named in
 // a configuration file so that tests can run in parallel.

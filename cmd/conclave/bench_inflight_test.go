@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -93,10 +94,10 @@ const inFlightMemoryLimitMiB = 900
 // at the goroutine peak there.
 //
 // It fails only on wrong results: any error fails the benchmark after the
-// figures are reported. It needs a Linux /proc; elsewhere it is skipped.
+// figures are reported. It needs a Linux /proc and fails without one.
 func BenchmarkChatInFlight(b *testing.B) {
 	if _, err := os.Stat("/proc/self/status"); err != nil {
-		b.Skip("needs /proc: ", err)
+		b.Fatal("the in-flight benchmark reads the gateway's memory from /proc: ", err)
 	}
 	simURL := startSim(b)
 	dbURL := pgtest.NewDatabase(b)
@@ -514,7 +515,7 @@ func procStatusKiB(b *testing.B, pid int, field string) int64 {
 }
 
 // startProfiledGateway is startServe with this test binary as the gateway
-// (TestInFlightGateway), serving net/http/pprof on a side port whose
+// (profiledGateway, through TestMain), serving net/http/pprof on a side port whose
 // address it writes to pprofDir/addr. The benchmark then saves heap and
 // goroutine profiles of the gateway at its goroutine peak into pprofDir.
 // Only for looking into where the memory goes: set CONCLAVE_BENCH_PPROF_DIR.
@@ -523,7 +524,7 @@ func startProfiledGateway(b *testing.B, dir, pprofDir string, env []string, args
 	if err := os.MkdirAll(pprofDir, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestInFlightGateway$")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), append(env,
 		"CONCLAVE_BENCH_GATEWAY_ARGS="+strings.Join(append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), "\n"))...)
@@ -596,20 +597,20 @@ func saveProfiles(n int) {
 	}
 }
 
-// TestInFlightGateway is not a test: startProfiledGateway runs this binary
-// as the gateway, with pprof on a side port.
-func TestInFlightGateway(t *testing.T) {
-	args := os.Getenv("CONCLAVE_BENCH_GATEWAY_ARGS")
-	dir := os.Getenv("CONCLAVE_BENCH_PPROF_DIR")
-	if args == "" || dir == "" {
-		t.Skip("the gateway of a profiled BenchmarkChatInFlight")
+// profiledGateway runs this test binary as the gateway of a profiled
+// BenchmarkChatInFlight (see startProfiledGateway), with pprof on a side
+// port; TestMain calls it instead of the tests when
+// CONCLAVE_BENCH_GATEWAY_ARGS is set.
+func profiledGateway(args, dir string) error {
+	if dir == "" {
+		return errors.New("a profiled gateway needs CONCLAVE_BENCH_PPROF_DIR")
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "addr"), []byte(ln.Addr().String()), 0o600); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	// net/http/pprof's handlers, and the stacks in use after n collections
 	// (a collection shrinks the stacks of goroutines that use a quarter of
@@ -629,7 +630,5 @@ func TestInFlightGateway(t *testing.T) {
 	go func() { _ = http.Serve(ln, nil) }()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, strings.Split(args, "\n"), os.Stdout, os.Stderr); err != nil {
-		t.Fatal(err)
-	}
+	return run(ctx, strings.Split(args, "\n"), os.Stdout, os.Stderr)
 }

@@ -1,7 +1,6 @@
 package egress_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -13,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/conclavehq/conclave/internal/logtest"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -219,27 +220,9 @@ func (c *countingCreds) Credential(ctx context.Context, req *core.CredentialRequ
 	return c.Credentials.Credential(ctx, req)
 }
 
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type testBundle struct {
 	eg   *egress.Egress
-	logs *syncBuffer
+	logs *logtest.Buffer
 	reg  *prometheus.Registry
 }
 
@@ -247,7 +230,7 @@ type testBundle struct {
 // registers metrics in a fresh registry. Back-off defaults to milliseconds.
 func setup(t testing.TB, cfg egress.Config, credentials core.Credentials, engines ...*core.Engine) *testBundle {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	cfg.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	reg := prometheus.NewRegistry()
 	cfg.Registerer = reg

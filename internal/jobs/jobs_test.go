@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/conclavehq/conclave/internal/logtest"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -23,13 +24,13 @@ type testBundle struct {
 	ctx   context.Context
 	pool  *pgxpool.Pool
 	store *pgstore.Store
-	logs  *syncBuffer
+	logs  *logtest.Buffer
 }
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
 	pool := pgtest.NewPool(t)
-	return &testBundle{ctx: t.Context(), pool: pool, store: pgstore.New(pool), logs: &syncBuffer{}}
+	return &testBundle{ctx: t.Context(), pool: pool, store: pgstore.New(pool), logs: &logtest.Buffer{}}
 }
 
 // runner starts a Runner whose jobs run every second, and stops it when the
@@ -236,24 +237,6 @@ func TestRunnerStopsCleanly(t *testing.T) {
 	require.NoError(t, r.Stop(ctx), "Stop is safe twice")
 	pool.Close()
 	goleak.VerifyNone(t, ignore)
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // A hold-sweep run left 'running' by a replica that died (killed in the

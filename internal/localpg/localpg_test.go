@@ -1,7 +1,6 @@
 package localpg
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/conclavehq/conclave/internal/logtest"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -152,7 +153,7 @@ func TestInitCache(t *testing.T) {
 	require.NoFileExists(t, filepath.Join(cache, "postmaster.pid"), "the cache holds a never-started cluster")
 	require.NoError(t, c1.Stop())
 
-	var logs syncBuffer
+	var logs logtest.Buffer
 	c2, err := Start(ctx, Config{Dir: filepath.Join(root, "b"), Fast: true, InitCache: cache, Database: "other",
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	require.NoError(t, err)
@@ -196,17 +197,29 @@ func TestSocketPathTooLong(t *testing.T) {
 	require.NoDirExists(t, dir)
 }
 
+// A server that runs as another OS user (postgres, when Conclave runs as
+// root) must be able to traverse every parent of its directory: the check
+// refuses a closed one, by name. As root, Start itself refuses too.
 func TestRootNeedsTraversableParent(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("only meaningful as root")
-	}
 	t.Parallel()
 	closed, err := os.MkdirTemp("", "lpgt")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(closed) })
 	require.NoError(t, os.Chmod(closed, 0o700))
-	_, err = Start(testCtx(t), Config{Dir: filepath.Join(closed, "pg")})
-	require.ErrorContains(t, err, "cannot traverse "+closed)
+	dir := filepath.Join(closed, "pg")
+
+	other := runAs{switchUser: true, uid: uint32(os.Geteuid()) + 12345, gid: uint32(os.Getegid()) + 12345}
+	// Start checks the data directory's parent, which must exist.
+	require.ErrorContains(t, other.checkTraversable(closed), "cannot traverse "+closed)
+	require.NoError(t, os.Chmod(closed, 0o711))
+	require.NoError(t, other.checkTraversable(closed), "o+x is enough to traverse")
+	require.NoError(t, os.Chmod(closed, 0o700))
+	require.NoError(t, runAs{}.checkTraversable(closed), "a server that runs as this user needs nothing more")
+
+	if os.Geteuid() == 0 {
+		_, err = Start(testCtx(t), Config{Dir: dir})
+		require.ErrorContains(t, err, "cannot traverse "+closed)
+	}
 }
 
 func TestNotAClusterDir(t *testing.T) {
@@ -236,23 +249,6 @@ func TestVersionLess(t *testing.T) {
 	require.True(t, versionLess("9.6", "15"))
 	require.True(t, versionLess("15", "16"))
 	require.False(t, versionLess("16", "15"))
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestSweepAbandoned(t *testing.T) {
@@ -330,7 +326,7 @@ func TestStartWhileShuttingDown(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 		_ = conn.Close(context.Background())
 	}()
-	var logs syncBuffer
+	var logs logtest.Buffer
 	c2, err := Start(ctx, Config{Dir: dir, Fast: true, InitCache: cache, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c2.Stop() })

@@ -1,7 +1,6 @@
 package providers_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -9,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/conclavehq/conclave/internal/logtest"
 
 	"github.com/stretchr/testify/require"
 
@@ -21,25 +22,7 @@ import (
 
 func TestMain(m *testing.M) { plugintest.Main(m) }
 
-// syncBuffer collects logs from concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func debugLogger(b *syncBuffer) *slog.Logger {
+func debugLogger(b *logtest.Buffer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
@@ -134,7 +117,7 @@ func TestCredentialIsInjectedAndNeverReachesACarrierOrALog(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	m := plugintest.Builtin(t)
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	cfg, err := config.Builtin()
 	require.NoError(t, err)
 	cfg.Engines = nil

@@ -1,7 +1,6 @@
 package goplugin_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -11,6 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/conclavehq/conclave/internal/logtest"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -116,12 +117,12 @@ func entry(t testing.TB, binaryName, entryName, kind string) *manifest.Entry {
 // testBundle is what most tests need: a Host and what it logged.
 type testBundle struct {
 	host *goplugin.Host
-	logs *syncBuffer
+	logs *logtest.Buffer
 }
 
 func setup(t testing.TB, cfg goplugin.Config) *testBundle {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -140,25 +141,6 @@ func (b *testBundle) loadAdapter(t testing.TB, name string) core.Adapter {
 	a, err := b.host.LoadAdapter(t.Context(), entry(t, "testadapter", name, manifest.KindAdapter))
 	require.NoError(t, err)
 	return a
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use: go-plugin logs from
-// its own goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // probe asks the test adapter for its pid and the number of calls blocked
