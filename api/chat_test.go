@@ -252,6 +252,9 @@ func TestChatValidationAndAdmission(t *testing.T) {
 	long := strings.Repeat("Consider the trade-offs carefully. ", 20)
 	r := cb.do(t, "POST", "/v1/chat/completions", small, chatBody("conclave-standard", long, ""))
 	requireError(t, r, 413, core.CodeContextLengthExceeded, "invalid_request_error")
+	// 24 bytes with its framing, over the limit of 20, but 14 tokens: it
+	// is counted, and within.
+	require.Greater(t, tokens.Bound([]core.Message{{Role: core.RoleUser, Content: "What is 2 + 2?"}}), 20)
 	require.Equal(t, 200, cb.do(t, "POST", "/v1/chat/completions", small, chatBody("conclave-standard", "What is 2 + 2?", "")).status)
 
 	// A key whose own ceiling is above the balance cannot reserve it.

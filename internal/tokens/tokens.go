@@ -75,3 +75,18 @@ func Count(messages []core.Message) int {
 // Load loads the vocabulary now rather than on the first count, so that a
 // server pays the cost at start instead of on its first request.
 func Load() { encoder() }
+
+// Bound is an upper bound of Count(messages), found without tokenizing:
+// every token of the encoding stands for at least one byte, so a text has
+// no more tokens than bytes. A request whose Bound is within a limit is
+// within it by Count too; only a larger one needs counting.
+func Bound(messages []core.Message) int {
+	if len(messages) == 0 {
+		return 0
+	}
+	n := ReplyPriming
+	for _, m := range messages {
+		n += MessageOverhead + len(m.Role) + len(m.Content)
+	}
+	return n
+}

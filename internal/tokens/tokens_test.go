@@ -48,6 +48,23 @@ func TestCount(t *testing.T) {
 	}
 }
 
+func TestBoundIsNeverBelowCount(t *testing.T) {
+	t.Parallel()
+	require.Zero(t, tokens.Bound(nil))
+	texts := []string{"", "a", "hello world", "hello world!你好，世界！", "お誕生日おめでとう", "<|endoftext|>",
+		"\x00\x01\x02 \t\n\n\n   ", strings.Repeat("!", 1000), strings.Repeat("z", 4096), strings.Repeat("🙂", 300),
+		"antidisestablishmentarianism", strings.Repeat("ab ", 2000)}
+	for _, text := range texts {
+		for _, role := range []string{core.RoleSystem, core.RoleUser, core.RoleAssistant} {
+			msgs := []core.Message{{Role: role, Content: text}, {Role: core.RoleUser, Content: text + "?"}}
+			require.GreaterOrEqualf(t, tokens.Bound(msgs), tokens.Count(msgs), "bound of %q as %s", text, role)
+		}
+	}
+	// The bound is the bytes plus the same framing as Count.
+	one := []core.Message{{Role: core.RoleUser, Content: "hello world"}}
+	require.Equal(t, tokens.ReplyPriming+tokens.MessageOverhead+len("user")+len("hello world"), tokens.Bound(one))
+}
+
 func TestConcurrentCountsAgree(t *testing.T) {
 	t.Parallel()
 	texts := make([]string, 16)
