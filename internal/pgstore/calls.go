@@ -196,24 +196,61 @@ func queueReceipt(b *pgx.Batch, r *core.Receipt, orgID, holdID, requestID string
 	case r.CompletedAt != nil && r.LatencyMS != nil:
 		received = r.CompletedAt.Add(-time.Duration(*r.LatencyMS) * time.Millisecond)
 	}
+	var c receiptCallColumns
+	c.add("seat", r.Seats)
+	c.add("staff", r.Staff)
 	b.Queue(q("InsertReceipt"), requestID, orgID, holdID, r.Mode, r.ModeKey, r.ModeConfigHash, r.Status,
 		int64(r.Billed), int64(r.TokenCharge), int64(r.Surcharge), int64(r.PlatformFee), capCredit,
 		r.PromptTokens, r.CompletionTokens, r.Rounds, r.SeatCount, r.Payer, nullString(r.Lane),
 		r.DifficultyScore, nullString(r.TaskType), nullString(r.HallucinationRisk), r.MinorityInsightLikely,
 		bestSeat, seatsUnavailable, staffUnavailable, r.LatencyMS, response, r.CompletedAt, received,
+		c.kind, c.ordinal, c.role, c.modelUsed, c.originalModel, c.fallbackUsed, c.judgeScore, c.isBestSeat,
+		c.roundNumber, c.tokensIn, c.tokensOut, c.latencyMS, c.startedAt, c.endedAt, c.source, c.realCost,
+		c.feeRatePPM, c.fee, c.content,
 	)
-	for _, kind := range []string{"seat", "staff"} {
-		calls := r.Seats
-		if kind == "staff" {
-			calls = r.Staff
-		}
-		for i, c := range calls {
-			b.Queue(q("InsertReceiptCall"), requestID, kind, i, c.Role, c.ModelUsed, nullString(c.OriginalModel),
-				c.FallbackUsed, c.JudgeScore, c.IsBestSeat, c.RoundNumber, c.TokensIn, c.TokensOut, c.LatencyMS,
-				c.StartedAt, c.EndedAt, c.Source, int64(c.RealCost), c.FeeRatePPM, int64(c.Fee), c.Content)
-		}
-	}
 	return nil
+}
+
+// receiptCallColumns is a receipt's calls as one array per column of
+// receipt_calls, for InsertReceipt.
+type receiptCallColumns struct {
+	kind, role, modelUsed, source, content []string
+	originalModel                          []*string
+	ordinal, tokensIn, tokensOut           []int
+	roundNumber                            []*int
+	fallbackUsed, isBestSeat               []*bool
+	judgeScore                             []*float64
+	latencyMS                              []*int64
+	startedAt, endedAt                     []time.Time
+	realCost, feeRatePPM, fee              []int64
+}
+
+func (c *receiptCallColumns) add(kind string, calls []core.ReceiptCall) {
+	for i, rc := range calls {
+		c.kind = append(c.kind, kind)
+		c.ordinal = append(c.ordinal, i)
+		c.role = append(c.role, rc.Role)
+		c.modelUsed = append(c.modelUsed, rc.ModelUsed)
+		var original *string
+		if rc.OriginalModel != "" {
+			original = &rc.OriginalModel
+		}
+		c.originalModel = append(c.originalModel, original)
+		c.fallbackUsed = append(c.fallbackUsed, rc.FallbackUsed)
+		c.judgeScore = append(c.judgeScore, rc.JudgeScore)
+		c.isBestSeat = append(c.isBestSeat, rc.IsBestSeat)
+		c.roundNumber = append(c.roundNumber, rc.RoundNumber)
+		c.tokensIn = append(c.tokensIn, rc.TokensIn)
+		c.tokensOut = append(c.tokensOut, rc.TokensOut)
+		c.latencyMS = append(c.latencyMS, rc.LatencyMS)
+		c.startedAt = append(c.startedAt, rc.StartedAt)
+		c.endedAt = append(c.endedAt, rc.EndedAt)
+		c.source = append(c.source, rc.Source)
+		c.realCost = append(c.realCost, int64(rc.RealCost))
+		c.feeRatePPM = append(c.feeRatePPM, rc.FeeRatePPM)
+		c.fee = append(c.fee, int64(rc.Fee))
+		c.content = append(c.content, rc.Content)
+	}
 }
 
 // GetReceipt implements core.Store.

@@ -376,3 +376,36 @@ func TestConcurrencySlotsWithALargeLimit(t *testing.T) {
 	wg.Wait()
 	require.EqualValues(t, 100, won.Load(), "exactly the limit of 100")
 }
+
+// admit_call commits without waiting for the disk, in its own transaction
+// only: the session's next transaction (a settlement, say) waits again.
+func TestAdmitCommitsAsynchronouslyInItsTransactionOnly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, pool, org := newRailsStore(t)
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	admit := `SELECT outcome FROM admit_call('key_a', 0, 0, $1, $2, 0, 60000000, '', ''::bytea, $3, 1000, NULL, 0, now())`
+	setting := func() string {
+		var v string
+		require.NoError(t, conn.QueryRow(ctx, "SHOW synchronous_commit").Scan(&v))
+		return v
+	}
+	require.Equal(t, "on", setting())
+
+	tx, err := conn.Begin(ctx)
+	require.NoError(t, err)
+	var outcome string
+	require.NoError(t, tx.QueryRow(ctx, admit, org.ID, "req_in_tx", "hold_in_tx").Scan(&outcome))
+	require.Equal(t, "ok", outcome)
+	var inTx string
+	require.NoError(t, tx.QueryRow(ctx, "SHOW synchronous_commit").Scan(&inTx))
+	require.Equal(t, "off", inTx, "the admission's transaction commits asynchronously")
+	require.NoError(t, tx.Rollback(ctx))
+	require.Equal(t, "on", setting(), "the next transaction commits synchronously again")
+
+	require.NoError(t, conn.QueryRow(ctx, admit, org.ID, "req_alone", "hold_alone").Scan(&outcome))
+	require.Equal(t, "ok", outcome)
+	require.Equal(t, "on", setting())
+}
