@@ -144,6 +144,17 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 // directory. Directories of earlier temporary clusters whose process died
 // without Stop are deleted on the way.
 func StartTemp(ctx context.Context, cfg Config) (*Cluster, error) {
+	return startTemp(ctx, cfg, true)
+}
+
+// StartTempDurable is StartTemp with the durability of a deployed cluster
+// (fsync and full-page writes on, as Start without Fast): for benchmarks
+// whose figures must include the cost of making commits durable.
+func StartTempDurable(ctx context.Context, cfg Config) (*Cluster, error) {
+	return startTemp(ctx, cfg, false)
+}
+
+func startTemp(ctx context.Context, cfg Config, fast bool) (*Cluster, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -160,7 +171,7 @@ func StartTemp(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("localpg: %w", err)
 	}
 	cfg.Dir = filepath.Join(root, "pg")
-	cfg.Fast = true
+	cfg.Fast = fast
 	if cfg.Database == "" {
 		cfg.Database = "postgres"
 	}

@@ -180,6 +180,20 @@ func TestStartTempRemovesDir(t *testing.T) {
 	require.NoDirExists(t, filepath.Dir(c.Dir()))
 }
 
+func TestStartTempDurableKeepsDurability(t *testing.T) {
+	t.Parallel()
+	c, err := StartTempDurable(testCtx(t), Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Stop() })
+	var fsync, fpw string
+	conn := connect(t, c.URL())
+	require.NoError(t, conn.QueryRow(testCtx(t), "SELECT current_setting('fsync'), current_setting('full_page_writes')").Scan(&fsync, &fpw))
+	require.Equal(t, "on", fsync)
+	require.Equal(t, "on", fpw)
+	require.NoError(t, c.Stop())
+	require.NoDirExists(t, filepath.Dir(c.Dir()))
+}
+
 func TestNoBinaries(t *testing.T) {
 	t.Parallel()
 	_, err := Start(testCtx(t), Config{Dir: filepath.Join(tempRoot(t), "pg"), BinDir: t.TempDir()})

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
@@ -17,7 +19,13 @@ import (
 // trivial query on the same pool (the floor of a round trip).
 func BenchmarkAdmitSettle(b *testing.B) {
 	ctx := context.Background()
-	s := pgstore.New(pgtest.NewPool(b))
+	// Postgres as deployed: every synchronous commit waits for the disk.
+	pool, err := pgxpool.New(ctx, pgtest.NewDurableDatabase(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	s := pgstore.New(pool)
 	org, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Bench"})
 	if err != nil {
 		b.Fatal(err)

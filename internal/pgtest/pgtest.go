@@ -191,6 +191,36 @@ func NewPool(t testing.TB) *pgxpool.Pool {
 	return pool
 }
 
+// NewDurableDatabase starts a throwaway cluster with a deployed cluster's
+// durability (localpg.StartTempDurable: every synchronous commit waits for
+// the disk), migrates its database and returns the database's connection
+// string. The cluster is stopped and removed when the test ends. For
+// benchmarks whose figures must include what durable commits cost; tests
+// use NewDatabase, on the shared fast cluster.
+func NewDurableDatabase(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cluster, err := localpg.StartTempDurable(ctx, localpg.Config{})
+	if err != nil {
+		t.Fatalf("pgtest: starting a durable cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cluster.Stop(); err != nil {
+			t.Errorf("pgtest: stopping the durable cluster: %v", err)
+		}
+	})
+	pool, err := pgxpool.New(ctx, cluster.URL())
+	if err != nil {
+		t.Fatalf("pgtest: connecting to the durable cluster: %v", err)
+	}
+	defer pool.Close()
+	if err := pgstore.Migrate(ctx, pool); err != nil {
+		t.Fatalf("pgtest: migrating the durable cluster: %v", err)
+	}
+	return cluster.URL()
+}
+
 // TemplateName is the name of the migrated template database for the
 // current migrations: conclave_tmpl_<first 12 hex of the SHA-256 of
 // pgstore.MigrationsDigest and pgstore.RiverMigrationsDigest>, so a change
