@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -194,4 +195,20 @@ func BenchmarkChatCPU(b *testing.B) {
 			b.ReportMetric(float64(calls)/float64(b.N), "engine_calls/op")
 		})
 	}
+}
+
+// benchExpressMode answers every question on the express lane with the
+// heuristic classifier (no classifier engine): a billed call whose only
+// model call is the express seat's.
+const benchExpressMode = "bench-express"
+
+// expressBenchMode is conclave-standard answering everything on the express
+// lane with the heuristic classifier.
+func expressBenchMode(base config.Mode) config.Mode {
+	m := base
+	m.Key, m.ID, m.Ticker, m.Name = benchExpressMode, benchExpressMode, "CNCL:BEXP", "Bench express"
+	m.Staff = maps.Clone(base.Staff)
+	delete(m.Staff, "classifier")
+	m.ExpressThreshold = 1
+	return m
 }

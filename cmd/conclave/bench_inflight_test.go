@@ -247,11 +247,11 @@ modes:
 
 var simURLRe = regexp.MustCompile(`"msg":"simulated provider listening".*"url":"(http://[^"]+)"`)
 
-// startSim runs `conclave sim` on a free port and returns its base URL. It
-// accepts any non-empty key.
-func startSim(b *testing.B) string {
+// startSim runs `conclave sim` on a free port, with any further flags, and
+// returns its base URL. It accepts any non-empty key.
+func startSim(b *testing.B, flags ...string) string {
 	b.Helper()
-	cmd := exec.Command(binary(b), "sim", "--addr", "127.0.0.1:0")
+	cmd := exec.Command(binary(b), append([]string{"sim", "--addr", "127.0.0.1:0"}, flags...)...)
 	errPipe, err := cmd.StderrPipe()
 	if err != nil {
 		b.Fatal(err)
