@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/conclavehq/conclave/adapters/sim"
@@ -47,6 +48,12 @@ type chatBench struct {
 
 func setupChatBench(b *testing.B, simCfg sim.Config) *chatBench {
 	b.Helper()
+	return setupChatBenchOn(b, simCfg, pgtest.NewPool(b))
+}
+
+// setupChatBenchOn is setupChatBench on the database of pool.
+func setupChatBenchOn(b *testing.B, simCfg sim.Config, pool *pgxpool.Pool) *chatBench {
+	b.Helper()
 	ctx := context.Background()
 	cfg, err := config.Builtin()
 	if err != nil {
@@ -73,7 +80,7 @@ func setupChatBench(b *testing.B, simCfg sim.Config) *chatBench {
 	if err != nil {
 		b.Fatal(err)
 	}
-	store := pgstore.New(pgtest.NewPool(b))
+	store := pgstore.New(pool)
 	// The deployment's defaults where they matter to speed: keys cached for
 	// 3 s.
 	h, err := api.New(api.Config{KeyCacheTTL: 3 * time.Second}, api.Deps{

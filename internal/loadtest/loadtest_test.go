@@ -1,0 +1,74 @@
+package loadtest
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestOpenLoopRunsEveryCallOnSchedule(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int64
+	seen := make([]atomic.Bool, 50)
+	r := OpenLoop(100, 500*time.Millisecond, func(i int) error {
+		calls.Add(1)
+		seen[i].Store(true)
+		if i%10 == 3 {
+			return errors.New("refused")
+		}
+		time.Sleep(2 * time.Millisecond)
+		return nil
+	})
+	require.Equal(t, 50, r.N)
+	require.EqualValues(t, 50, calls.Load())
+	for i := range seen {
+		require.True(t, seen[i].Load(), "call %d ran", i)
+	}
+	require.Equal(t, 5, r.Errors)
+	require.EqualError(t, r.FirstErr, "refused")
+	require.Len(t, r.Latencies, 50)
+	require.IsNonDecreasing(t, r.Latencies)
+	// The last call starts 490 ms after the first.
+	require.GreaterOrEqual(t, r.Elapsed, 490*time.Millisecond)
+	require.GreaterOrEqual(t, r.Q(0.99), 2*time.Millisecond, "a successful call's sleep counts")
+	require.Equal(t, r.Latencies[0], r.Q(0))
+	require.Equal(t, r.Latencies[49], r.Q(1))
+	require.Zero(t, Result{}.Q(0.5))
+}
+
+// Each call runs on its own goroutine: a slow call delays none after it,
+// and its own latency counts from its schedule.
+func TestOpenLoopSlowCallsDoNotDelayLaterOnes(t *testing.T) {
+	t.Parallel()
+	r := OpenLoop(50, 200*time.Millisecond, func(i int) error {
+		if i == 0 {
+			time.Sleep(300 * time.Millisecond)
+		}
+		return nil
+	})
+	require.Equal(t, 10, r.N)
+	require.GreaterOrEqual(t, r.Q(1), 300*time.Millisecond)
+	require.Less(t, r.Q(0.5), 100*time.Millisecond, "the others did not wait for the first")
+}
+
+func TestSendOK(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/bad" {
+			http.Error(w, "no such thing", http.StatusTeapot)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	}))
+	t.Cleanup(srv.Close)
+	req, _ := http.NewRequest("GET", srv.URL+"/good", nil)
+	require.NoError(t, SendOK(srv.Client(), req))
+	req, _ = http.NewRequest("GET", srv.URL+"/bad", nil)
+	require.EqualError(t, SendOK(srv.Client(), req), "status 418: no such thing\n")
+	require.Equal(t, 1.5, MS(1500*time.Microsecond))
+}
