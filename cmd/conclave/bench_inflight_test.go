@@ -209,14 +209,7 @@ limits:
   concurrency: 100000
 egress:
   h2c: true
-engines:
-  - {id: sim/swift,          family: sim-openai,    max_tier: experience, adapter: openai,    endpoint: %[1]s/openai/v1, credential: CONCLAVE_BENCH_SIM_KEY, input_usd_per_mtok: 0.15,  output_usd_per_mtok: 0.60}
-  - {id: sim/atlas,          family: sim-openai,    max_tier: plus,       adapter: openai,    endpoint: %[1]s/openai/v1, credential: CONCLAVE_BENCH_SIM_KEY, input_usd_per_mtok: 2.50,  output_usd_per_mtok: 10.00}
-  - {id: sim/atlas-frontier, family: sim-openai,    max_tier: pro,        adapter: openai,    endpoint: %[1]s/openai/v1, credential: CONCLAVE_BENCH_SIM_KEY, input_usd_per_mtok: 10.00, output_usd_per_mtok: 40.00}
-  - {id: sim/sonnet,         family: sim-anthropic, max_tier: plus,       adapter: anthropic, endpoint: %[1]s/anthropic, credential: CONCLAVE_BENCH_SIM_KEY, input_usd_per_mtok: 3.00,  output_usd_per_mtok: 15.00}
-  - {id: sim/opus,           family: sim-anthropic, max_tier: pro,        adapter: anthropic, endpoint: %[1]s/anthropic, credential: CONCLAVE_BENCH_SIM_KEY, input_usd_per_mtok: 15.00, output_usd_per_mtok: 75.00}
-  - {id: sim/gemini-flash,   family: sim-google,    max_tier: plus,       adapter: gemini,    endpoint: %[1]s/gemini,    credential: CONCLAVE_BENCH_SIM_KEY, input_usd_per_mtok: 0.30,  output_usd_per_mtok: 2.50}
-modes:
+%[4]smodes:
   - key: bench-in-flight
     id: %[2]s
     ticker: CNCL:BINF
@@ -242,7 +235,31 @@ modes:
     cost_ceiling_usd: 1.50
     pricing:
       surcharge_usd: 0.15
-`, simURL, inFlightMode, memoryLimitMiB)
+`, simURL, inFlightMode, memoryLimitMiB,
+		simEngines(simURL, "sim/swift", "sim/atlas", "sim/atlas-frontier", "sim/sonnet", "sim/opus", "sim/gemini-flash"))
+}
+
+// simEngineSpecs is the built-in simulated engines' settings, pointed at
+// an external simulator (%s: its base URL) with the key in
+// CONCLAVE_BENCH_SIM_KEY.
+var simEngineSpecs = map[string]string{
+	"sim/swift":          "family: sim-openai,    max_tier: experience, adapter: openai,    endpoint: %s/openai/v1, credential: CONCLAVE_BENCH_SIM_KEY, input_usd_per_mtok: 0.15,  output_usd_per_mtok: 0.60",
+	"sim/atlas":          "family: sim-openai,    max_tier: plus,       adapter: openai,    endpoint: %s/openai/v1, credential: CONCLAVE_BENCH_SIM_KEY, input_usd_per_mtok: 2.50,  output_usd_per_mtok: 10.00",
+	"sim/atlas-frontier": "family: sim-openai,    max_tier: pro,        adapter: openai,    endpoint: %s/openai/v1, credential: CONCLAVE_BENCH_SIM_KEY, input_usd_per_mtok: 10.00, output_usd_per_mtok: 40.00",
+	"sim/sonnet":         "family: sim-anthropic, max_tier: plus,       adapter: anthropic, endpoint: %s/anthropic, credential: CONCLAVE_BENCH_SIM_KEY, input_usd_per_mtok: 3.00,  output_usd_per_mtok: 15.00",
+	"sim/opus":           "family: sim-anthropic, max_tier: pro,        adapter: anthropic, endpoint: %s/anthropic, credential: CONCLAVE_BENCH_SIM_KEY, input_usd_per_mtok: 15.00, output_usd_per_mtok: 75.00",
+	"sim/gemini-flash":   "family: sim-google,    max_tier: plus,       adapter: gemini,    endpoint: %s/gemini,    credential: CONCLAVE_BENCH_SIM_KEY, input_usd_per_mtok: 0.30,  output_usd_per_mtok: 2.50",
+}
+
+// simEngines is the engines section of a conclave.yaml naming the engines
+// ids of simEngineSpecs, reached at the simulator at simURL.
+func simEngines(simURL string, ids ...string) string {
+	var sb strings.Builder
+	sb.WriteString("engines:\n")
+	for _, id := range ids {
+		fmt.Fprintf(&sb, "  - {id: %s, %s}\n", id, fmt.Sprintf(simEngineSpecs[id], simURL))
+	}
+	return sb.String()
 }
 
 var simURLRe = regexp.MustCompile(`"msg":"simulated provider listening".*"url":"(http://[^"]+)"`)

@@ -106,15 +106,9 @@ func BenchmarkServeOverhead(b *testing.B) {
 // overheadConfig is the gateway's conclave.yaml: the built-in settings, the
 // engines the mode uses pointed at the simulator at simURL, and the mode.
 func overheadConfig(simURL string) string {
-	return fmt.Sprintf(`log: {level: warn}
-engines:
-  - {id: sim/swift,        family: sim-openai,    max_tier: experience, adapter: openai,    endpoint: %[1]s/openai/v1, credential: CONCLAVE_BENCH_SIM_KEY, input_usd_per_mtok: 0.15, output_usd_per_mtok: 0.60}
-  - {id: sim/atlas,        family: sim-openai,    max_tier: plus,       adapter: openai,    endpoint: %[1]s/openai/v1, credential: CONCLAVE_BENCH_SIM_KEY, input_usd_per_mtok: 2.50, output_usd_per_mtok: 10.00}
-  - {id: sim/sonnet,       family: sim-anthropic, max_tier: plus,       adapter: anthropic, endpoint: %[1]s/anthropic, credential: CONCLAVE_BENCH_SIM_KEY, input_usd_per_mtok: 3.00, output_usd_per_mtok: 15.00}
-  - {id: sim/gemini-flash, family: sim-google,    max_tier: plus,       adapter: gemini,    endpoint: %[1]s/gemini,    credential: CONCLAVE_BENCH_SIM_KEY, input_usd_per_mtok: 0.30, output_usd_per_mtok: 2.50}
-modes:
-  - key: %[2]s
-    id: %[2]s
+	return fmt.Sprintf(`%[2]smodes:
+  - key: %[1]s
+    id: %[1]s
     ticker: CNCL:BEXP
     name: Bench express
     description: conclave-standard on the express lane for every question, for the overhead benchmark.
@@ -138,7 +132,7 @@ modes:
     pricing:
       surcharge_by_depth: {light: 0.05, medium: 0.10, deep: 0.15}
       surcharge_usd: 0.15
-`, simURL, overheadMode)
+`, overheadMode, simEngines(simURL, "sim/atlas", "sim/sonnet", "sim/gemini-flash"))
 }
 
 // overheadRates is the rates of CONCLAVE_BENCH_OVERHEAD_RATES ("500",

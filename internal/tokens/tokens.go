@@ -61,16 +61,7 @@ func Text(s string) int {
 // Count counts the tokens of a chat request: each message's content and
 // role plus MessageOverhead, and ReplyPriming once. An empty request counts
 // 0. It is safe for concurrent use.
-func Count(messages []core.Message) int {
-	if len(messages) == 0 {
-		return 0
-	}
-	n := ReplyPriming
-	for _, m := range messages {
-		n += MessageOverhead + Text(m.Role) + Text(m.Content)
-	}
-	return n
-}
+func Count(messages []core.Message) int { return framed(messages, Text) }
 
 // Load loads the vocabulary now rather than on the first count, so that a
 // server pays the cost at start instead of on its first request.
@@ -81,12 +72,18 @@ func Load() { encoder() }
 // no more tokens than bytes. A request whose Bound is within a limit is
 // within it by Count too; only a larger one needs counting.
 func Bound(messages []core.Message) int {
+	return framed(messages, func(s string) int { return len(s) })
+}
+
+// framed is size of each message's role and content plus the chat framing:
+// MessageOverhead per message and ReplyPriming once; 0 for no messages.
+func framed(messages []core.Message, size func(string) int) int {
 	if len(messages) == 0 {
 		return 0
 	}
 	n := ReplyPriming
 	for _, m := range messages {
-		n += MessageOverhead + len(m.Role) + len(m.Content)
+		n += MessageOverhead + size(m.Role) + size(m.Content)
 	}
 	return n
 }
