@@ -33,7 +33,7 @@ import (
 // fixed open-loop arrival rates (package loadtest). PostgreSQL is durable,
 // as deployed (a throwaway cluster whose synchronous commits wait for the
 // disk), with the default pool of 20 connections. At each rate the direct
-// calls and then the gateway calls run a second unmeasured, then for the
+// calls and then the gateway calls run three seconds unmeasured, then for the
 // window (4 s).
 //
 // Reported per rate: p50/p99 of the direct call and of the Conclave call,

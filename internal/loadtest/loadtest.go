@@ -88,6 +88,10 @@ func SendOK(client *http.Client, req *http.Request) error {
 // MS is d in milliseconds, to the microsecond.
 func MS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
+// warmup is how long each side of an overhead sweep runs at a rate before
+// it is measured.
+const warmup = 3 * time.Second
+
 // GoalRate is the arrival rate of the gateway-overhead goals: p50 ≤ 1 ms
 // and p99 ≤ 5 ms of overhead at 500 calls/s.
 const GoalRate = 500
@@ -98,7 +102,7 @@ var DefaultRates = []int{100, 250, 500, 750, 1000, 1500}
 // Sweep describes an overhead sweep: a direct call to the simulated
 // provider and the same call through the gateway, at increasing rates.
 type Sweep struct {
-	Window  time.Duration // each measured run; a second unmeasured runs first
+	Window  time.Duration // each measured run; the same rate runs 3 s unmeasured first
 	Rates   []int         // DefaultRates when empty
 	Direct  func(i int) error
 	Gateway func(i int) error
@@ -108,7 +112,7 @@ type Sweep struct {
 }
 
 // OverheadSweep runs s: at each rate, the direct calls and then the gateway
-// calls, open loop, each for a second unmeasured (connections, pools and
+// calls, open loop, each for three seconds unmeasured (connections, pools and
 // caches settle to the rate) and then for the window. It reports per rate
 // (a sub-benchmark rate=N): direct_p50_ms, direct_p99_ms, conclave_p50_ms,
 // conclave_p99_ms, overhead_p50_ms and overhead_p99_ms (Conclave minus
@@ -126,9 +130,9 @@ func OverheadSweep(b *testing.B, s Sweep) {
 	for _, rate := range rates {
 		var d, g Result
 		b.Run(fmt.Sprintf("rate=%d", rate), func(b *testing.B) {
-			OpenLoop(rate, time.Second, s.Direct)
+			OpenLoop(rate, warmup, s.Direct)
 			d = OpenLoop(rate, s.Window, s.Direct)
-			OpenLoop(rate, time.Second, s.Gateway)
+			OpenLoop(rate, warmup, s.Gateway)
 			run := func() Result { return OpenLoop(rate, s.Window, s.Gateway) }
 			if s.Around != nil {
 				g = s.Around(b, run)
