@@ -85,7 +85,7 @@ func setupChatBenchOn(b *testing.B, simCfg sim.Config, pool *pgxpool.Pool) *chat
 	// 3 s.
 	h, err := api.New(api.Config{KeyCacheTTL: 3 * time.Second}, api.Deps{
 		Store: store, Authz: authz, Catalog: catalog, Ready: store.Ready,
-		Deliberator: engine, CountTokens: tokens.Count, Registry: prometheus.NewRegistry(),
+		Deliberator: engine, TokensOver: tokens.Over, Registry: prometheus.NewRegistry(),
 	})
 	if err != nil {
 		b.Fatal(err)

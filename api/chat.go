@@ -11,7 +11,6 @@ import (
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/deliberate"
-	"github.com/conclavehq/conclave/internal/tokens"
 )
 
 // Deliberator runs a deliberation; *deliberate.Engine is one.
@@ -112,13 +111,9 @@ func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
 	if limit == 0 {
 		limit = h.cfg.MaxInputTokens
 	}
-	// Most prompts are shorter in bytes than the limit in tokens, and so
-	// within it without being counted.
-	if tokens.Bound(req.Messages) > limit {
-		if n := h.countTokens(req.Messages); n > limit {
-			writeError(w, r, core.Errorf(core.CodeContextLengthExceeded, "The prompt is %d tokens, over this key's limit of %d input tokens.", n, limit).WithParam("messages"))
-			return
-		}
+	if n, over := h.tokensOver(req.Messages, limit); over {
+		writeError(w, r, core.Errorf(core.CodeContextLengthExceeded, "The prompt is %d tokens, over this key's limit of %d input tokens.", n, limit).WithParam("messages"))
+		return
 	}
 
 	requestID := RequestID(r.Context())

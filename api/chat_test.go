@@ -77,7 +77,7 @@ func setupChat(t *testing.T, changes ...func(*config.Config)) *chatBundle {
 		ActivationAllowance: core.Micros(cfg.Limits.ActivationAllowanceUSD),
 	}, api.Deps{
 		Store: store, Authz: authz, Catalog: catalog, Ready: store.Ready,
-		Deliberator: engine, CountTokens: tokens.Count,
+		Deliberator: engine, TokensOver: tokens.Over,
 	})
 	require.NoError(t, err)
 	srv := newServer(t, h)
@@ -101,7 +101,7 @@ func setupWith(t *testing.T, orgName string, deps func(*api.Deps)) *chatBundle {
 	authz, err := policy.New(ctx, policy.Config{})
 	require.NoError(t, err)
 	store := pgstore.New(pgtest.NewPool(t))
-	d := api.Deps{Store: store, Authz: authz, Catalog: catalog, Ready: store.Ready, CountTokens: tokens.Count}
+	d := api.Deps{Store: store, Authz: authz, Catalog: catalog, Ready: store.Ready, TokensOver: tokens.Over}
 	deps(&d)
 	h, err := api.New(api.Config{}, d)
 	require.NoError(t, err)
@@ -252,7 +252,7 @@ func TestChatValidationAndAdmission(t *testing.T) {
 	long := strings.Repeat("Consider the trade-offs carefully. ", 20)
 	r := cb.do(t, "POST", "/v1/chat/completions", small, chatBody("conclave-standard", long, ""))
 	requireError(t, r, 413, core.CodeContextLengthExceeded, "invalid_request_error")
-	// 24 bytes with its framing, over the limit of 20, but 14 tokens: it
+	// 24 bytes with its framing, over the limit of 20, but 15 tokens: it
 	// is counted, and within.
 	require.Greater(t, tokens.Bound([]core.Message{{Role: core.RoleUser, Content: "What is 2 + 2?"}}), 20)
 	require.Equal(t, 200, cb.do(t, "POST", "/v1/chat/completions", small, chatBody("conclave-standard", "What is 2 + 2?", "")).status)

@@ -118,9 +118,10 @@ type Deps struct {
 	// Deliberator runs chat completions; without one the route is not
 	// served. Defaults to none.
 	Deliberator Deliberator
-	// CountTokens counts a request's input tokens; required with a
+	// TokensOver reports whether a request's input tokens exceed a limit,
+	// and how many there are when they do (tokens.Over); required with a
 	// Deliberator.
-	CountTokens func([]core.Message) int
+	TokensOver func(messages []core.Message, limit int) (n int, over bool)
 	// Outcomes records and reads what became of calls without a receipt
 	// (GET /v1/receipts answers them with the receipt-unavailable form).
 	// Defaults to Store when it implements core.OutcomeStore.
@@ -147,7 +148,7 @@ type handler struct {
 
 	classifier  Classifier
 	deliberator Deliberator
-	countTokens func([]core.Message) int
+	tokensOver  func([]core.Message, int) (int, bool)
 	outcomes    core.OutcomeStore // nil: outcomes are neither recorded nor read
 	router      *chi.Mux
 }
@@ -164,8 +165,8 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	if d.Deliberator != nil && d.CountTokens == nil {
-		return nil, errors.New("api: CountTokens is required with a Deliberator")
+	if d.Deliberator != nil && d.TokensOver == nil {
+		return nil, errors.New("api: TokensOver is required with a Deliberator")
 	}
 	if d.Rails == nil {
 		rails, ok := d.Store.(core.Rails)
@@ -190,7 +191,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	h := &handler{
 		cfg: cfg, store: d.Store, rails: d.Rails, leases: newLeaseKeeper(d.Rails, cfg.Lease, d.Logger), authz: d.Authz, catalog: d.Catalog, ready: d.Ready,
 		log: d.Logger, metrics: m, keys: newKeyCache(d.Store, cfg.KeyCacheTTL), started: time.Now(),
-		classifier: d.Classifier, deliberator: d.Deliberator, countTokens: d.CountTokens, outcomes: d.Outcomes,
+		classifier: d.Classifier, deliberator: d.Deliberator, tokensOver: d.TokensOver, outcomes: d.Outcomes,
 	}
 
 	r := chi.NewRouter()

@@ -95,7 +95,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ConcurrencyRetryAfter: cfg.Limits.ConcurrencyRetryAfter, ActivationAllowance: core.Micros(cfg.Limits.ActivationAllowanceUSD),
 	}, api.Deps{
 		Store: db.store, Authz: authz, Catalog: catalog, Ready: db.store.Ready, Logger: log, Registry: reg,
-		Deliberator: engine, CountTokens: tokens.Count,
+		Deliberator: engine, TokensOver: tokens.Over,
 	})
 	if err != nil {
 		return err

@@ -67,10 +67,21 @@ func Count(messages []core.Message) int { return framed(messages, Text) }
 // server pays the cost at start instead of on its first request.
 func Load() { encoder() }
 
+// Over reports whether a chat request's tokens (Count) exceed limit, and
+// when they do, how many there are. Most requests are settled without
+// tokenizing: a request whose Bound is within the limit is within it by
+// Count too; only a larger one is counted.
+func Over(messages []core.Message, limit int) (n int, over bool) {
+	if Bound(messages) <= limit {
+		return 0, false
+	}
+	n = Count(messages)
+	return n, n > limit
+}
+
 // Bound is an upper bound of Count(messages), found without tokenizing:
 // every token of the encoding stands for at least one byte, so a text has
-// no more tokens than bytes. A request whose Bound is within a limit is
-// within it by Count too; only a larger one needs counting.
+// no more tokens than bytes.
 func Bound(messages []core.Message) int {
 	return framed(messages, func(s string) int { return len(s) })
 }

@@ -65,6 +65,28 @@ func TestBoundIsNeverBelowCount(t *testing.T) {
 	require.Equal(t, tokens.ReplyPriming+tokens.MessageOverhead+len("user")+len("hello world"), tokens.Bound(one))
 }
 
+func TestOver(t *testing.T) {
+	t.Parallel()
+	short := []core.Message{{Role: core.RoleUser, Content: "What is 2 + 2?"}}
+	bytes, count := tokens.Bound(short), tokens.Count(short) // 24 and 15
+	require.Less(t, count+1, bytes)
+	n, over := tokens.Over(short, bytes)
+	require.False(t, over, "within by its bytes")
+	require.Zero(t, n, "and not counted")
+	_, over = tokens.Over(short, count+1)
+	require.False(t, over, "over by its bytes, within by its tokens")
+	_, over = tokens.Over(short, count)
+	require.False(t, over, "exactly at the limit")
+	n, over = tokens.Over(short, count-1)
+	require.True(t, over)
+	require.Equal(t, count, n)
+
+	long := []core.Message{{Role: core.RoleUser, Content: strings.Repeat("Consider the trade-offs carefully. ", 20)}}
+	n, over = tokens.Over(long, 20)
+	require.True(t, over)
+	require.Equal(t, tokens.Count(long), n)
+}
+
 func TestConcurrentCountsAgree(t *testing.T) {
 	t.Parallel()
 	texts := make([]string, 16)
