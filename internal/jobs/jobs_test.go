@@ -65,11 +65,7 @@ func (b *testBundle) runner(t *testing.T, cfg Config) *Runner {
 // org creates an organisation created age ago.
 func (b *testBundle) org(t *testing.T, name string, age time.Duration) string {
 	t.Helper()
-	org, _, err := b.store.CreateOrg(b.ctx, &core.CreateOrgParams{Name: name})
-	require.NoError(t, err)
-	_, err = b.pool.Exec(b.ctx, "UPDATE orgs SET created_at = now() - $2 * interval '1 microsecond' WHERE id = $1", org.ID, age.Microseconds())
-	require.NoError(t, err)
-	return org.ID
+	return pgtest.OrgCreatedAgo(t, b.pool, name, age)
 }
 
 func (b *testBundle) balance(t *testing.T, orgID string) *core.Balance {
@@ -77,6 +73,17 @@ func (b *testBundle) balance(t *testing.T, orgID string) *core.Balance {
 	bal, err := b.store.GetBalance(b.ctx, orgID)
 	require.NoError(t, err)
 	return bal
+}
+
+// deadHold places a hold for requestID whose lease lapsed a minute ago, as
+// a call whose replica died leaves it.
+func (b *testBundle) deadHold(t *testing.T, org, requestID string, amount core.Micros) *core.Hold {
+	t.Helper()
+	h, err := b.store.PlaceHold(b.ctx, &core.PlaceHoldParams{OrgID: org, RequestID: requestID, Amount: amount})
+	require.NoError(t, err)
+	_, err = b.pool.Exec(b.ctx, "UPDATE holds SET expires_at = now() - interval '1 minute' WHERE id = $1", h.ID)
+	require.NoError(t, err)
+	return h
 }
 
 // completed counts the jobs of a kind River has completed.
@@ -131,11 +138,8 @@ func TestRiverRunsTheHoldSweepAndTheReaper(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	org := b.org(t, "Swept", 0)
-	h, err := b.store.PlaceHold(b.ctx, &core.PlaceHoldParams{OrgID: org, RequestID: "req_dead", Amount: 2 * core.MicrosPerUSD})
-	require.NoError(t, err)
-	_, err = b.pool.Exec(b.ctx, "UPDATE holds SET expires_at = now() - interval '1 minute' WHERE id = $1", h.ID)
-	require.NoError(t, err)
-	_, err = b.pool.Exec(b.ctx, "INSERT INTO concurrency_slots (org_id, slot, request_id, lease_until) VALUES ($1, 0, 'req_dead', now() - interval '1 minute')", org)
+	b.deadHold(t, org, "req_dead", 2*core.MicrosPerUSD)
+	_, err := b.pool.Exec(b.ctx, "INSERT INTO concurrency_slots (org_id, slot, request_id, lease_until) VALUES ($1, 0, 'req_dead', now() - interval '1 minute')", org)
 	require.NoError(t, err)
 	hash := bytes.Repeat([]byte{1}, 32)
 	_, err = b.pool.Exec(b.ctx, `INSERT INTO idempotency_keys (org_id, key, request_hash, request_id, state, locked_until)
@@ -167,10 +171,7 @@ func TestSweepNow(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	due := b.org(t, "Sweep Now", 31*24*time.Hour)
-	h, err := b.store.PlaceHold(b.ctx, &core.PlaceHoldParams{OrgID: due, RequestID: "req_gone", Amount: 4 * core.MicrosPerUSD})
-	require.NoError(t, err)
-	_, err = b.pool.Exec(b.ctx, "UPDATE holds SET expires_at = now() - interval '1 minute' WHERE id = $1", h.ID)
-	require.NoError(t, err)
+	b.deadHold(t, due, "req_gone", 4*core.MicrosPerUSD)
 
 	r, err := New(b.pool, Config{})
 	require.NoError(t, err)
@@ -246,10 +247,7 @@ func TestSweepRunsPastARunLeftByADeadReplica(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	org := b.org(t, "Orphaned", 0)
-	h, err := b.store.PlaceHold(b.ctx, &core.PlaceHoldParams{OrgID: org, RequestID: "req_orphan", Amount: 2 * core.MicrosPerUSD})
-	require.NoError(t, err)
-	_, err = b.pool.Exec(b.ctx, "UPDATE holds SET expires_at = now() - interval '1 minute' WHERE id = $1", h.ID)
-	require.NoError(t, err)
+	b.deadHold(t, org, "req_orphan", 2*core.MicrosPerUSD)
 	// What a killed replica leaves: its periodic sweep, inserted as the
 	// runner inserts it, running, never finished.
 	cfg := Config{SweepInterval: time.Second, TrialExpiryInterval: time.Hour, ReapInterval: time.Hour, HoldGrace: time.Second,

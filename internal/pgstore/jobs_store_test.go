@@ -33,11 +33,7 @@ func setupJobs(t *testing.T) *jobsBundle {
 // org creates an organisation created age ago (its trial credit granted then).
 func (b *jobsBundle) org(t *testing.T, name string, age time.Duration) string {
 	t.Helper()
-	org, _, err := b.store.CreateOrg(b.ctx, &core.CreateOrgParams{Name: name})
-	require.NoError(t, err)
-	_, err = b.pool.Exec(b.ctx, "UPDATE orgs SET created_at = now() - $2 * interval '1 microsecond' WHERE id = $1", org.ID, age.Microseconds())
-	require.NoError(t, err)
-	return org.ID
+	return pgtest.OrgCreatedAgo(t, b.pool, name, age)
 }
 
 func (b *jobsBundle) balance(t *testing.T, orgID string) *core.Balance {
@@ -248,22 +244,12 @@ func TestExpireTrialRacingItselfDeductsOnce(t *testing.T) {
 	t.Parallel()
 	b := setupJobs(t)
 	orgs := []string{b.org(t, "Race One", month), b.org(t, "Race Two", month), b.org(t, "Race Three", month)}
-	var wg sync.WaitGroup
-	results := make(chan *pgstore.ExpireTrialsResult, 6)
-	for range 6 {
-		wg.Go(func() {
-			res, err := b.store.ExpireTrials(b.ctx, &pgstore.ExpireTrialsParams{})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			results <- res
-		})
-	}
-	wg.Wait()
-	close(results)
+	results := concurrently(t, 6, func(int) (*pgstore.ExpireTrialsResult, error) {
+		return b.store.ExpireTrials(b.ctx, &pgstore.ExpireTrialsParams{})
+	})
+	require.False(t, t.Failed())
 	var total core.Micros
-	for r := range results {
+	for _, r := range results {
 		total += r.Deducted
 	}
 	require.Equal(t, 3*core.TrialCredit, total)
@@ -437,22 +423,12 @@ func TestConcurrentSweepersReleaseEachHoldOnce(t *testing.T) {
 	for i := range calls {
 		b.startCall(t, orgs[i%3], fmt.Sprintf("req_%02d", i), i/3, core.Micros(i+1)*10_000, -time.Minute)
 	}
-	var wg sync.WaitGroup
-	results := make(chan *pgstore.SweepResult, 4)
-	for range 4 {
-		wg.Go(func() {
-			res, err := b.store.SweepHolds(b.ctx, &pgstore.SweepParams{})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			results <- res
-		})
-	}
-	wg.Wait()
-	close(results)
+	results := concurrently(t, 4, func(int) (*pgstore.SweepResult, error) {
+		return b.store.SweepHolds(b.ctx, &pgstore.SweepParams{})
+	})
+	require.False(t, t.Failed())
 	var sum pgstore.SweepResult
-	for r := range results {
+	for _, r := range results {
 		sum.HoldsReleased += r.HoldsReleased
 		sum.Released += r.Released
 		sum.SlotsFreed += r.SlotsFreed

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,6 +45,38 @@ func claimKey(ctx context.Context, s *pgstore.Store, p core.AdmitParams) (*core.
 	return a.Claim, nil
 }
 
+// concurrently runs f(0) … f(n-1) at once and returns what each returned,
+// in order of i; an error fails the test.
+func concurrently[T any](t *testing.T, n int, f func(i int) (T, error)) []T {
+	t.Helper()
+	out := make([]T, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			v, err := f(i)
+			if err != nil {
+				t.Errorf("call %d: %v", i, err)
+				return
+			}
+			out[i] = v
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// wins runs n attempts at once (concurrently) and counts those that won.
+func wins(t *testing.T, n int, try func(i int) (bool, error)) int {
+	t.Helper()
+	won := 0
+	for _, ok := range concurrently(t, n, try) {
+		if ok {
+			won++
+		}
+	}
+	return won
+}
+
 func newRailsStore(t *testing.T) (*pgstore.Store, *pgxpool.Pool, *core.Org) {
 	t.Helper()
 	pool := pgtest.NewPool(t)
@@ -82,18 +113,11 @@ func TestTakeRateIsExactUnderConcurrency(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _, _ := newRailsStore(t)
-	var admitted atomic.Int64
-	var wg sync.WaitGroup
-	for range 40 {
-		wg.Go(func() {
-			ok, _, err := takeRate(ctx, s, "key_c", 25)
-			if err == nil && ok {
-				admitted.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	require.EqualValues(t, 25, admitted.Load())
+	admitted := wins(t, 40, func(int) (bool, error) {
+		ok, _, err := takeRate(ctx, s, "key_c", 25)
+		return ok, err
+	})
+	require.Equal(t, 25, admitted)
 }
 
 // Slots: the limit is exact under concurrency, a released slot is taken
@@ -102,18 +126,10 @@ func TestConcurrencySlots(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, pool, org := newRailsStore(t)
-	var won atomic.Int64
-	var wg sync.WaitGroup
-	for i := range 20 {
-		wg.Go(func() {
-			ok, err := acquireSlot(ctx, s, org.ID, fmt.Sprintf("req_%d", i), 5, time.Minute)
-			if err == nil && ok {
-				won.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	require.EqualValues(t, 5, won.Load(), "exactly the limit of 5 slots is leased")
+	won := wins(t, 20, func(i int) (bool, error) {
+		return acquireSlot(ctx, s, org.ID, fmt.Sprintf("req_%d", i), 5, time.Minute)
+	})
+	require.Equal(t, 5, won, "exactly the limit of 5 slots is leased")
 	ok, err := acquireSlot(ctx, s, org.ID, "req_more", 5, time.Minute)
 	require.NoError(t, err)
 	require.False(t, ok)
@@ -203,18 +219,11 @@ func TestIdempotencyClaimIsAtomic(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _, org := newRailsStore(t)
-	var won atomic.Int64
-	var wg sync.WaitGroup
-	for i := range 30 {
-		wg.Go(func() {
-			c, err := claimKey(ctx, s, core.AdmitParams{OrgID: org.ID, IdempotencyKey: "same", RequestHash: hashOf("b"), RequestID: fmt.Sprintf("req_%d", i), Lease: time.Minute})
-			if err == nil && c.Won {
-				won.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	require.EqualValues(t, 1, won.Load())
+	won := wins(t, 30, func(i int) (bool, error) {
+		c, err := claimKey(ctx, s, core.AdmitParams{OrgID: org.ID, IdempotencyKey: "same", RequestHash: hashOf("b"), RequestID: fmt.Sprintf("req_%d", i), Lease: time.Minute})
+		return err == nil && c.Won, err
+	})
+	require.Equal(t, 1, won)
 }
 
 // Renewing moves every lease of a live call; a call that is not renewed
@@ -349,32 +358,17 @@ func TestConcurrencySlotsWithALargeLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, pool, org := newRailsStore(t)
-	var won atomic.Int64
-	var wg sync.WaitGroup
-	for i := range 50 {
-		wg.Go(func() {
-			ok, err := acquireSlot(ctx, s, org.ID, fmt.Sprintf("req_%d", i), 1_000_000, time.Minute)
-			if err == nil && ok {
-				won.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	require.EqualValues(t, 50, won.Load(), "a million slots hold fifty calls")
+	won := wins(t, 50, func(i int) (bool, error) {
+		return acquireSlot(ctx, s, org.ID, fmt.Sprintf("req_%d", i), 1_000_000, time.Minute)
+	})
+	require.Equal(t, 50, won, "a million slots hold fifty calls")
 	// 100 slots, 50 of them taken at random: fill the rest exactly.
 	_, err := pool.Exec(ctx, "DELETE FROM concurrency_slots")
 	require.NoError(t, err)
-	won.Store(0)
-	for i := range 130 {
-		wg.Go(func() {
-			ok, err := acquireSlot(ctx, s, org.ID, fmt.Sprintf("req_b%d", i), 100, time.Minute)
-			if err == nil && ok {
-				won.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	require.EqualValues(t, 100, won.Load(), "exactly the limit of 100")
+	won = wins(t, 130, func(i int) (bool, error) {
+		return acquireSlot(ctx, s, org.ID, fmt.Sprintf("req_b%d", i), 100, time.Minute)
+	})
+	require.Equal(t, 100, won, "exactly the limit of 100")
 }
 
 // admit_call commits without waiting for the disk, in its own transaction

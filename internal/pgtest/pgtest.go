@@ -40,6 +40,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/internal/localpg"
 	"github.com/conclavehq/conclave/internal/pgstore"
 )
@@ -219,6 +220,22 @@ func NewDurableDatabase(t testing.TB) string {
 		t.Fatalf("pgtest: migrating the durable cluster: %v", err)
 	}
 	return cluster.URL()
+}
+
+// OrgCreatedAgo creates an organisation, with its trial credit, whose
+// creation is back-dated by age, for what acts on an organisation's age
+// (trial expiry), and returns its id.
+func OrgCreatedAgo(t testing.TB, pool *pgxpool.Pool, name string, age time.Duration) string {
+	t.Helper()
+	ctx := context.Background()
+	org, _, err := pgstore.New(pool).CreateOrg(ctx, &core.CreateOrgParams{Name: name})
+	if err != nil {
+		t.Fatalf("pgtest: creating organisation %q: %v", name, err)
+	}
+	if _, err := pool.Exec(ctx, "UPDATE orgs SET created_at = now() - $2 * interval '1 microsecond' WHERE id = $1", org.ID, age.Microseconds()); err != nil {
+		t.Fatalf("pgtest: back-dating organisation %q: %v", name, err)
+	}
+	return org.ID
 }
 
 // TemplateName is the name of the migrated template database for the

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
 )
 
@@ -119,4 +120,34 @@ func TestNewDatabaseURLIsUsable(t *testing.T) {
 	var db string
 	require.NoError(t, conn.QueryRow(ctx, "SELECT current_database()").Scan(&db))
 	require.Regexp(t, `^test_[0-9a-f]{16}$`, db)
+}
+
+// A durable database: its own cluster, fsync on, the schema migrated, and
+// the cluster gone with the test.
+func TestNewDurableDatabase(t *testing.T) {
+	t.Parallel()
+	var dir string
+	t.Run("durable", func(t *testing.T) {
+		ctx := ctxFor(t)
+		url := pgtest.NewDurableDatabase(t)
+		cfg, err := pgx.ParseConfig(url)
+		require.NoError(t, err)
+		dir = cfg.Host
+		require.DirExists(t, dir)
+		pool, err := pgxpool.New(ctx, url)
+		require.NoError(t, err)
+		defer pool.Close()
+		var fsync string
+		require.NoError(t, pool.QueryRow(ctx, "SHOW fsync").Scan(&fsync))
+		require.Equal(t, "on", fsync)
+		var latest int
+		require.NoError(t, pool.QueryRow(ctx, "SELECT max(version) FROM schema_migrations").Scan(&latest))
+		require.Equal(t, pgstore.LatestVersion(), latest)
+		org := pgtest.OrgCreatedAgo(t, pool, "Aged", 48*time.Hour)
+		var age time.Duration
+		require.NoError(t, pool.QueryRow(ctx, "SELECT extract(epoch FROM now() - created_at)::bigint * 1000000000 FROM orgs WHERE id = $1", org).Scan(&age))
+		require.InDelta(t, float64(48*time.Hour), float64(age), float64(time.Minute))
+	})
+	require.NotEmpty(t, dir)
+	require.NoDirExists(t, dir, "the cluster is removed when the test ends")
 }
