@@ -15,10 +15,6 @@ import (
 
 	"github.com/conclavehq/conclave/api"
 	"github.com/conclavehq/conclave/core"
-	"github.com/conclavehq/conclave/internal/config"
-	"github.com/conclavehq/conclave/internal/pgstore"
-	"github.com/conclavehq/conclave/internal/pgtest"
-	"github.com/conclavehq/conclave/internal/policy"
 )
 
 // receiptKeys are the top-level fields of a receipt: the spec's, plus
@@ -444,22 +440,11 @@ func (failingOutcomes) RecordOutcome(context.Context, *core.CallOutcome) error {
 // estimate still answers, and the failure is logged.
 func TestEstimateAnswersWhenItsOutcomeCannotBeRecorded(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	cfg, err := config.Builtin()
-	require.NoError(t, err)
-	catalog, err := cfg.Catalog()
-	require.NoError(t, err)
-	authz, err := policy.New(ctx, policy.Config{})
-	require.NoError(t, err)
-	store := pgstore.New(pgtest.NewPool(t))
 	logs := &logtest.Buffer{}
-	h, err := api.New(api.Config{}, api.Deps{Store: store, Authz: authz, Catalog: catalog, Ready: store.Ready,
-		Outcomes: failingOutcomes{store}, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
-	require.NoError(t, err)
-	org, _, err := store.CreateOrg(ctx, &core.CreateOrgParams{Name: "Down"})
-	require.NoError(t, err)
-	tb := &testBundle{srv: newServer(t, h), store: store, org: org, logs: logs}
-	tb.key = tb.newKey(t, &core.CreateKeyParams{})
+	tb := setupWith(t, "Down", func(d *api.Deps) {
+		d.Outcomes = failingOutcomes{d.Store.(core.OutcomeStore)}
+		d.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+	}).testBundle
 
 	est := tb.do(t, "POST", "/v1/estimate", tb.key, `{"model":"conclave-standard","messages":[{"role":"user","content":"hi"}]}`)
 	require.Equal(t, 200, est.status, est.raw)

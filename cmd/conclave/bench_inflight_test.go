@@ -127,7 +127,9 @@ func BenchmarkChatInFlight(b *testing.B) {
 			gw = startServe(b, dir, env, "--config", cfgPath)
 		}
 		pid := gw.cmd.Process.Pid
-		for _, n := range inFlightSizes(b) {
+		// 100 then 10,000, or CONCLAVE_BENCH_IN_FLIGHT_N: the first run
+		// warms the gateway for the next.
+		for _, n := range envCounts(b, "CONCLAVE_BENCH_IN_FLIGHT_N", []int{100, 10_000}) {
 			b.Run(fmt.Sprintf("%s/n=%d", name, n), func(b *testing.B) {
 				// One run whatever b.N (a -benchtime meant for another
 				// benchmark must not repeat a 30-second run): the figures
@@ -161,19 +163,18 @@ func BenchmarkChatInFlight(b *testing.B) {
 	}
 }
 
-// inFlightSizes is the burst sizes to run, in order: 100 then 10,000, or
-// the comma-separated list in CONCLAVE_BENCH_IN_FLIGHT_N (a quicker probe,
-// such as "100,2000"). The first run warms the gateway for the next.
-func inFlightSizes(b *testing.B) []int {
-	env := os.Getenv("CONCLAVE_BENCH_IN_FLIGHT_N")
+// envCounts is the comma-separated positive whole numbers in the
+// environment variable name ("100,2000"), or def when it is unset.
+func envCounts(b *testing.B, name string, def []int) []int {
+	env := os.Getenv(name)
 	if env == "" {
-		return []int{100, 10_000}
+		return def
 	}
 	var ns []int
 	for f := range strings.SplitSeq(env, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n <= 0 {
-			b.Fatalf("CONCLAVE_BENCH_IN_FLIGHT_N: %q is not a positive count", f)
+			b.Fatalf("%s: %q is not a positive whole number", name, f)
 		}
 		ns = append(ns, n)
 	}

@@ -91,7 +91,7 @@ func BenchmarkServeOverhead(b *testing.B) {
 	}
 	loadtest.OverheadSweep(b, loadtest.Sweep{
 		Window:  envDuration(b, "CONCLAVE_BENCH_OVERHEAD_WINDOW", 6*time.Second),
-		Rates:   overheadRates(b),
+		Rates:   envCounts(b, "CONCLAVE_BENCH_OVERHEAD_RATES", nil), // nil: loadtest.DefaultRates
 		Direct:  direct,
 		Gateway: gateway,
 		Around: func(b *testing.B, run func() loadtest.Result) loadtest.Result {
@@ -133,24 +133,6 @@ func overheadConfig(simURL string) string {
       surcharge_by_depth: {light: 0.05, medium: 0.10, deep: 0.15}
       surcharge_usd: 0.15
 `, overheadMode, simEngines(simURL, "sim/atlas", "sim/sonnet", "sim/gemini-flash"))
-}
-
-// overheadRates is the rates of CONCLAVE_BENCH_OVERHEAD_RATES ("500",
-// "100,500"), or none: loadtest.DefaultRates.
-func overheadRates(b *testing.B) []int {
-	env := os.Getenv("CONCLAVE_BENCH_OVERHEAD_RATES")
-	if env == "" {
-		return nil
-	}
-	var rates []int
-	for f := range strings.SplitSeq(env, ",") {
-		r, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || r <= 0 {
-			b.Fatalf("CONCLAVE_BENCH_OVERHEAD_RATES: %q is not a positive rate", f)
-		}
-		rates = append(rates, r)
-	}
-	return rates
 }
 
 func envDuration(b *testing.B, name string, def time.Duration) time.Duration {

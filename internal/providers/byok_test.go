@@ -63,11 +63,7 @@ func newBYOKResolver(t *testing.T) *byok.Resolver {
 // answer says which source served it.
 func TestSeatCallsRunOnTheOrganisationsOwnCredentials(t *testing.T) {
 	t.Parallel()
-	cfg, err := config.Builtin()
-	require.NoError(t, err)
-	cfg.Engines = append(cfg.Engines, config.Engine{ID: "sim/titan", Family: "sim-aws", MaxTier: "plus", Adapter: "bedrock", Endpoint: "sim"})
-	catalog, err := cfg.Catalog()
-	require.NoError(t, err)
+	catalog := catalogWithTitan(t)
 	ctx := context.Background()
 	p, err := providers.Start(ctx, providers.Config{Catalog: catalog, Simulator: sim.Config{TimeScale: 0.02}, BYOK: newBYOKResolver(t)})
 	require.NoError(t, err)

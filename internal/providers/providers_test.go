@@ -26,15 +26,23 @@ func debugLogger(b *logtest.Buffer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-// The built-in configuration, plus a simulated Bedrock engine, answers
-// through the real adapters, the egress layer and the in-process simulator.
-func TestBuiltinEnginesAnswerThroughTheSimulator(t *testing.T) {
-	t.Parallel()
+// catalogWithTitan is the built-in catalog plus a simulated Bedrock engine,
+// sim/titan.
+func catalogWithTitan(t *testing.T) *core.Catalog {
+	t.Helper()
 	cfg, err := config.Builtin()
 	require.NoError(t, err)
 	cfg.Engines = append(cfg.Engines, config.Engine{ID: "sim/titan", Family: "sim-aws", MaxTier: "plus", Adapter: "bedrock", Endpoint: "sim"})
 	catalog, err := cfg.Catalog()
 	require.NoError(t, err)
+	return catalog
+}
+
+// The built-in configuration, plus a simulated Bedrock engine, answers
+// through the real adapters, the egress layer and the in-process simulator.
+func TestBuiltinEnginesAnswerThroughTheSimulator(t *testing.T) {
+	t.Parallel()
+	catalog := catalogWithTitan(t)
 	ctx := context.Background()
 	p, err := providers.Start(ctx, providers.Config{Catalog: catalog, Simulator: sim.Config{TimeScale: 0.05}})
 	require.NoError(t, err)
