@@ -360,10 +360,7 @@ func keyCmd(ctx context.Context, args []string, w io.Writer) error {
 		if err := required(fs, "org"); err != nil {
 			return err
 		}
-		return withStore(ctx, cf, func(s *pgstore.Store) error {
-			if _, err := s.GetOrg(ctx, *org); err != nil {
-				return notFound(err, "organisation", *org)
-			}
+		return withOrgStore(ctx, cf, *org, func(s *pgstore.Store) error {
 			keys, err := s.ListKeys(ctx, *org)
 			if err != nil {
 				return err

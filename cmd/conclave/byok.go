@@ -134,10 +134,7 @@ func byokCmd(ctx context.Context, args []string, in byokIO, w io.Writer) error {
 		if err := required(fs, "org"); err != nil {
 			return err
 		}
-		return withStore(ctx, cf, func(s *pgstore.Store) error {
-			if _, err := s.GetOrg(ctx, *org); err != nil {
-				return notFound(err, "organisation", *org)
-			}
+		return withOrgStore(ctx, cf, *org, func(s *pgstore.Store) error {
 			recs, err := s.ListBYOK(ctx, *org)
 			if err != nil {
 				return err
@@ -167,10 +164,7 @@ func byokCmd(ctx context.Context, args []string, in byokIO, w io.Writer) error {
 		if !byok.ValidProvider(*provider) {
 			return usagef("byok remove: --provider %q is not %s", *provider, providerList)
 		}
-		return withStore(ctx, cf, func(s *pgstore.Store) error {
-			if _, err := s.GetOrg(ctx, *org); err != nil {
-				return notFound(err, "organisation", *org)
-			}
+		return withOrgStore(ctx, cf, *org, func(s *pgstore.Store) error {
 			if err := s.RemoveBYOK(ctx, *org, *provider); err != nil {
 				if errors.Is(err, core.ErrNotFound) {
 					return fmt.Errorf("organisation %s has no %s credential", *org, *provider)

@@ -91,3 +91,14 @@ func withStore(ctx context.Context, cf commonFlags, fn func(*pgstore.Store) erro
 	defer db.close()
 	return fn(db.store)
 }
+
+// withOrgStore is withStore for a command about one organisation: an
+// unknown orgID is reported as such before fn runs.
+func withOrgStore(ctx context.Context, cf commonFlags, orgID string, fn func(*pgstore.Store) error) error {
+	return withStore(ctx, cf, func(s *pgstore.Store) error {
+		if _, err := s.GetOrg(ctx, orgID); err != nil {
+			return notFound(err, "organisation", orgID)
+		}
+		return fn(s)
+	})
+}
