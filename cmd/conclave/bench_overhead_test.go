@@ -94,7 +94,7 @@ func BenchmarkServeOverhead(b *testing.B) {
 		Rates:   envCounts(b, "CONCLAVE_BENCH_OVERHEAD_RATES", nil), // nil: loadtest.DefaultRates
 		Direct:  direct,
 		Gateway: gateway,
-		Around: func(b *testing.B, run func() loadtest.Result) loadtest.Result {
+		Around: func(b *testing.B, _ int, run func() loadtest.Result) loadtest.Result {
 			cpu0 := procCPU(b, pid)
 			g := run()
 			b.ReportMetric(loadtest.MS(procCPU(b, pid)-cpu0)/float64(max(g.N, 1)), "gateway_cpu_ms/call")

@@ -88,10 +88,6 @@ func SendOK(client *http.Client, req *http.Request) error {
 // MS is d in milliseconds, to the microsecond.
 func MS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// warmup is how long each side of an overhead sweep runs at a rate before
-// it is measured.
-const warmup = 3 * time.Second
-
 // GoalRate is the arrival rate of the gateway-overhead goals: p50 ≤ 1 ms
 // and p99 ≤ 5 ms of overhead at 500 calls/s.
 const GoalRate = 500
@@ -102,17 +98,18 @@ var DefaultRates = []int{100, 250, 500, 750, 1000, 1500}
 // Sweep describes an overhead sweep: a direct call to the simulated
 // provider and the same call through the gateway, at increasing rates.
 type Sweep struct {
-	Window  time.Duration // each measured run; the same rate runs 3 s unmeasured first
+	Window  time.Duration // each measured run
+	Warmup  time.Duration // the unmeasured run at the same rate before each; 3 s when 0
 	Rates   []int         // DefaultRates when empty
 	Direct  func(i int) error
 	Gateway func(i int) error
-	// Around, when set, runs the measured gateway run (run) and reports
-	// more figures about it, such as the gateway process's CPU.
-	Around func(b *testing.B, run func() Result) Result
+	// Around, when set, runs the measured gateway run (run) at rate and
+	// reports more figures about it, such as the gateway process's CPU.
+	Around func(b *testing.B, rate int, run func() Result) Result
 }
 
 // OverheadSweep runs s: at each rate, the direct calls and then the gateway
-// calls, open loop, each for three seconds unmeasured (connections, pools and
+// calls, open loop, each for the warm-up unmeasured (connections, pools and
 // caches settle to the rate) and then for the window. It reports per rate
 // (a sub-benchmark rate=N): direct_p50_ms, direct_p99_ms, conclave_p50_ms,
 // conclave_p99_ms, overhead_p50_ms and overhead_p99_ms (Conclave minus
@@ -120,12 +117,14 @@ type Sweep struct {
 // GoalRate are always run; past it the sweep ends at the first rate whose
 // p99 overhead reaches 10 ms or that has errors. Then (sub-benchmark
 // max-rate) max_rate_under_10ms_p99: the highest rate that, with every
-// lower rate tried, kept its p99 overhead under 10 ms with no errors.
-func OverheadSweep(b *testing.B, s Sweep) {
+// lower rate tried, kept its p99 overhead under 10 ms with no errors; it
+// is also returned.
+func OverheadSweep(b *testing.B, s Sweep) (maxRate int) {
 	rates := s.Rates
 	if len(rates) == 0 {
 		rates = DefaultRates
 	}
+	warmup := cmp.Or(s.Warmup, 3*time.Second)
 	best, failed := 0, false
 	for _, rate := range rates {
 		var d, g Result
@@ -135,7 +134,7 @@ func OverheadSweep(b *testing.B, s Sweep) {
 			OpenLoop(rate, warmup, s.Gateway)
 			run := func() Result { return OpenLoop(rate, s.Window, s.Gateway) }
 			if s.Around != nil {
-				g = s.Around(b, run)
+				g = s.Around(b, rate, run)
 			} else {
 				g = run()
 			}
@@ -168,4 +167,5 @@ func OverheadSweep(b *testing.B, s Sweep) {
 	b.Run("max-rate", func(b *testing.B) {
 		b.ReportMetric(float64(best), "max_rate_under_10ms_p99")
 	})
+	return best
 }

@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"errors"
+	"flag"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -71,4 +72,49 @@ func TestSendOK(t *testing.T) {
 	req, _ = http.NewRequest("GET", srv.URL+"/bad", nil)
 	require.EqualError(t, SendOK(srv.Client(), req), "status 418: no such thing\n")
 	require.Equal(t, 1.5, MS(1500*time.Microsecond))
+}
+
+// The sweep always runs the rates up to GoalRate, stops past it at the
+// first rate that fails (errors, or a p99 overhead of 10 ms or more), and
+// reports the highest rate that passed with every lower one.
+func TestOverheadSweepStopsPastTheGoalRateAtTheFirstFailure(t *testing.T) {
+	// Each rate once, as a real window (longer than the benchmark time)
+	// runs; testing.Benchmark would otherwise repeat these quick ones.
+	require.NoError(t, flag.Set("test.benchtime", "1x"))
+	for _, tc := range []struct {
+		name    string
+		failAt  int // the first rate whose gateway calls fail; 0: none
+		ran     []int
+		maxRate int
+	}{
+		{"all pass", 0, []int{100, 500, 750, 1000}, 1000},
+		{"fails below the goal", 100, []int{100, 500}, 0},
+		{"fails at the goal", 500, []int{100, 500}, 100},
+		{"fails past the goal", 750, []int{100, 500, 750}, 500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rate atomic.Int64 // the rate being run, set by the direct side's first call
+			var ran []int
+			maxRate := -1
+			testing.Benchmark(func(b *testing.B) {
+				maxRate = OverheadSweep(b, Sweep{
+					Window: 50 * time.Millisecond, Warmup: time.Millisecond, Rates: []int{100, 500, 750, 1000},
+					Direct: func(int) error { return nil },
+					Gateway: func(i int) error {
+						if r := int(rate.Load()); tc.failAt > 0 && r >= tc.failAt {
+							return errors.New("refused")
+						}
+						return nil
+					},
+					Around: func(b *testing.B, r int, run func() Result) Result {
+						rate.Store(int64(r))
+						ran = append(ran, r)
+						return run()
+					},
+				})
+			})
+			require.Equal(t, tc.ran, ran)
+			require.Equal(t, tc.maxRate, maxRate)
+		})
+	}
 }
