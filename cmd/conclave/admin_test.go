@@ -29,6 +29,11 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if db := os.Getenv("CONCLAVE_BENCH_FLOOR_DB"); db != "" {
+		// This binary is the floor of BenchmarkServeOverheadFloor.
+		fmt.Fprintln(os.Stderr, overheadFloor(db, os.Getenv("CONCLAVE_BENCH_FLOOR_SIM")))
+		os.Exit(1)
+	}
 	pgtest.Main(m, plugintest.Cleanup)
 }
 

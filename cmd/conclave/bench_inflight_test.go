@@ -546,43 +546,7 @@ func startProfiledGateway(b *testing.B, dir, pprofDir string, env []string, args
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), append(env,
 		"CONCLAVE_BENCH_GATEWAY_ARGS="+strings.Join(append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), "\n"))...)
-	outPipe, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	errPipe, err := cmd.StderrPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	p := &process{cmd: cmd, stdout: &safeLines{}, stderr: &safeLines{}, done: make(chan error, 1)}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(errPipe)
-		for sc.Scan() {
-			p.stderr.add(sc.Text())
-		}
-	}()
-	go func() {
-		sc := bufio.NewScanner(outPipe)
-		for sc.Scan() {
-			p.stdout.add(sc.Text())
-			if m := servingRe.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
-			}
-		}
-		p.done <- cmd.Wait()
-	}()
-	b.Cleanup(func() { _ = cmd.Process.Kill() })
-	select {
-	case p.base = <-addr:
-	case err := <-p.done:
-		b.Fatalf("the gateway exited before serving: %v\nstderr:\n%s", err, p.stderr)
-	case <-time.After(60 * time.Second):
-		b.Fatalf("the gateway did not start\nstderr:\n%s", p.stderr)
-	}
+	p := startProcess(b, cmd)
 	profiling.Store(pprofDir)
 	return p
 }

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,6 +18,7 @@ import (
 
 	"github.com/conclavehq/conclave/internal/loadtest"
 	"github.com/conclavehq/conclave/internal/pgtest"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // overheadMode is the overhead benchmark's mode: conclave-standard's seats
@@ -65,13 +71,7 @@ func BenchmarkServeOverhead(b *testing.B) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096, IdleConnTimeout: time.Minute}, Timeout: time.Minute}
 	b.Cleanup(client.CloseIdleConnections)
 	run := time.Now().UnixNano() // idempotency keys of this run
-	direct := func(i int) error {
-		body := `{"model":"atlas","messages":[{"role":"user","content":"What is 2 + 2? (` + strconv.Itoa(i) + `)"}],"max_tokens":512}`
-		req, _ := http.NewRequest("POST", simURL+"/openai/v1/chat/completions", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer bench")
-		req.Header.Set("Content-Type", "application/json")
-		return loadtest.SendOK(client, req)
-	}
+	direct := simChat(client, simURL+simChatPath)
 	var calls atomic.Int64 // every gateway call has its own idempotency key
 	gateway := func(i int) error {
 		n := calls.Add(1)
@@ -163,4 +163,127 @@ func procCPU(b *testing.B, pid int) time.Duration {
 		b.Fatalf("reading /proc/%d/stat: %q", pid, s)
 	}
 	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// simChatPath is the simulator's OpenAI-style chat endpoint.
+const simChatPath = "/openai/v1/chat/completions"
+
+// simChat is the load generator's call i of the simulated engine's own chat
+// request to url: the simulator itself, or the overhead floor in front of it.
+func simChat(client *http.Client, url string) func(i int) error {
+	return func(i int) error {
+		body := `{"model":"atlas","messages":[{"role":"user","content":"What is 2 + 2? (` + strconv.Itoa(i) + `)"}],"max_tokens":512}`
+		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer bench")
+		req.Header.Set("Content-Type", "application/json")
+		return loadtest.SendOK(client, req)
+	}
+}
+
+// BenchmarkServeOverheadFloor measures, in BenchmarkServeOverhead's setting,
+// the least that a gateway built the way Conclave is must add to a model
+// call on this machine: the overhead floor under the goals. The floor
+// (overheadFloor, this test binary in a process of its own) does per call
+// only what the architecture makes every billed call do before and after
+// the model: one statement to PostgreSQL committed asynchronously (as
+// admit_call commits) before forwarding the request to the simulator, and
+// one committed synchronously, waiting for the disk (as settle_call
+// commits), before answering. Nothing else: no authentication, policy,
+// limits, money, receipt, request log or engine. The same durable throwaway
+// cluster, pool size and open-loop sweep; the gap between its overhead and
+// BenchmarkServeOverhead's is Conclave's own work.
+//
+// CONCLAVE_BENCH_OVERHEAD_WINDOW and CONCLAVE_BENCH_OVERHEAD_RATES apply.
+func BenchmarkServeOverheadFloor(b *testing.B) {
+	simURL := startSim(b, "--time-scale", "0.000001")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "CONCLAVE_BENCH_FLOOR_DB="+pgtest.NewDurableDatabase(b), "CONCLAVE_BENCH_FLOOR_SIM="+simURL)
+	floor := startProcess(b, cmd)
+	pid := floor.cmd.Process.Pid
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096, IdleConnTimeout: time.Minute}, Timeout: time.Minute}
+	b.Cleanup(client.CloseIdleConnections)
+	direct, gateway := simChat(client, simURL+simChatPath), simChat(client, floor.base+simChatPath)
+	if err := gateway(-1); err != nil {
+		b.Fatal("call through the floor: ", err)
+	}
+	loadtest.OverheadSweep(b, loadtest.Sweep{
+		Window:  envDuration(b, "CONCLAVE_BENCH_OVERHEAD_WINDOW", 6*time.Second),
+		Rates:   envCounts(b, "CONCLAVE_BENCH_OVERHEAD_RATES", nil),
+		Direct:  direct,
+		Gateway: gateway,
+		Around: func(b *testing.B, _ int, run func() loadtest.Result) loadtest.Result {
+			cpu0 := procCPU(b, pid)
+			g := run()
+			b.ReportMetric(loadtest.MS(procCPU(b, pid)-cpu0)/float64(max(g.N, 1)), "floor_cpu_ms/call")
+			return g
+		},
+	})
+}
+
+// overheadFloor serves BenchmarkServeOverheadFloor's floor on a loopback
+// port (printing it as conclave serve does) until it is killed: each POST
+// is recorded in PostgreSQL at dbURL (20 connections, Conclave's default)
+// with one asynchronous commit, forwarded to the simulator at simURL, and its
+// answer recorded with one synchronous commit before it is returned.
+// TestMain runs it instead of the tests when CONCLAVE_BENCH_FLOOR_DB is set.
+func overheadFloor(dbURL, simURL string) error {
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		return err
+	}
+	cfg.MaxConns = 20
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, `
+CREATE TABLE floor_calls (id text PRIMARY KEY, state text NOT NULL, answer bytea);
+CREATE FUNCTION floor_admit(p_id text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);
+    INSERT INTO floor_calls (id, state) VALUES (p_id, 'held');
+END $$;`); err != nil {
+		return err
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, IdleConnTimeout: time.Minute}, Timeout: time.Minute}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	fmt.Println("Conclave is serving on http://" + ln.Addr().String())
+	var calls atomic.Int64
+	return http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		id := strconv.FormatInt(calls.Add(1), 10)
+		if _, err := pool.Exec(r.Context(), "SELECT floor_admit($1)", id); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		req, _ := http.NewRequestWithContext(r.Context(), "POST", simURL+r.URL.Path, bytes.NewReader(body))
+		req.Header = r.Header.Clone()
+		res, err := client.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		answer, err := io.ReadAll(res.Body)
+		_ = res.Body.Close()
+		if err != nil || res.StatusCode != http.StatusOK {
+			http.Error(w, fmt.Sprintf("the simulator answered %d: %v", res.StatusCode, err), http.StatusBadGateway)
+			return
+		}
+		if _, err := pool.Exec(r.Context(), "UPDATE floor_calls SET state = 'settled', answer = $2 WHERE id = $1", id, answer); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(answer)
+	}))
 }

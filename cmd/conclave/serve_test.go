@@ -85,6 +85,14 @@ func startServe(t testing.TB, dir string, env []string, args ...string) *process
 	cmd := exec.Command(binary(t), append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
+	return startProcess(t, cmd)
+}
+
+// startProcess starts cmd, a server that prints "Conclave is serving on
+// URL" when it listens, and waits for that line. The process is killed at
+// the end of the test unless it has exited.
+func startProcess(t testing.TB, cmd *exec.Cmd) *process {
+	t.Helper()
 	outPipe, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	errPipe, err := cmd.StderrPipe()
@@ -123,9 +131,9 @@ func startServe(t testing.TB, dir string, env []string, args ...string) *process
 	select {
 	case p.base = <-addr:
 	case err := <-p.done:
-		t.Fatalf("conclave serve exited before serving: %v\nstderr:\n%s", err, p.stderr)
+		t.Fatalf("%s exited before serving: %v\nstderr:\n%s", cmd.Args, err, p.stderr)
 	case <-time.After(60 * time.Second):
-		t.Fatalf("conclave serve did not start\nstderr:\n%s", p.stderr)
+		t.Fatalf("%s did not start\nstderr:\n%s", cmd.Args, p.stderr)
 	}
 	return p
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -108,7 +109,8 @@ type Sweep struct {
 	Around func(b *testing.B, rate int, run func() Result) Result
 }
 
-// OverheadSweep runs s: at each rate, the direct calls and then the gateway
+// OverheadSweep runs s: first it flushes the machine's dirty pages to disk
+// (sync), then at each rate the direct calls and then the gateway
 // calls, open loop, each for the warm-up unmeasured (connections, pools and
 // caches settle to the rate) and then for the window. It reports per rate
 // (a sub-benchmark rate=N): direct_p50_ms, direct_p99_ms, conclave_p50_ms,
@@ -125,6 +127,11 @@ func OverheadSweep(b *testing.B, s Sweep) (maxRate int) {
 		rates = DefaultRates
 	}
 	warmup := cmp.Or(s.Warmup, 3*time.Second)
+	// The setup's writes (a new PostgreSQL cluster, freshly built binaries)
+	// would otherwise be written back by the kernel in the middle of a
+	// measured window, stalling the synchronous commits behind them for tens
+	// of milliseconds: that is the setup, not the gateway.
+	syscall.Sync()
 	best, failed := 0, false
 	for _, rate := range rates {
 		var d, g Result
