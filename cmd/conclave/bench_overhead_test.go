@@ -89,6 +89,13 @@ func BenchmarkServeOverhead(b *testing.B) {
 	if err := gateway(-1); err != nil {
 		b.Fatal("gateway call: ", err)
 	}
+	processSweep(b, direct, gateway, pid, "gateway_cpu_ms/call")
+}
+
+// processSweep runs the overhead sweep of a gateway in its own process
+// (pid), with the window and rates from the environment, and reports that
+// process's CPU per call in the measured window as cpuMetric.
+func processSweep(b *testing.B, direct, gateway func(i int) error, pid int, cpuMetric string) {
 	loadtest.OverheadSweep(b, loadtest.Sweep{
 		Window:  envDuration(b, "CONCLAVE_BENCH_OVERHEAD_WINDOW", 6*time.Second),
 		Rates:   envCounts(b, "CONCLAVE_BENCH_OVERHEAD_RATES", nil), // nil: loadtest.DefaultRates
@@ -97,7 +104,7 @@ func BenchmarkServeOverhead(b *testing.B) {
 		Around: func(b *testing.B, _ int, run func() loadtest.Result) loadtest.Result {
 			cpu0 := procCPU(b, pid)
 			g := run()
-			b.ReportMetric(loadtest.MS(procCPU(b, pid)-cpu0)/float64(max(g.N, 1)), "gateway_cpu_ms/call")
+			b.ReportMetric(loadtest.MS(procCPU(b, pid)-cpu0)/float64(max(g.N, 1)), cpuMetric)
 			return g
 		},
 	})
@@ -207,18 +214,7 @@ func BenchmarkServeOverheadFloor(b *testing.B) {
 	if err := gateway(-1); err != nil {
 		b.Fatal("call through the floor: ", err)
 	}
-	loadtest.OverheadSweep(b, loadtest.Sweep{
-		Window:  envDuration(b, "CONCLAVE_BENCH_OVERHEAD_WINDOW", 6*time.Second),
-		Rates:   envCounts(b, "CONCLAVE_BENCH_OVERHEAD_RATES", nil),
-		Direct:  direct,
-		Gateway: gateway,
-		Around: func(b *testing.B, _ int, run func() loadtest.Result) loadtest.Result {
-			cpu0 := procCPU(b, pid)
-			g := run()
-			b.ReportMetric(loadtest.MS(procCPU(b, pid)-cpu0)/float64(max(g.N, 1)), "floor_cpu_ms/call")
-			return g
-		},
-	})
+	processSweep(b, direct, gateway, pid, "floor_cpu_ms/call")
 }
 
 // overheadFloor serves BenchmarkServeOverheadFloor's floor on a loopback
