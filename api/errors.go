@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -170,21 +171,23 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, info.Status, body)
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
+// jsonEncoder is how every response body is encoded: HTML left unescaped,
+// a trailing newline.
+func jsonEncoder(w io.Writer) *json.Encoder {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v) // the client may be gone; nothing useful to do
+	return enc
 }
 
-// marshalJSON encodes v as writeJSON does (HTML left unescaped, a trailing
-// newline).
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	startJSON(w, status)
+	_ = jsonEncoder(w).Encode(v) // the client may be gone; nothing useful to do
+}
+
+// marshalJSON encodes v as writeJSON does.
 func marshalJSON(v any) ([]byte, error) {
 	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	if err := jsonEncoder(&b).Encode(v); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
@@ -192,9 +195,13 @@ func marshalJSON(v any) ([]byte, error) {
 
 // writeRawJSON writes an already encoded JSON body.
 func writeRawJSON(w http.ResponseWriter, status int, body []byte) {
+	startJSON(w, status)
+	_, _ = w.Write(body) // the client may be gone; nothing useful to do
+}
+
+func startJSON(w http.ResponseWriter, status int) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(body) // the client may be gone; nothing useful to do
 }
 
 // decodeJSON reads a JSON object body into v, answering the errors every

@@ -37,12 +37,10 @@ const (
 	ClaimStopped   = "stopped"   // stopped mid-charge (launch endpoints)
 )
 
-// Claim describes an idempotency key's holder. Won is true when the caller
-// holds the key (a new key, or one whose earlier call ended capped or whose
-// in-flight lease lapsed); otherwise State, RequestID and RequestHash are
-// those of the call that holds it (see Admission.Claim).
+// Claim describes the call that holds an idempotency key another call asked
+// for (see Admission.Claim). A key is taken when it is new, or its earlier
+// call ended capped, or that call's in-flight lease lapsed.
 type Claim struct {
-	Won         bool
 	State       string
 	RequestID   string
 	RequestHash []byte

@@ -78,8 +78,8 @@ func addCommon(fs *flag.FlagSet) commonFlags {
 	}
 }
 
-// withStore loads configuration, opens the database, runs fn, and closes.
-func withStore(ctx context.Context, cf commonFlags, fn func(*pgstore.Store) error) error {
+// withDatabase loads configuration, opens the database, runs fn, and closes.
+func withDatabase(ctx context.Context, cf commonFlags, fn func(*config.Config, *database) error) error {
 	cfg, err := config.Load(*cf.config)
 	if err != nil {
 		return err
@@ -89,7 +89,12 @@ func withStore(ctx context.Context, cf commonFlags, fn func(*pgstore.Store) erro
 		return err
 	}
 	defer db.close()
-	return fn(db.store)
+	return fn(cfg, db)
+}
+
+// withStore is withDatabase for a command that needs only the store.
+func withStore(ctx context.Context, cf commonFlags, fn func(*pgstore.Store) error) error {
+	return withDatabase(ctx, cf, func(_ *config.Config, db *database) error { return fn(db.store) })
 }
 
 // withOrgStore is withStore for a command about one organisation: an

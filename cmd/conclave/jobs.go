@@ -17,13 +17,7 @@ import (
 // them and River coordinates them through PostgreSQL. The returned func
 // stops them, letting running jobs finish for up to jobs.stop_timeout.
 func startJobs(ctx context.Context, cfg *config.Config, db *database, log *slog.Logger) (stop func(), err error) {
-	j := cfg.Jobs
-	r, err := jobs.New(db.pool, jobs.Config{
-		TrialPeriod: j.TrialPeriod, TrialExpiryInterval: j.TrialExpiryInterval,
-		SweepInterval: j.SweepInterval, HoldGrace: j.HoldGrace,
-		ReapInterval: j.ReapInterval, IdempotencyRetention: j.IdempotencyRetention,
-		StopTimeout: j.StopTimeout, Logger: log.With(slog.String("component", "jobs")),
-	})
+	r, err := newJobs(cfg, db, log.With(slog.String("component", "jobs")))
 	if err != nil {
 		return nil, err
 	}
@@ -33,7 +27,7 @@ func startJobs(ctx context.Context, cfg *config.Config, db *database, log *slog.
 	return func() {
 		// Past the stop timeout River cancels the running jobs; the margin
 		// lets them return.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), j.StopTimeout+5*time.Second)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Jobs.StopTimeout+5*time.Second)
 		defer cancel()
 		if err := r.Stop(sctx); err != nil {
 			log.Warn("background jobs did not stop in time", slog.String("error", err.Error()))
@@ -64,25 +58,17 @@ func jobsCmd(ctx context.Context, args []string, w io.Writer) error {
 	if err := parse(fs, args[1:]); err != nil {
 		return err
 	}
-	cfg, err := config.Load(*cf.config)
-	if err != nil {
-		return err
-	}
-	db, err := openDatabase(ctx, cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		return err
-	}
-	defer db.close()
-	j := cfg.Jobs
-	r, err := jobs.New(db.pool, jobs.Config{
-		TrialPeriod: j.TrialPeriod, TrialExpiryInterval: j.TrialExpiryInterval,
-		SweepInterval: j.SweepInterval, HoldGrace: j.HoldGrace,
-		ReapInterval: j.ReapInterval, IdempotencyRetention: j.IdempotencyRetention,
-		StopTimeout: j.StopTimeout, Logger: slog.New(slog.DiscardHandler),
+	return withDatabase(ctx, cf, func(cfg *config.Config, db *database) error {
+		r, err := newJobs(cfg, db, slog.New(slog.DiscardHandler))
+		if err != nil {
+			return err
+		}
+		return sweepNow(ctx, r, *cf.json, w)
 	})
-	if err != nil {
-		return err
-	}
+}
+
+// sweepNow runs r's sweeps once and reports what they did.
+func sweepNow(ctx context.Context, r *jobs.Runner, asJSON bool, w io.Writer) error {
 	rep, err := r.SweepNow(ctx)
 	if err != nil {
 		return err
@@ -94,6 +80,17 @@ func jobsCmd(ctx context.Context, args []string, w io.Writer) error {
 	if t := rep.Trials; t != nil {
 		out.TrialsExpired, out.TrialDeductedUSD, out.TrialsDeferred = t.Orgs, core.Dollars(t.Deducted), t.Deferred
 	}
-	return emit(w, *cf.json, out, fmt.Sprintf("Released %d holds of dead calls ($%s), freed %d slots and %d claims; expired %d trials ($%s, %d deferred by live holds); reaped %d idempotency keys.",
+	return emit(w, asJSON, out, fmt.Sprintf("Released %d holds of dead calls ($%s), freed %d slots and %d claims; expired %d trials ($%s, %d deferred by live holds); reaped %d idempotency keys.",
 		out.HoldsReleased, core.Micros(out.ReleasedUSD), out.SlotsFreed, out.ClaimsFreed, out.TrialsExpired, core.Micros(out.TrialDeductedUSD), out.TrialsDeferred, out.IdempotencyReaped))
+}
+
+// newJobs is the background jobs' runner with the configured settings.
+func newJobs(cfg *config.Config, db *database, log *slog.Logger) (*jobs.Runner, error) {
+	j := cfg.Jobs
+	return jobs.New(db.pool, jobs.Config{
+		TrialPeriod: j.TrialPeriod, TrialExpiryInterval: j.TrialExpiryInterval,
+		SweepInterval: j.SweepInterval, HoldGrace: j.HoldGrace,
+		ReapInterval: j.ReapInterval, IdempotencyRetention: j.IdempotencyRetention,
+		StopTimeout: j.StopTimeout, Logger: log,
+	})
 }

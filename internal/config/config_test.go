@@ -62,17 +62,19 @@ func TestFileErrorsNameTheField(t *testing.T) {
 	t.Setenv("DATABASE_URL", "")
 	t.Setenv("CONCLAVE_ADDR", "")
 	cases := map[string]struct{ yaml, want string }{
-		"unknown field":   {"server:\n  adress: x\n", "field adress not found"},
-		"bad level":       {"log:\n  level: loud\n", "log.level"},
-		"bad money":       {"limits:\n  call_ceiling_usd: 1.0000001\n", "more than six decimal places"},
-		"unknown engine":  {modesWith("{engine: sim/nope}"), `modes[0].seats.plus[0].engine: unknown engine "sim/nope"`},
-		"tier too high":   {modesWith("{engine: sim/swift}"), `modes[0].seats.plus[0].engine: engine "sim/swift" only fills seats up to tier experience`},
-		"bad ticker":      {"modes:\n  - {key: k, id: my-mode, ticker: ABC, name: N, critique: never, max_rounds: 1, seats: {plus: [{engine: sim/atlas}]}}\n", "modes[0].ticker"},
-		"bad critique":    {"modes:\n  - {key: k, id: my-mode, name: N, critique: sometimes, max_rounds: 1, seats: {plus: [{engine: sim/atlas}]}}\n", "modes[0].critique"},
-		"unknown depth":   {"modes:\n  - {key: k, id: my-mode, name: N, critique: never, max_rounds: 1, seats: {plus: [{engine: sim/atlas}]}, pricing: {surcharge_by_depth: {extreme: 1}}}\n", "modes[0].pricing.surcharge_by_depth"},
-		"engine family":   {"engines:\n  - {id: e, max_tier: pro, adapter: openai}\n", "engines[0].family: required"},
-		"negative cache":  {"auth:\n  key_cache_ttl: -1s\n", "auth.key_cache_ttl"},
-		"quorum too high": {"modes:\n  - {key: k, id: my-mode, name: N, critique: never, max_rounds: 1, quorum: 3, seats: {plus: [{engine: sim/atlas}]}}\n", "modes[0].quorum"},
+		"unknown field":    {"server:\n  adress: x\n", "field adress not found"},
+		"bad level":        {"log:\n  level: loud\n", "log.level"},
+		"bad money":        {"limits:\n  call_ceiling_usd: 1.0000001\n", "more than six decimal places"},
+		"unknown engine":   {modesWith("{engine: sim/nope}"), `modes[0].seats.plus[0].engine: unknown engine "sim/nope"`},
+		"tier too high":    {modesWith("{engine: sim/swift}"), `modes[0].seats.plus[0].engine: engine "sim/swift" only fills seats up to tier experience`},
+		"bad ticker":       {"modes:\n  - {key: k, id: my-mode, ticker: ABC, name: N, critique: never, max_rounds: 1, seats: {plus: [{engine: sim/atlas}]}}\n", "modes[0].ticker"},
+		"bad critique":     {"modes:\n  - {key: k, id: my-mode, name: N, critique: sometimes, max_rounds: 1, seats: {plus: [{engine: sim/atlas}]}}\n", "modes[0].critique"},
+		"unknown depth":    {"modes:\n  - {key: k, id: my-mode, name: N, critique: never, max_rounds: 1, seats: {plus: [{engine: sim/atlas}]}, pricing: {surcharge_by_depth: {extreme: 1}}}\n", "modes[0].pricing.surcharge_by_depth"},
+		"engine family":    {"engines:\n  - {id: e, max_tier: pro, adapter: openai}\n", "engines[0].family: required"},
+		"negative cache":   {"auth:\n  key_cache_ttl: -1s\n", "auth.key_cache_ttl"},
+		"quorum too high":  {"modes:\n  - {key: k, id: my-mode, name: N, critique: never, max_rounds: 1, quorum: 3, seats: {plus: [{engine: sim/atlas}]}}\n", "modes[0].quorum"},
+		"hedge percentile": {"modes:\n  - {key: k, id: my-mode, name: N, critique: never, max_rounds: 1, hedge_percentile: 101, seats: {plus: [{engine: sim/atlas}]}}\n", "modes[0].hedge_percentile: must be between 0 and 100"},
+		"negative memory":  {"server:\n  memory_limit_mib: -1\n", "server.memory_limit_mib: cannot be negative"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

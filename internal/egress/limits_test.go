@@ -166,7 +166,9 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 		http.Redirect(w, r, target.URL+"/collect", http.StatusTemporaryRedirect)
 	})
 	eng := p.engine("test/redirect")
-	for name, client := range map[string]*http.Client{"default client": nil, "caller's client": {}} {
+	// A caller's client with an overall timeout is used as a client, not
+	// only for its transport (Egress.do): it must not follow either.
+	for name, client := range map[string]*http.Client{"default client": nil, "caller's client": {}, "caller's client with a timeout": {Timeout: time.Minute}} {
 		b := setup(t, egress.Config{AllowHosts: []string{"127.0.0.1"}, HTTPClient: client}, static, eng)
 		a := &testAdapter{auth: core.AuthBearer}
 		ans := b.mustAnswer(t, eng, a)

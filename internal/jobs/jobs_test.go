@@ -37,6 +37,15 @@ func setup(t *testing.T) *testBundle {
 // test ends.
 func (b *testBundle) runner(t *testing.T, cfg Config) *Runner {
 	t.Helper()
+	r := b.newRunner(t, cfg)
+	b.start(t, r)
+	return r
+}
+
+// newRunner is a Runner not yet started, whose jobs run every second unless
+// cfg says otherwise, logging to b.logs.
+func (b *testBundle) newRunner(t *testing.T, cfg Config) *Runner {
+	t.Helper()
 	if cfg.TrialExpiryInterval == 0 {
 		cfg.TrialExpiryInterval = time.Second
 	}
@@ -50,6 +59,12 @@ func (b *testBundle) runner(t *testing.T, cfg Config) *Runner {
 	cfg.testOnly = true
 	r, err := New(b.pool, cfg)
 	require.NoError(t, err)
+	return r
+}
+
+// start starts r and stops it when the test ends.
+func (b *testBundle) start(t *testing.T, r *Runner) {
+	t.Helper()
 	require.NoError(t, r.Start(b.ctx))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -59,7 +74,6 @@ func (b *testBundle) runner(t *testing.T, cfg Config) *Runner {
 			t.Logf("runner logs:\n%s", b.logs.String())
 		}
 	})
-	return r
 }
 
 // org creates an organisation created age ago.
@@ -251,21 +265,15 @@ func TestSweepRunsPastARunLeftByADeadReplica(t *testing.T) {
 	// What a killed replica leaves: its periodic sweep, inserted as the
 	// runner inserts it, running, never finished.
 	cfg := Config{SweepInterval: time.Second, TrialExpiryInterval: time.Hour, ReapInterval: time.Hour, HoldGrace: time.Second,
-		StopTimeout: 5 * time.Second, Logger: slog.New(slog.NewTextHandler(b.logs, nil)), testOnly: true}
-	r, err := New(b.pool, cfg)
-	require.NoError(t, err)
+		StopTimeout: 5 * time.Second}
+	r := b.newRunner(t, cfg)
 	require.NoError(t, pgstore.MigrateRiver(b.ctx, b.pool))
 	res, err := r.Client().Insert(b.ctx, HoldSweepArgs{}, periodicOpts(cfg.SweepInterval))
 	require.NoError(t, err)
 	_, err = b.pool.Exec(b.ctx, "UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = ARRAY['dead-replica'] WHERE id = $1", res.Job.ID)
 	require.NoError(t, err)
 
-	require.NoError(t, r.Start(b.ctx))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		require.NoError(t, r.Stop(ctx))
-	})
+	b.start(t, r)
 	require.Eventually(t, func() bool { return b.balance(t, org).Held == 0 }, 20*time.Second, 50*time.Millisecond,
 		"a later period's sweep released the dead call's hold")
 	require.Equal(t, core.TrialCredit, b.balance(t, org).Balance, "nothing billed")

@@ -40,6 +40,26 @@ func TestHoldRulesAreEnforcedByTheDatabase(t *testing.T) {
 	requireHeldEqualsLiveHolds(t, pool)
 }
 
+// A settlement whose receipt names another request than the hold's is
+// refused whole: nothing billed, no receipt, the hold still live.
+func TestSettleRefusesAReceiptForAnotherRequest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, pool, org := newRailsStore(t)
+	h, err := s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: "req_mine", Amount: 100_000})
+	require.NoError(t, err)
+	r := benchReceipt("req_other")
+	_, err = s.SettleCall(ctx, &core.SettleCallParams{HoldID: h.ID, OrgID: org.ID, Billed: r.Billed, Receipt: r})
+	require.ErrorContains(t, err, "is for request req_mine, not req_other")
+	bal, err := s.GetBalance(ctx, org.ID)
+	require.NoError(t, err)
+	require.Equal(t, core.TrialCredit, bal.Balance, "nothing billed")
+	require.Equal(t, core.Micros(100_000), bal.Held, "the hold is still live")
+	var receipts int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM receipts").Scan(&receipts))
+	require.Zero(t, receipts)
+}
+
 // Under a mix of concurrent holds, settlements and releases on a few
 // organisations, every balance's held amount stays the sum of its live holds
 // and every balance equals its journal.

@@ -163,8 +163,9 @@ SELECT outcome, wait_us, claim_state, claim_request_id, claim_request_hash, spen
   FROM admit_call($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14);
 
 -- name: SettleCallFn
-SELECT request_id, org_id, balance_micros, held_micros, trial_remaining_micros, updated_at
-  FROM settle_call($1, $2, $3, $4, $5, $6), (SELECT $2::text AS org_id) o;
+-- The organisation's balance after the settlement.
+SELECT o.org_id, s.balance_micros, s.held_micros, s.trial_remaining_micros, s.updated_at
+  FROM settle_call($1, $2, $3, $4, $5, $6) s, (SELECT $2::text AS org_id) o;
 
 -- name: HoldRequest
 SELECT request_id FROM holds WHERE id = $1 AND org_id = $2;

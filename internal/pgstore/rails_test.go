@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -33,16 +34,20 @@ func acquireSlot(ctx context.Context, s *pgstore.Store, orgID, requestID string,
 	return a.Refused == nil, nil
 }
 
-// claimKey reports the claim's holder: the caller itself when it won.
-func claimKey(ctx context.Context, s *pgstore.Store, p core.AdmitParams) (*core.Claim, error) {
+// claimKey reports whether the call won the claim, and when it did not, the
+// holder's claim.
+func claimKey(ctx context.Context, s *pgstore.Store, p core.AdmitParams) (won bool, holder *core.Claim, err error) {
 	a, err := s.Admit(ctx, &p)
 	if err != nil {
-		return nil, err
+		return false, nil, err
 	}
 	if a.Refused == nil {
-		return &core.Claim{Won: true, State: core.ClaimInFlight, RequestID: p.RequestID, RequestHash: p.RequestHash}, nil
+		return true, nil, nil
 	}
-	return a.Claim, nil
+	if !errors.Is(a.Refused, core.ErrClaimed) || a.Claim == nil {
+		return false, nil, fmt.Errorf("refused with %v and holder %v, want ErrClaimed and its holder", a.Refused, a.Claim)
+	}
+	return false, a.Claim, nil
 }
 
 // concurrently runs f(0) … f(n-1) at once and returns what each returned,
@@ -165,53 +170,57 @@ func TestIdempotencyClaims(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, pool, org := newRailsStore(t)
-	claim := func(key, requestID string) *core.Claim {
+	claim := func(key, requestID string) (bool, *core.Claim) {
 		t.Helper()
-		c, err := claimKey(ctx, s, core.AdmitParams{OrgID: org.ID, IdempotencyKey: key, RequestHash: hashOf(requestID), RequestID: requestID, Lease: time.Minute})
+		won, c, err := claimKey(ctx, s, core.AdmitParams{OrgID: org.ID, IdempotencyKey: key, RequestHash: hashOf(requestID), RequestID: requestID, Lease: time.Minute})
 		require.NoError(t, err)
-		return c
+		return won, c
 	}
-	c := claim("k1", "req_1")
-	require.True(t, c.Won)
-	c = claim("k1", "req_2")
-	require.False(t, c.Won)
+	won, _ := claim("k1", "req_1")
+	require.True(t, won)
+	won, c := claim("k1", "req_2")
+	require.False(t, won)
 	require.Equal(t, core.ClaimInFlight, c.State)
 	require.Equal(t, "req_1", c.RequestID)
 	require.Equal(t, hashOf("req_1"), c.RequestHash)
 
 	require.NoError(t, s.ReleaseClaim(ctx, org.ID, "k1", "req_2"), "only the holder's release counts")
-	require.False(t, claim("k1", "req_3").Won)
+	won, _ = claim("k1", "req_3")
+	require.False(t, won)
 	require.NoError(t, s.ReleaseClaim(ctx, org.ID, "k1", "req_1"))
-	require.True(t, claim("k1", "req_4").Won, "a failed call's key runs again")
+	won, _ = claim("k1", "req_4")
+	require.True(t, won, "a failed call's key runs again")
 
 	// Settling the call moves the claim in the same transaction.
 	hold, err := s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: "req_4", Amount: 1_000})
 	require.NoError(t, err)
 	_, err = s.SettleCall(ctx, &core.SettleCallParams{HoldID: hold.ID, OrgID: org.ID, Billed: 500, IdempotencyKey: "k1", ClaimState: core.ClaimSucceeded})
 	require.NoError(t, err)
-	c = claim("k1", "req_5")
-	require.False(t, c.Won)
+	won, c = claim("k1", "req_5")
+	require.False(t, won)
 	require.Equal(t, core.ClaimSucceeded, c.State)
 	require.Equal(t, "req_4", c.RequestID)
 
-	require.True(t, claim("k2", "req_6").Won)
+	won, _ = claim("k2", "req_6")
+	require.True(t, won)
 	hold, err = s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: "req_6", Amount: 1_000})
 	require.NoError(t, err)
 	_, err = s.SettleCall(ctx, &core.SettleCallParams{HoldID: hold.ID, OrgID: org.ID, Billed: 1_000, IdempotencyKey: "k2", ClaimState: core.ClaimCapped})
 	require.NoError(t, err)
-	c = claim("k2", "req_7")
-	require.True(t, c.Won, "a capped call's key runs again")
+	won, _ = claim("k2", "req_7")
+	require.True(t, won, "a capped call's key runs again")
 
 	_, err = pool.Exec(ctx, "UPDATE idempotency_keys SET locked_until = now() - interval '1 second' WHERE key = 'k2'")
 	require.NoError(t, err)
-	require.True(t, claim("k2", "req_8").Won, "a lapsed in-flight lease is claimed again")
+	won, _ = claim("k2", "req_8")
+	require.True(t, won, "a lapsed in-flight lease is claimed again")
 
 	// Organisations do not share keys.
 	other, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Other"})
 	require.NoError(t, err)
-	oc, err := claimKey(ctx, s, core.AdmitParams{OrgID: other.ID, IdempotencyKey: "k1", RequestHash: hashOf("x"), RequestID: "req_9", Lease: time.Minute})
+	won, _, err = claimKey(ctx, s, core.AdmitParams{OrgID: other.ID, IdempotencyKey: "k1", RequestHash: hashOf("x"), RequestID: "req_9", Lease: time.Minute})
 	require.NoError(t, err)
-	require.True(t, oc.Won)
+	require.True(t, won)
 }
 
 // Many concurrent claims of one key: exactly one wins.
@@ -220,8 +229,8 @@ func TestIdempotencyClaimIsAtomic(t *testing.T) {
 	ctx := context.Background()
 	s, _, org := newRailsStore(t)
 	won := wins(t, 30, func(i int) (bool, error) {
-		c, err := claimKey(ctx, s, core.AdmitParams{OrgID: org.ID, IdempotencyKey: "same", RequestHash: hashOf("b"), RequestID: fmt.Sprintf("req_%d", i), Lease: time.Minute})
-		return err == nil && c.Won, err
+		won, _, err := claimKey(ctx, s, core.AdmitParams{OrgID: org.ID, IdempotencyKey: "same", RequestHash: hashOf("b"), RequestID: fmt.Sprintf("req_%d", i), Lease: time.Minute})
+		return won, err
 	})
 	require.Equal(t, 1, won)
 }
@@ -236,9 +245,9 @@ func TestRenewLeases(t *testing.T) {
 		ok, err := acquireSlot(ctx, s, org.ID, id, 5, time.Second)
 		require.NoError(t, err)
 		require.True(t, ok)
-		c, err := claimKey(ctx, s, core.AdmitParams{OrgID: org.ID, IdempotencyKey: id, RequestHash: hashOf(id), RequestID: id, Lease: time.Second})
+		won, _, err := claimKey(ctx, s, core.AdmitParams{OrgID: org.ID, IdempotencyKey: id, RequestHash: hashOf(id), RequestID: id, Lease: time.Second})
 		require.NoError(t, err)
-		require.True(t, c.Won)
+		require.True(t, won)
 		_, err = s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: id, Amount: 1_000, TTL: time.Second})
 		require.NoError(t, err)
 	}
@@ -334,16 +343,16 @@ func TestSettleRefusesALostClaim(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, pool, org := newRailsStore(t)
-	c, err := claimKey(ctx, s, core.AdmitParams{OrgID: org.ID, IdempotencyKey: "k", RequestHash: hashOf("a"), RequestID: "req_slow", Lease: time.Minute})
+	won, _, err := claimKey(ctx, s, core.AdmitParams{OrgID: org.ID, IdempotencyKey: "k", RequestHash: hashOf("a"), RequestID: "req_slow", Lease: time.Minute})
 	require.NoError(t, err)
-	require.True(t, c.Won)
+	require.True(t, won)
 	hold, err := s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: "req_slow", Amount: 1_000})
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, "UPDATE idempotency_keys SET locked_until = now() - interval '1 second'")
 	require.NoError(t, err)
-	c, err = claimKey(ctx, s, core.AdmitParams{OrgID: org.ID, IdempotencyKey: "k", RequestHash: hashOf("b"), RequestID: "req_repeat", Lease: time.Minute})
+	won, _, err = claimKey(ctx, s, core.AdmitParams{OrgID: org.ID, IdempotencyKey: "k", RequestHash: hashOf("b"), RequestID: "req_repeat", Lease: time.Minute})
 	require.NoError(t, err)
-	require.True(t, c.Won)
+	require.True(t, won)
 	_, err = s.SettleCall(ctx, &core.SettleCallParams{HoldID: hold.ID, OrgID: org.ID, Billed: 700, IdempotencyKey: "k", ClaimState: core.ClaimSucceeded})
 	require.ErrorIs(t, err, core.ErrConflict)
 	bal, err := s.GetBalance(ctx, org.ID)
