@@ -66,8 +66,15 @@ func (s *Store) SettleCall(ctx context.Context, p *core.SettleCallParams) (*core
 		return nil, fmt.Errorf("settling hold %s: receipt bills %s, settlement %s", p.HoldID, r.Billed, p.Billed)
 	}
 	// One round trip whatever the receipt holds: settle_call and the
-	// receipt's rows in one batch, which runs as one implicit transaction:
-	// when settle_call refuses, nothing of it is kept.
+	// receipt's rows in one transaction (when settle_call refuses, nothing
+	// of it is kept), then a second transaction that makes it durable.
+	//
+	// The settlement's transaction commits without waiting for the disk,
+	// so the balance row it locks is free again as soon as it commits,
+	// not after the disk flush; then DurableMark, committed synchronously
+	// in the same batch, waits for the log up to and past that commit to
+	// reach the disk. SettleCall returns only after both, so the caller is
+	// answered only once the charge is durable. See docs/rationale.md.
 	requestID := ""
 	if p.Receipt != nil {
 		if requestID = p.Receipt.RequestID; requestID == "" {
@@ -77,28 +84,62 @@ func (s *Store) SettleCall(ctx context.Context, p *core.SettleCallParams) (*core
 		}
 	}
 	batch := &pgx.Batch{}
+	batch.Queue(q("Begin"))
+	batch.Queue(q("CommitWithoutWaiting"))
 	batch.Queue(q("SettleCallFn"), p.HoldID, p.OrgID, requestID, int64(p.Billed), p.IdempotencyKey, p.ClaimState)
 	if p.Receipt != nil {
 		if err := queueReceipt(batch, p.Receipt, p.OrgID, p.HoldID, requestID); err != nil {
 			return nil, fmt.Errorf("settling hold %s: %w", p.HoldID, err)
 		}
 	}
+	batch.Queue(q("Commit"))
+	batch.Queue(q("DurableMark"))
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("settling hold %s: %w", p.HoldID, translate(err))
+	}
+	defer conn.Release()
 	var bal core.Balance
-	br := s.pool.SendBatch(ctx, batch)
-	err := br.QueryRow().Scan(&bal.OrgID, &bal.Balance, &bal.Held, &bal.TrialRemaining, &bal.UpdatedAt)
+	br := conn.SendBatch(ctx, batch)
+	for range 2 { // Begin, CommitWithoutWaiting
+		if err == nil {
+			_, err = br.Exec()
+		}
+	}
+	if err == nil {
+		err = br.QueryRow().Scan(&bal.OrgID, &bal.Balance, &bal.Held, &bal.TrialRemaining, &bal.UpdatedAt)
+	}
 	if err == nil && p.Receipt != nil {
 		if _, err = br.Exec(); err != nil {
 			err = fmt.Errorf("writing the receipt: %w", err)
 		}
 	}
+	if err == nil {
+		// The ledger's deferred checks run here.
+		_, err = br.Exec()
+	}
+	if err == nil {
+		if _, err = br.Exec(); err != nil {
+			// Committed, but not known to be on disk; answered like a
+			// commit whose outcome is unknown.
+			err = fmt.Errorf("waiting for the settlement to reach the disk: %w", err)
+		}
+	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
+	}
+	if conn.Conn().PgConn().TxStatus() == 'E' {
+		// A refusal leaves the failed transaction open: end it, so the
+		// connection goes back to the pool rather than being closed.
+		if _, rerr := conn.Exec(context.WithoutCancel(ctx), q("Rollback")); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
 	}
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "CC001":
 		// Not live: say why (another organisation's, settled, released).
-		_, err = closedHoldError(ctx, s.pool, p.HoldID, p.OrgID)
+		_, err = closedHoldError(ctx, conn, p.HoldID, p.OrgID)
 	case errors.As(err, &pgErr) && pgErr.Code == "CC002":
 		err = fmt.Errorf("%w: the idempotency claim on the key is no longer this call's", core.ErrConflict)
 	case errors.As(err, &pgErr) && pgErr.Code == "CC003":

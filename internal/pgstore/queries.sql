@@ -162,6 +162,26 @@ SELECT (SELECT count(*) FROM h), (SELECT count(*) FROM s), (SELECT count(*) FROM
 SELECT outcome, wait_us, claim_state, claim_request_id, claim_request_hash, spent, hold_created_at, hold_expires_at
   FROM admit_call($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14);
 
+-- name: Begin
+BEGIN;
+
+-- name: CommitWithoutWaiting
+-- The transaction's commit does not wait for the disk (SettleCall follows
+-- it with DurableMark).
+SELECT set_config('synchronous_commit', 'off', true);
+
+-- name: Commit
+COMMIT;
+
+-- name: Rollback
+ROLLBACK;
+
+-- name: DurableMark
+-- A transaction of its own that writes one small WAL record and commits
+-- synchronously: when it returns, the log is on disk up to it, so every
+-- commit before it on this server is durable.
+SELECT pg_logical_emit_message(true, 'conclave', 'durable');
+
 -- name: SettleCallFn
 -- The organisation's balance after the settlement.
 SELECT o.org_id, s.balance_micros, s.held_micros, s.trial_remaining_micros, s.updated_at
