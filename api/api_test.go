@@ -500,3 +500,50 @@ func TestSuccessfulResponsesCarryARequestID(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// gateWriter blocks every write until its gate is opened.
+type gateWriter struct {
+	gate    chan struct{}
+	writing chan struct{} // receives once per write that starts
+}
+
+func (g *gateWriter) Write(p []byte) (int, error) {
+	g.writing <- struct{}{}
+	<-g.gate
+	return len(p), nil
+}
+
+// The answer reaches the client before the request's log line is
+// written: a log writer that blocks does not hold the response back.
+func TestAnswerIsSentBeforeTheLogLine(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := pgstore.New(pgtest.NewPool(t))
+	cfg, err := config.Builtin()
+	require.NoError(t, err)
+	catalog, err := cfg.Catalog()
+	require.NoError(t, err)
+	authz, err := policy.New(ctx, policy.Config{})
+	require.NoError(t, err)
+	w := &gateWriter{gate: make(chan struct{}), writing: make(chan struct{}, 16)}
+	h, err := api.New(api.Config{}, api.Deps{Store: store, Authz: authz, Catalog: catalog, Ready: store.Ready,
+		Logger: slog.New(slog.NewJSONHandler(w, nil)), Registry: prometheus.NewRegistry()})
+	require.NoError(t, err)
+	srv := newServer(t, h)
+	t.Cleanup(func() { close(w.gate) }) // before the server closes
+
+	client := &http.Client{Timeout: 5 * time.Second}
+	res, err := client.Get(srv.URL + "/healthz")
+	require.NoError(t, err, "answered while the log line is still being written")
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	require.NoError(t, res.Body.Close())
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.JSONEq(t, `{"status":"ok"}`, string(body))
+	require.Equal(t, int64(len(body)), res.ContentLength, "the length is sent, so the body is complete when flushed")
+	select {
+	case <-w.writing:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request's log line was never written")
+	}
+}

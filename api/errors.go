@@ -180,8 +180,15 @@ func jsonEncoder(w io.Writer) *json.Encoder {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	startJSON(w, status)
-	_ = jsonEncoder(w).Encode(v) // the client may be gone; nothing useful to do
+	body, err := marshalJSON(v)
+	if err != nil {
+		// Only a programming error (a value JSON cannot encode) gets here.
+		info := infoFor(core.CodeInternalError)
+		status = info.Status
+		body, _ = marshalJSON(errorEnvelope{Error: errorObject{Message: "The service failed to encode its answer. Retry with the same Idempotency-Key.",
+			Type: info.Type, Code: string(core.CodeInternalError)}})
+	}
+	writeRawJSON(w, status, body)
 }
 
 // marshalJSON encodes v as writeJSON does.
@@ -193,8 +200,10 @@ func marshalJSON(v any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// writeRawJSON writes an already encoded JSON body.
+// writeRawJSON writes an already encoded JSON body, with its length, so
+// the response is complete for the client as soon as it is flushed.
 func writeRawJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	startJSON(w, status)
 	_, _ = w.Write(body) // the client may be gone; nothing useful to do
 }

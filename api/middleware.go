@@ -88,6 +88,14 @@ func (h *handler) observe(next http.Handler) http.Handler {
 					writeError(sw, r, core.Errorf(core.CodeInternalError, "The service failed to complete the request. Retry with the same Idempotency-Key."))
 				}
 			}
+			// The answer goes out before the log line and the metrics: a
+			// body of known length is complete for the client once flushed,
+			// so a slow log writer never delays it.
+			if sw.status != 0 {
+				if f, ok := sw.ResponseWriter.(http.Flusher); ok {
+					f.Flush()
+				}
+			}
 			route := h.routeLabel(r, st)
 			status := sw.status
 			if status == 0 {
