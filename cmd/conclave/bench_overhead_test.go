@@ -194,8 +194,8 @@ func simChat(client *http.Client, url string) func(i int) error {
 // only what the architecture makes every billed call do before and after
 // the model: one statement to PostgreSQL committed asynchronously (as
 // admit_call commits) before forwarding the request to the simulator, and
-// one committed synchronously, waiting for the disk (as settle_call
-// commits), before answering. Nothing else: no authentication, policy,
+// one committed synchronously, waiting for the disk (a settlement is on
+// disk before the answer), before answering. Nothing else: no authentication, policy,
 // limits, money, receipt, request log or engine. The same durable throwaway
 // cluster, pool size and open-loop sweep; the gap between its overhead and
 // BenchmarkServeOverhead's is Conclave's own work.
