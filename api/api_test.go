@@ -517,19 +517,8 @@ func (g *gateWriter) Write(p []byte) (int, error) {
 // written: a log writer that blocks does not hold the response back.
 func TestAnswerIsSentBeforeTheLogLine(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	store := pgstore.New(pgtest.NewPool(t))
-	cfg, err := config.Builtin()
-	require.NoError(t, err)
-	catalog, err := cfg.Catalog()
-	require.NoError(t, err)
-	authz, err := policy.New(ctx, policy.Config{})
-	require.NoError(t, err)
 	w := &gateWriter{gate: make(chan struct{}), writing: make(chan struct{}, 16)}
-	h, err := api.New(api.Config{}, api.Deps{Store: store, Authz: authz, Catalog: catalog, Ready: store.Ready,
-		Logger: slog.New(slog.NewJSONHandler(w, nil)), Registry: prometheus.NewRegistry()})
-	require.NoError(t, err)
-	srv := newServer(t, h)
+	srv := setupWith(t, "Slow log", func(d *api.Deps) { d.Logger = slog.New(slog.NewJSONHandler(w, nil)) }).srv
 	t.Cleanup(func() { close(w.gate) }) // before the server closes
 
 	client := &http.Client{Timeout: 5 * time.Second}
