@@ -380,6 +380,32 @@ func TestConcurrencySlotsWithALargeLimit(t *testing.T) {
 	require.Equal(t, 100, won, "exactly the limit of 100")
 }
 
+// A call that finds every slot taken locks none of them: its probes of
+// taken slots leave no row lock behind until its transaction ends, so two
+// calls probing each other's slots cannot deadlock.
+func TestRefusedSlotProbesLockNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, pool, org := newRailsStore(t)
+	const limit = 65 // above 64: random probes of taken slots first
+	for i := range limit {
+		ok, err := acquireSlot(ctx, s, org.ID, fmt.Sprintf("req_%d", i), limit, time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx) //nolint:errcheck // the transaction is only looked at
+	var outcome string
+	require.NoError(t, tx.QueryRow(ctx, `SELECT outcome FROM admit_call('', 0, 0, $1, 'req_late', $2, 60000000, '', ''::bytea, '', 0, NULL, 0, now())`,
+		org.ID, limit).Scan(&outcome))
+	require.Equal(t, "no_slot", outcome)
+	var free int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM concurrency_slots WHERE org_id = $1 FOR UPDATE SKIP LOCKED) s`,
+		org.ID).Scan(&free))
+	require.Equal(t, limit, free, "the refused call's open transaction locks no slot")
+}
+
 // admit_call commits without waiting for the disk, in its own transaction
 // only: the session's next transaction (a settlement, say) waits again.
 func TestAdmitCommitsAsynchronouslyInItsTransactionOnly(t *testing.T) {
