@@ -79,3 +79,16 @@ func TestRateLimitErrorsCarryRetryAfter(t *testing.T) {
 	writeError(w, httptest.NewRequest("GET", "/", nil), core.Errorf(core.CodeModelNotFound, "no"))
 	require.Empty(t, w.Header().Get("Retry-After"), "only throttling answers carry Retry-After")
 }
+
+// A value JSON cannot encode is answered as a 500 internal_error in the
+// usual envelope, with its length, never as a truncated 200.
+func TestWriteJSONOfAnUnencodableValueIsAnInternalError(t *testing.T) {
+	t.Parallel()
+	rec := httptest.NewRecorder()
+	writeJSON(rec, 200, map[string]any{"answer": make(chan int)})
+	require.Equal(t, 500, rec.Code)
+	require.Equal(t, "application/json", rec.Header().Get("Content-Type"))
+	require.Equal(t, strconv.Itoa(rec.Body.Len()), rec.Header().Get("Content-Length"))
+	require.JSONEq(t, `{"error":{"message":"The service failed to encode its answer. Retry with the same Idempotency-Key.",
+		"type":"api_error","code":"internal_error","param":null},"conclave":{"request_id":null}}`, rec.Body.String())
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -171,14 +170,6 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, info.Status, body)
 }
 
-// jsonEncoder is how every response body is encoded: HTML left unescaped,
-// a trailing newline.
-func jsonEncoder(w io.Writer) *json.Encoder {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return enc
-}
-
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	body, err := marshalJSON(v)
 	if err != nil {
@@ -191,10 +182,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	writeRawJSON(w, status, body)
 }
 
-// marshalJSON encodes v as writeJSON does.
+// marshalJSON is how every response body is encoded: HTML left unescaped,
+// a trailing newline.
 func marshalJSON(v any) ([]byte, error) {
 	var b bytes.Buffer
-	if err := jsonEncoder(&b).Encode(v); err != nil {
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
@@ -203,14 +197,10 @@ func marshalJSON(v any) ([]byte, error) {
 // writeRawJSON writes an already encoded JSON body, with its length, so
 // the response is complete for the client as soon as it is flushed.
 func writeRawJSON(w http.ResponseWriter, status int, body []byte) {
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	startJSON(w, status)
-	_, _ = w.Write(body) // the client may be gone; nothing useful to do
-}
-
-func startJSON(w http.ResponseWriter, status int) {
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
+	_, _ = w.Write(body) // the client may be gone; nothing useful to do
 }
 
 // decodeJSON reads a JSON object body into v, answering the errors every

@@ -28,6 +28,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/internal/loadtest"
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
 )
@@ -217,14 +218,7 @@ egress:
     name: Bench in flight
     description: One round of three slow seats, for the in-flight benchmark.
     use_when: Never; it exists for the benchmark.
-    price_tier: standard
-    includes_deliberation: true
-    seats:
-      plus:
-        - {engine: sim/atlas, backup: sim/gemini-flash}
-        - {engine: sim/sonnet, backup: sim/atlas}
-        - {engine: sim/gemini-flash, backup: sim/sonnet}
-    staff:
+%[5]s    staff:
       classifier: {engine: sim/swift}
       judge: {engine: sim/opus}
       synthesis: {engine: sim/atlas-frontier}
@@ -237,8 +231,19 @@ egress:
     pricing:
       surcharge_usd: 0.15
 `, simURL, inFlightMode, memoryLimitMiB,
-		simEngines(simURL, "sim/swift", "sim/atlas", "sim/atlas-frontier", "sim/sonnet", "sim/opus", "sim/gemini-flash"))
+		simEngines(simURL, "sim/swift", "sim/atlas", "sim/atlas-frontier", "sim/sonnet", "sim/opus", "sim/gemini-flash"), benchSeats)
 }
+
+// benchSeats is the seats of both benchmark modes, three plus-tier seats
+// on the simulated engines, with the lines before them of a mode's YAML.
+const benchSeats = `    price_tier: standard
+    includes_deliberation: true
+    seats:
+      plus:
+        - {engine: sim/atlas, backup: sim/gemini-flash}
+        - {engine: sim/sonnet, backup: sim/atlas}
+        - {engine: sim/gemini-flash, backup: sim/sonnet}
+`
 
 // simEngineSpecs is the built-in simulated engines' settings, pointed at
 // an external simulator (%s: its base URL) with the key in
@@ -372,17 +377,9 @@ func inFlight(b *testing.B, base, key, body string, pid, n int) inFlightResult {
 		req.Header.Set("Authorization", "Bearer "+key)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Idempotency-Key", fmt.Sprintf("bench-%d-%d-%d", run, n, i))
-		res, err := client.Do(req)
+		raw, err := loadtest.Send(client, req)
 		if err != nil {
 			return err
-		}
-		defer res.Body.Close()
-		raw, err := io.ReadAll(res.Body)
-		if err != nil {
-			return err
-		}
-		if res.StatusCode != 200 {
-			return fmt.Errorf("status %d: %s", res.StatusCode, raw)
 		}
 		var out struct {
 			Panel struct {

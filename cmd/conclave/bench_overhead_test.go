@@ -16,9 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/internal/loadtest"
 	"github.com/conclavehq/conclave/internal/pgtest"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
 )
 
 // overheadMode is the overhead benchmark's mode: conclave-standard's seats
@@ -120,14 +123,7 @@ func overheadConfig(simURL string) string {
     name: Bench express
     description: conclave-standard on the express lane for every question, for the overhead benchmark.
     use_when: Never; it exists for the benchmark.
-    price_tier: standard
-    includes_deliberation: true
-    seats:
-      plus:
-        - {engine: sim/atlas, backup: sim/gemini-flash}
-        - {engine: sim/sonnet, backup: sim/atlas}
-        - {engine: sim/gemini-flash, backup: sim/sonnet}
-    staff:
+%[3]s    staff:
       judge: {engine: sim/sonnet, backup: sim/atlas}
       synthesis: {engine: sim/atlas, backup: sim/sonnet}
     critique: deep
@@ -139,7 +135,7 @@ func overheadConfig(simURL string) string {
     pricing:
       surcharge_by_depth: {light: 0.05, medium: 0.10, deep: 0.15}
       surcharge_usd: 0.15
-`, overheadMode, simEngines(simURL, "sim/atlas", "sim/sonnet", "sim/gemini-flash"))
+`, overheadMode, simEngines(simURL, "sim/atlas", "sim/sonnet", "sim/gemini-flash"), benchSeats)
 }
 
 func envDuration(b *testing.B, name string, def time.Duration) time.Duration {
@@ -282,4 +278,24 @@ END $$;`); err != nil {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(answer)
 	}))
+}
+
+// The benchmarks' configurations load, each with its one mode on the
+// shared seats, so a broken YAML fails make test, not only make bench.
+func TestBenchConfigsLoad(t *testing.T) {
+	t.Parallel()
+	for name, yaml := range map[string]string{
+		overheadMode: overheadConfig("http://127.0.0.1:1"),
+		inFlightMode: inFlightConfig("http://127.0.0.1:1", 900),
+	} {
+		path := filepath.Join(t.TempDir(), "conclave.yaml")
+		require.NoError(t, os.WriteFile(path, []byte(yaml), 0o600))
+		cfg, err := config.Load(path)
+		require.NoError(t, err, name)
+		catalog, err := cfg.Catalog()
+		require.NoError(t, err, name)
+		mode, ok := catalog.Resolve(name)
+		require.True(t, ok, name)
+		require.Len(t, mode.Deliberation.Seats[core.TierPlus], 3, name)
+	}
 }

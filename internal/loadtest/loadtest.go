@@ -71,19 +71,25 @@ func OpenLoop(rate int, window time.Duration, call func(i int) error) Result {
 // SendOK sends req and reads the whole answer; anything but a 200 is an
 // error that quotes the start of the body.
 func SendOK(client *http.Client, req *http.Request) error {
+	_, err := Send(client, req)
+	return err
+}
+
+// Send is SendOK that also returns the answer's body.
+func Send(client *http.Client, req *http.Request) ([]byte, error) {
 	res, err := client.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(res.Body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %d: %.300s", res.StatusCode, body)
+		return nil, fmt.Errorf("status %d: %.300s", res.StatusCode, body)
 	}
-	return nil
+	return body, nil
 }
 
 // MS is d in milliseconds, to the microsecond.

@@ -69,8 +69,16 @@ func TestSendOK(t *testing.T) {
 	t.Cleanup(srv.Close)
 	req, _ := http.NewRequest("GET", srv.URL+"/good", nil)
 	require.NoError(t, SendOK(srv.Client(), req))
+	req, _ = http.NewRequest("GET", srv.URL+"/good", nil)
+	body, err := Send(srv.Client(), req)
+	require.NoError(t, err)
+	require.Equal(t, "ok", string(body))
 	req, _ = http.NewRequest("GET", srv.URL+"/bad", nil)
 	require.EqualError(t, SendOK(srv.Client(), req), "status 418: no such thing\n")
+	req, _ = http.NewRequest("GET", srv.URL+"/bad", nil)
+	body, err = Send(srv.Client(), req)
+	require.EqualError(t, err, "status 418: no such thing\n")
+	require.Nil(t, body)
 	require.Equal(t, 1.5, MS(1500*time.Microsecond))
 }
 
