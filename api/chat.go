@@ -195,6 +195,12 @@ func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
 	if _, err := h.store.SettleCall(context.WithoutCancel(r.Context()), &core.SettleCallParams{
 		HoldID: hold.ID, OrgID: p.org.ID, Billed: bill.Billed, Receipt: receipt, IdempotencyKey: idemKey, ClaimState: claimState,
 	}); err != nil {
+		if errors.Is(err, core.ErrOutcomeUnknown) {
+			// Perhaps billed: a retry with the same key replays the answer if
+			// it was, and runs again (billed once) if not.
+			writeError(w, r, core.Errorf(core.CodeInternalError, "The deliberation's bill could not be confirmed. Retry with the same Idempotency-Key: you receive its answer if it was billed, and it is never billed twice.").WithCause(err))
+			return
+		}
 		writeError(w, r, core.Errorf(core.CodeCostUnreadable, "The deliberation could not be recorded; nothing was billed. Retry.").WithCause(err))
 		h.recordOutcome(r, core.OutcomeFailed, "the deliberation could not be recorded; nothing was billed")
 		return

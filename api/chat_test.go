@@ -42,6 +42,13 @@ func (cb *chatBundle) simCalls() int { return cb.prov.Simulator().Stats().Total(
 
 func setupChat(t *testing.T, changes ...func(*config.Config)) *chatBundle {
 	t.Helper()
+	return setupChatWith(t, nil, changes...)
+}
+
+// setupChatWith is setupChat whose dependencies deps may change (wrap the
+// store, say) before the server is built; nil changes nothing.
+func setupChatWith(t *testing.T, deps func(*api.Deps), changes ...func(*config.Config)) *chatBundle {
+	t.Helper()
 	ctx := context.Background()
 	cfg, err := config.Builtin()
 	require.NoError(t, err)
@@ -71,14 +78,18 @@ func setupChat(t *testing.T, changes ...func(*config.Config)) *chatBundle {
 	require.NoError(t, err)
 	authz, err := policy.New(ctx, policy.Config{})
 	require.NoError(t, err)
+	d := api.Deps{
+		Store: store, Authz: authz, Catalog: catalog, Ready: store.Ready,
+		Deliberator: engine, TokensOver: tokens.Over,
+	}
+	if deps != nil {
+		deps(&d)
+	}
 	h, err := api.New(api.Config{
 		KeyCacheTTL: cfg.Auth.KeyCacheTTL,
 		RPM:         cfg.Limits.RPM, Concurrency: cfg.Limits.Concurrency, Lease: cfg.Limits.Lease,
 		ActivationAllowance: core.Micros(cfg.Limits.ActivationAllowanceUSD),
-	}, api.Deps{
-		Store: store, Authz: authz, Catalog: catalog, Ready: store.Ready,
-		Deliberator: engine, TokensOver: tokens.Over,
-	})
+	}, d)
 	require.NoError(t, err)
 	srv := newServer(t, h)
 	org, _, err := store.CreateOrg(ctx, &core.CreateOrgParams{Name: "Chat Org"})

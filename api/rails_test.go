@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/deliberate"
 	"github.com/conclavehq/conclave/internal/config"
+	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
 )
 
@@ -307,6 +309,44 @@ func TestCostUnreadableIsNotBilled(t *testing.T) {
 	cb.requireBalanceMoved(t, core.TrialCredit, 0)
 	r = cb.do(t, "POST", "/v1/chat/completions", cb.key, chatBody("conclave-standard", "What is 2 + 2?", ""), "Idempotency-Key", "lost-1")
 	require.Equal(t, 200, r.status, "the retry runs: %s", r.raw)
+}
+
+// unconfirmedStore settles for real and then reports that it could not
+// confirm the settlement on disk, as pgstore does when the database goes
+// away after the commit and does not come back in time.
+type unconfirmedStore struct{ *pgstore.Store }
+
+func (s unconfirmedStore) SettleCall(ctx context.Context, p *core.SettleCallParams) (*core.Balance, error) {
+	if _, err := s.Store.SettleCall(ctx, p); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("settling hold %s: %w", p.HoldID, core.ErrOutcomeUnknown)
+}
+
+// A call whose bill could not be confirmed is answered 500 internal_error,
+// never "nothing was billed"; the retry with the same key replays the
+// answer it was billed for, and bills nothing more.
+func TestUnconfirmedBillIsAnInternalErrorAndTheRetryReplays(t *testing.T) {
+	t.Parallel()
+	var store *pgstore.Store
+	cb := setupChatWith(t, func(d *api.Deps) {
+		store = d.Store.(*pgstore.Store)
+		d.Store = unconfirmedStore{store}
+	})
+	body := chatBody("conclave-standard", "What is 2 + 2?", "")
+	r := cb.do(t, "POST", "/v1/chat/completions", cb.key, body, "Idempotency-Key", "unconfirmed-1")
+	requireError(t, r, 500, core.CodeInternalError, "api_error")
+	require.Contains(t, r.body["error"].(map[string]any)["message"], "never billed twice")
+	var billed core.Micros
+	require.NoError(t, store.Pool().QueryRow(context.Background(),
+		"SELECT billed_micros FROM receipts WHERE org_id = $1", cb.org.ID).Scan(&billed))
+	require.Positive(t, billed, "the call was billed")
+	cb.requireBalanceMoved(t, core.TrialCredit, billed)
+
+	again := cb.do(t, "POST", "/v1/chat/completions", cb.key, body, "Idempotency-Key", "unconfirmed-1")
+	require.Equal(t, 200, again.status, again.raw)
+	require.Equal(t, true, again.body["panel"].(map[string]any)["replayed"], "the retry replays the billed answer")
+	cb.requireBalanceMoved(t, core.TrialCredit, billed)
 }
 
 // panicky is a deliberator with a fault.

@@ -26,6 +26,10 @@ var (
 	// ErrVerificationRequired: an unverified organisation's activation
 	// allowance cannot cover the reservation.
 	ErrVerificationRequired = errors.New("verification required")
+	// ErrOutcomeUnknown: a write was committed or not, and which could not
+	// be learnt (the database went away mid-answer). A retry with the same
+	// idempotency key finds out: it replays what was kept, or runs again.
+	ErrOutcomeUnknown = errors.New("outcome unknown")
 )
 
 // Error is an error that carries a wire code, and optionally the request

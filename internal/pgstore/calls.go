@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -93,7 +94,7 @@ func (s *Store) SettleCall(ctx context.Context, p *core.SettleCallParams) (*core
 		}
 	}
 	batch.Queue(q("Commit"))
-	batch.Queue(q("DurableMark"))
+	batch.Queue(s.marks.settleSQL())
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("settling hold %s: %w", p.HoldID, translate(err))
@@ -101,30 +102,25 @@ func (s *Store) SettleCall(ctx context.Context, p *core.SettleCallParams) (*core
 	defer conn.Release()
 	var bal core.Balance
 	br := conn.SendBatch(ctx, batch)
-	for range 2 { // Begin, CommitWithoutWaiting
+	// The results, in the batch's order; the first failure skips the rest.
+	exec := func(what string) {
 		if err == nil {
-			_, err = br.Exec()
+			if _, err = br.Exec(); err != nil && what != "" {
+				err = fmt.Errorf("%s: %w", what, err)
+			}
 		}
 	}
+	exec("") // Begin
+	exec("") // CommitWithoutWaiting
 	if err == nil {
 		err = br.QueryRow().Scan(&bal.OrgID, &bal.Balance, &bal.Held, &bal.TrialRemaining, &bal.UpdatedAt)
 	}
-	if err == nil && p.Receipt != nil {
-		if _, err = br.Exec(); err != nil {
-			err = fmt.Errorf("writing the receipt: %w", err)
-		}
+	if p.Receipt != nil {
+		exec("writing the receipt")
 	}
-	if err == nil {
-		// The ledger's deferred checks run here.
-		_, err = br.Exec()
-	}
-	if err == nil {
-		if _, err = br.Exec(); err != nil {
-			// Committed, but not known to be on disk; answered like a
-			// commit whose outcome is unknown.
-			err = fmt.Errorf("waiting for the settlement to reach the disk: %w", err)
-		}
-	}
+	exec("committing") // the ledger's deferred checks run here
+	committed := err == nil
+	exec("waiting for the settlement to reach the disk")
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
@@ -134,6 +130,14 @@ func (s *Store) SettleCall(ctx context.Context, p *core.SettleCallParams) (*core
 		if _, rerr := conn.Exec(context.WithoutCancel(ctx), q("Rollback")); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
+	}
+	if committed && err != nil {
+		// Committed, but not known to be on disk (the connection or the
+		// server went away): find out, so that a settlement is never
+		// reported unbilled when it was kept, nor billed when it was lost.
+		// The connection goes back first: confirming takes one of its own.
+		conn.Release()
+		err = s.confirmSettled(ctx, p.HoldID, p.OrgID, err)
 	}
 	var pgErr *pgconn.PgError
 	switch {
@@ -151,6 +155,63 @@ func (s *Store) SettleCall(ctx context.Context, p *core.SettleCallParams) (*core
 		return nil, fmt.Errorf("settling hold %s: %w", p.HoldID, err)
 	}
 	return &bal, nil
+}
+
+// durableMarks are the statements that make a settlement durable; empty
+// fields mean DurableMark and a confirmation window of settleConfirmFor.
+type durableMarks struct {
+	settle, confirm string
+	confirmFor      time.Duration
+}
+
+// settleConfirmFor is how long SettleCall keeps trying to learn whether a
+// committed settlement whose durable mark failed was kept: long enough
+// for PostgreSQL to restart after a crash.
+const settleConfirmFor = 10 * time.Second
+
+func (m durableMarks) settleSQL() string  { return cmp.Or(m.settle, q("DurableMark")) }
+func (m durableMarks) confirmSQL() string { return cmp.Or(m.confirm, q("DurableMark")) }
+
+// confirmSettled learns whether the settlement of holdID, committed but
+// not known to be on disk (markErr), was kept. A durable mark on any
+// connection puts every commit before it on disk, and after a crash only
+// what reached the disk is there; so a mark followed by the hold's state
+// tells. It returns nil when the hold is settled and durable; the
+// settlement's loss when the hold is not settled (nothing was billed); and
+// core.ErrOutcomeUnknown when the database cannot be reached within the
+// window.
+func (s *Store) confirmSettled(ctx context.Context, holdID, orgID string, markErr error) error {
+	deadline := time.Now().Add(cmp.Or(s.marks.confirmFor, settleConfirmFor))
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		batch := &pgx.Batch{}
+		batch.Queue(s.marks.confirmSQL())
+		batch.Queue(q("HoldState"), holdID, orgID)
+		br := s.pool.SendBatch(ctx, batch)
+		var state string
+		_, err := br.Exec()
+		if err == nil {
+			err = br.QueryRow().Scan(&state)
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if errors.Is(err, pgx.ErrNoRows) { // the admission was lost too
+			state, err = "gone", nil
+		}
+		switch {
+		case err == nil && state == core.HoldSettled:
+			return nil
+		case err == nil:
+			return fmt.Errorf("the settlement was lost with the database (the hold is %s): %w", state, markErr)
+		case time.Now().Add(wait).After(deadline):
+			return fmt.Errorf("%w: the settlement was committed but could not be confirmed on disk: %w (confirming: %w)", core.ErrOutcomeUnknown, markErr, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", core.ErrOutcomeUnknown, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
 }
 
 // journal records a debit of amount from the organisation's balance to a

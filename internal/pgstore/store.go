@@ -19,6 +19,9 @@ import (
 // Store implements core.Store on a pgx pool. It is safe for concurrent use.
 type Store struct {
 	pool *pgxpool.Pool
+	// marks overrides how SettleCall makes a settlement durable; only
+	// tests set it (export_test.go), to make a mark fail.
+	marks durableMarks
 }
 
 // New returns a Store over pool. The schema must already be migrated.

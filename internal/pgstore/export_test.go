@@ -1,0 +1,11 @@
+package pgstore
+
+import "time"
+
+// SetDurableMarks replaces the statements SettleCall makes a settlement
+// durable with (settle: in its own batch; confirm: when that one failed
+// after the commit) and how long it tries to confirm, so tests can make a
+// mark fail. Empty values keep the defaults.
+func SetDurableMarks(s *Store, settle, confirm string, confirmFor time.Duration) {
+	s.marks = durableMarks{settle: settle, confirm: confirm, confirmFor: confirmFor}
+}
