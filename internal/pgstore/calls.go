@@ -99,7 +99,7 @@ func (s *Store) SettleCall(ctx context.Context, p *core.SettleCallParams) (*core
 	if err != nil {
 		return nil, fmt.Errorf("settling hold %s: %w", p.HoldID, translate(err))
 	}
-	defer conn.Release()
+	defer conn.Release() // releasing twice is harmless
 	var bal core.Balance
 	br := conn.SendBatch(ctx, batch)
 	// The results, in the batch's order; the first failure skips the rest.
@@ -131,19 +131,20 @@ func (s *Store) SettleCall(ctx context.Context, p *core.SettleCallParams) (*core
 			err = errors.Join(err, rerr)
 		}
 	}
+	// The connection goes back now: confirming or explaining below takes
+	// one of its own from the pool.
+	conn.Release()
 	if committed && err != nil {
 		// Committed, but not known to be on disk (the connection or the
 		// server went away): find out, so that a settlement is never
 		// reported unbilled when it was kept, nor billed when it was lost.
-		// The connection goes back first: confirming takes one of its own.
-		conn.Release()
 		err = s.confirmSettled(ctx, p.HoldID, p.OrgID, err)
 	}
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "CC001":
 		// Not live: say why (another organisation's, settled, released).
-		_, err = closedHoldError(ctx, conn, p.HoldID, p.OrgID)
+		_, err = closedHoldError(ctx, s.pool, p.HoldID, p.OrgID)
 	case errors.As(err, &pgErr) && pgErr.Code == "CC002":
 		err = fmt.Errorf("%w: the idempotency claim on the key is no longer this call's", core.ErrConflict)
 	case errors.As(err, &pgErr) && pgErr.Code == "CC003":

@@ -46,6 +46,19 @@ func newCrashable(t *testing.T) *crashable {
 	return c
 }
 
+// store is a Store on the crashable server (its pool closed when the test
+// ends) and an organisation in it.
+func (c *crashable) store(t *testing.T) (*pgstore.Store, *pgxpool.Pool, *core.Org) {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), c.url)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	s := pgstore.New(pool)
+	org, _, err := s.CreateOrg(context.Background(), &core.CreateOrgParams{Name: "Crashable"})
+	require.NoError(t, err)
+	return s, pool, org
+}
+
 // crash crashes the server, waits until it has recovered, and returns a
 // connection to it (closed when the test ends).
 func (c *crashable) crash(t *testing.T) *pgx.Conn {
@@ -114,12 +127,7 @@ func TestSettlementIsDurableWhenSettleCallReturns(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newCrashable(t)
-	pool, err := pgxpool.New(ctx, c.url)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	s := pgstore.New(pool)
-	org, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Durable"})
-	require.NoError(t, err)
+	s, _, org := c.store(t)
 	a, err := s.Admit(ctx, &core.AdmitParams{OrgID: org.ID, RequestID: "req_durable", Lease: time.Minute,
 		IdempotencyKey: "k-durable", RequestHash: make([]byte, 32), Hold: core.PlaceHoldParams{Amount: 1_000_000}})
 	require.NoError(t, err)
@@ -144,14 +152,9 @@ func TestSettlementCutOffByACrashIsReportedAsTheDatabaseKeptIt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newCrashable(t)
-	pool, err := pgxpool.New(ctx, c.url)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	s := pgstore.New(pool)
+	s, pool, org := c.store(t)
 	// The wait for the disk takes long enough for the crash to cut it off.
 	pgstore.SetDurableMarks(s, "SELECT pg_sleep(3)", "", time.Minute)
-	org, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Cut off"})
-	require.NoError(t, err)
 	h, err := s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: "req_cut", Amount: 1_000_000})
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, "SELECT pg_logical_emit_message(true, 'test', 'hold on disk')")
