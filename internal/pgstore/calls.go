@@ -87,12 +87,16 @@ func (s *Store) SettleCall(ctx context.Context, p *core.SettleCallParams) (*core
 	batch := &pgx.Batch{}
 	batch.Queue(q("Begin"))
 	batch.Queue(q("CommitWithoutWaiting"))
-	batch.Queue(q("SettleCallFn"), p.HoldID, p.OrgID, requestID, int64(p.Billed), p.IdempotencyKey, p.ClaimState)
+	// The receipt first: settle_call takes the organisation's balance row,
+	// which every call of the organisation updates, so it goes last, just
+	// before the commit (see 0009_hot_rows_last.sql). If settle_call then
+	// refuses, the receipt goes with the rest.
 	if p.Receipt != nil {
 		if err := queueReceipt(batch, p.Receipt, p.OrgID, p.HoldID, requestID); err != nil {
 			return nil, fmt.Errorf("settling hold %s: %w", p.HoldID, err)
 		}
 	}
+	batch.Queue(q("SettleCallFn"), p.HoldID, p.OrgID, requestID, int64(p.Billed), p.IdempotencyKey, p.ClaimState)
 	batch.Queue(q("Commit"))
 	batch.Queue(s.marks.settleSQL())
 	conn, err := s.pool.Acquire(ctx)
@@ -112,11 +116,11 @@ func (s *Store) SettleCall(ctx context.Context, p *core.SettleCallParams) (*core
 	}
 	exec("") // Begin
 	exec("") // CommitWithoutWaiting
-	if err == nil {
-		err = br.QueryRow().Scan(&bal.OrgID, &bal.Balance, &bal.Held, &bal.TrialRemaining, &bal.UpdatedAt)
-	}
 	if p.Receipt != nil {
 		exec("writing the receipt")
+	}
+	if err == nil {
+		err = br.QueryRow().Scan(&bal.OrgID, &bal.Balance, &bal.Held, &bal.TrialRemaining, &bal.UpdatedAt)
 	}
 	exec("committing") // the ledger's deferred checks run here
 	committed := err == nil
@@ -145,6 +149,13 @@ func (s *Store) SettleCall(ctx context.Context, p *core.SettleCallParams) (*core
 	case errors.As(err, &pgErr) && pgErr.Code == "CC001":
 		// Not live: say why (another organisation's, settled, released).
 		_, err = closedHoldError(ctx, s.pool, p.HoldID, p.OrgID)
+	case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "receipts_pkey":
+		// The request has its receipt: the hold was settled already, as a
+		// repeated settlement finds (its receipt is written first).
+		var h *core.Hold
+		if h, err = closedHoldError(ctx, s.pool, p.HoldID, p.OrgID); h != nil && h.State == core.HoldHeld {
+			err = fmt.Errorf("%w: request %s has a receipt already", core.ErrConflict, requestID)
+		}
 	case errors.As(err, &pgErr) && pgErr.Code == "CC002":
 		err = fmt.Errorf("%w: the idempotency claim on the key is no longer this call's", core.ErrConflict)
 	case errors.As(err, &pgErr) && pgErr.Code == "CC003":
@@ -262,8 +273,8 @@ func (s *Store) ReleaseHold(ctx context.Context, holdID, orgID string) error {
 }
 
 // queueReceipt queues the receipt of requestID with its seat and staff rows:
-// one statement. settle_call, before it in the batch, refuses a hold whose
-// request is not requestID.
+// one statement. settle_call, after it in the same transaction, refuses a
+// hold whose request is not requestID, and the receipt is undone with it.
 func queueReceipt(b *pgx.Batch, r *core.Receipt, orgID, holdID, requestID string) error {
 	var bestSeat []byte
 	if r.BestSeat != nil {

@@ -60,6 +60,35 @@ func TestSettleRefusesAReceiptForAnotherRequest(t *testing.T) {
 	require.Zero(t, receipts)
 }
 
+// A settlement repeated with its receipt (written before settle_call, so
+// the receipt's key is what refuses it) is a conflict naming the hold's
+// state, and bills nothing more.
+func TestSettleWithAReceiptTwiceBillsOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, pool, org := newRailsStore(t)
+	h, err := s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: "req_twice", Amount: 100_000})
+	require.NoError(t, err)
+	r := benchReceipt("req_twice")
+	settle := func() error {
+		_, err := s.SettleCall(ctx, &core.SettleCallParams{HoldID: h.ID, OrgID: org.ID, Billed: r.Billed, Receipt: r})
+		return err
+	}
+	require.NoError(t, settle())
+	err = settle()
+	require.ErrorIs(t, err, core.ErrConflict)
+	require.ErrorContains(t, err, "hold is settled")
+	bal, err := s.GetBalance(ctx, org.ID)
+	require.NoError(t, err)
+	require.Equal(t, core.TrialCredit-r.Billed, bal.Balance, "billed once")
+	require.Zero(t, bal.Held)
+	var receipts, postings int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM receipts), (SELECT count(*) FROM postings WHERE kind = 'call_charge')").
+		Scan(&receipts, &postings))
+	require.Equal(t, 1, receipts)
+	require.Equal(t, 1, postings)
+}
+
 // Under a mix of concurrent holds, settlements and releases on a few
 // organisations, every balance's held amount stays the sum of its live holds
 // and every balance equals its journal.

@@ -16,7 +16,8 @@ import (
 // after the other on one connection at a time: admit_call (rate, slot,
 // idempotency claim, hold) and settle_call with a receipt of one seat and
 // two staff rows (and without one, to show the receipt's share), beside a
-// trivial query on the same pool (the floor of a round trip).
+// trivial query on the same pool (the floor of a round trip); and both
+// trips of many calls of one organisation at once (one-org-parallel).
 func BenchmarkAdmitSettle(b *testing.B) {
 	ctx := context.Background()
 	// Postgres as deployed: every synchronous commit waits for the disk.
@@ -79,6 +80,33 @@ func BenchmarkAdmitSettle(b *testing.B) {
 			}
 		})
 	}
+	// Many calls of one organisation and one key at once (16 callers on
+	// this 2-core machine): every admission updates the key's rate row and
+	// the balance row, every settlement the balance row again, so how long
+	// each transaction keeps those rows locked bounds the organisation's
+	// rate of calls.
+	b.Run("one-org-parallel", func(b *testing.B) {
+		b.SetParallelism(8)
+		start := time.Now()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				id := core.NewID("req")
+				a, err := s.Admit(ctx, &core.AdmitParams{KeyID: "key_bench_parallel", PerMinute: 100_000_000, OrgID: org.ID, RequestID: id,
+					SlotLimit: 1_000_000, Lease: time.Minute, IdempotencyKey: id, RequestHash: hash, Hold: core.PlaceHoldParams{Amount: 2_000_000}})
+				if err != nil || a.Refused != nil {
+					b.Error(err, a)
+					return
+				}
+				r := benchReceipt(id)
+				if _, err := s.SettleCall(ctx, &core.SettleCallParams{HoldID: a.Hold.ID, OrgID: org.ID, Billed: r.Billed, Receipt: r,
+					IdempotencyKey: id, ClaimState: core.ClaimSucceeded}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+	})
 	b.Run("select-1", func(b *testing.B) {
 		for range b.N {
 			if err := s.Ping(ctx); err != nil {

@@ -438,3 +438,84 @@ func TestAdmitCommitsAsynchronouslyInItsTransactionOnly(t *testing.T) {
 	require.Equal(t, "ok", outcome)
 	require.Equal(t, "on", setting())
 }
+
+// admit_call writes the call's own rows (slot, claim, hold) before the
+// shared rate and balance rows. A call refused at the rate it read as free
+// but lost to a concurrent call when it took it, or refused by the balance
+// after its hold was written, keeps none of them, and the balance holds
+// nothing for it.
+func TestAdmitRefusedAfterItsOwnRowsKeepsNone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, pool, org := newRailsStore(t)
+	leftovers := func(requestID string) (rows int, held int64) {
+		t.Helper()
+		require.NoError(t, pool.QueryRow(ctx, `SELECT
+			  (SELECT count(*) FROM concurrency_slots WHERE request_id = $1)
+			+ (SELECT count(*) FROM idempotency_keys WHERE request_id = $1)
+			+ (SELECT count(*) FROM holds WHERE request_id = $1),
+			  (SELECT held_micros FROM balances WHERE org_id = $2)`, requestID, org.ID).Scan(&rows, &held))
+		return rows, held
+	}
+	admit := func(requestID string, amount core.Micros) (*core.Admission, error) {
+		return s.Admit(ctx, &core.AdmitParams{KeyID: "key_race", PerMinute: 1, OrgID: org.ID, RequestID: requestID,
+			SlotLimit: 5, Lease: time.Minute, IdempotencyKey: "idem-" + requestID, RequestHash: hashOf(requestID),
+			Hold: core.PlaceHoldParams{Amount: amount}})
+	}
+
+	// The rate: another transaction spends the key's minute and keeps its
+	// row locked; the admission reads the rate as free, writes its rows,
+	// waits for the row, and finds the minute spent once the other commits.
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx) //nolint:errcheck // committed below
+	_, err = tx.Exec(ctx, `INSERT INTO rate_limits (key_id, tat) VALUES ('key_race', clock_timestamp() + interval '1 minute')`)
+	require.NoError(t, err)
+	type result struct {
+		a   *core.Admission
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		a, err := admit("req_race", 1_000_000)
+		done <- result{a, err}
+	}()
+	// Wait until the admission waits for the rate row, with its rows written.
+	require.Eventually(t, func() bool {
+		var waiting bool
+		err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '%admit_call%')`).Scan(&waiting)
+		return err == nil && waiting
+	}, 10*time.Second, 5*time.Millisecond)
+	require.NoError(t, tx.Commit(ctx))
+	r := <-done
+	require.NoError(t, r.err)
+	require.ErrorIs(t, r.a.Refused, core.ErrRateLimited)
+	require.Greater(t, r.a.RetryAfter, 50*time.Second, "the other transaction spent the minute")
+	require.Nil(t, r.a.Hold)
+	rows, held := leftovers("req_race")
+	require.Zero(t, rows, "no slot, claim or hold is kept")
+	require.Zero(t, held)
+
+	// The balance: more than the organisation has.
+	_, err = pool.Exec(ctx, `DELETE FROM rate_limits WHERE key_id = 'key_race'`)
+	require.NoError(t, err)
+	a, err := admit("req_broke", 1_000_000_000)
+	require.NoError(t, err)
+	require.ErrorIs(t, a.Refused, core.ErrInsufficientFunds)
+	require.Nil(t, a.Hold)
+	rows, held = leftovers("req_broke")
+	require.Zero(t, rows, "no slot, claim or hold is kept")
+	require.Zero(t, held)
+
+	// The same call, affordable, is admitted with all three.
+	_, err = pool.Exec(ctx, `DELETE FROM rate_limits WHERE key_id = 'key_race'`)
+	require.NoError(t, err)
+	a, err = admit("req_ok", 1_000_000)
+	require.NoError(t, err)
+	require.NoError(t, a.Refused)
+	require.NotNil(t, a.Hold)
+	rows, held = leftovers("req_ok")
+	require.Equal(t, 3, rows, "a slot, a claim and a hold")
+	require.Equal(t, int64(1_000_000), held)
+}
