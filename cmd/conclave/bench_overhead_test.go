@@ -20,6 +20,7 @@ import (
 	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/internal/loadtest"
 	"github.com/conclavehq/conclave/internal/pgtest"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 )
@@ -92,22 +93,33 @@ func BenchmarkServeOverhead(b *testing.B) {
 	if err := gateway(-1); err != nil {
 		b.Fatal("gateway call: ", err)
 	}
-	processSweep(b, direct, gateway, pid, "gateway_cpu_ms/call")
+	processSweep(b, direct, gateway, pid, dbURL, "gateway_cpu_ms/call")
 }
 
 // processSweep runs the overhead sweep of a gateway in its own process
-// (pid), with the window and rates from the environment, and reports that
-// process's CPU per call in the measured window as cpuMetric.
-func processSweep(b *testing.B, direct, gateway func(i int) error, pid int, cpuMetric string) {
+// (pid), with the window and rates from the environment, and reports per
+// call in the measured window that process's CPU as cpuMetric, the CPU of
+// the PostgreSQL cluster at dbURL (postmaster and every process it started:
+// pg_cpu_ms/call) and the whole machine's (machine_cpu_ms/call: every
+// process, the load generator and simulator included, and the kernel).
+func processSweep(b *testing.B, direct, gateway func(i int) error, pid int, dbURL, cpuMetric string) {
+	postmaster := postmasterPID(b, dbURL)
 	loadtest.OverheadSweep(b, loadtest.Sweep{
 		Window:  envDuration(b, "CONCLAVE_BENCH_OVERHEAD_WINDOW", 6*time.Second),
 		Rates:   envCounts(b, "CONCLAVE_BENCH_OVERHEAD_RATES", nil), // nil: loadtest.DefaultRates
 		Direct:  direct,
 		Gateway: gateway,
 		Around: func(b *testing.B, _ int, run func() loadtest.Result) loadtest.Result {
-			cpu0 := procCPU(b, pid)
+			cpu0, pg0, machine0 := procCPU(b, pid), clusterCPU(b, postmaster), machineCPU(b)
 			g := run()
-			b.ReportMetric(loadtest.MS(procCPU(b, pid)-cpu0)/float64(max(g.N, 1)), cpuMetric)
+			n := float64(max(g.N, 1))
+			b.ReportMetric(loadtest.MS(procCPU(b, pid)-cpu0)/n, cpuMetric)
+			var pg time.Duration
+			for p, t := range clusterCPU(b, postmaster) {
+				pg += t - pg0[p] // a process started in the window counts whole
+			}
+			b.ReportMetric(loadtest.MS(pg)/n, "pg_cpu_ms/call")
+			b.ReportMetric(loadtest.MS(machineCPU(b)-machine0)/n, "machine_cpu_ms/call")
 			return g
 		},
 	})
@@ -156,16 +168,94 @@ func procCPU(b *testing.B, pid int) time.Duration {
 	if err != nil {
 		b.Fatal(err)
 	}
-	// The fields after the command's closing parenthesis; utime and stime
-	// are the 14th and 15th of the line, in clock ticks (USER_HZ, 100).
 	s := string(raw)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	t, ok := statCPU(strings.Fields(s[strings.LastIndexByte(s, ')')+1:]))
+	if !ok {
+		b.Fatalf("reading /proc/%d/stat: %q", pid, s)
+	}
+	return t
+}
+
+// statCPU is utime + stime from the fields of a /proc/PID/stat line after
+// the command's closing parenthesis: the 14th and 15th of the line, in
+// clock ticks (USER_HZ, 100).
+func statCPU(fields []string) (time.Duration, bool) {
+	if len(fields) < 13 {
+		return 0, false
+	}
 	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
 	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
 	if err1 != nil || err2 != nil {
-		b.Fatalf("reading /proc/%d/stat: %q", pid, s)
+		return 0, false
 	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond
+	return time.Duration(utime+stime) * 10 * time.Millisecond, true
+}
+
+// postmasterPID is the process id of the PostgreSQL server at dbURL, whose
+// Unix socket lives in its data directory (see localpg).
+func postmasterPID(b *testing.B, dbURL string) int {
+	cfg, err := pgx.ParseConfig(dbURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(cfg.Host, "postmaster.pid"))
+	if err != nil {
+		b.Fatal("finding the PostgreSQL server: ", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(raw), "\n", 2)[0]))
+	if err != nil {
+		b.Fatalf("postmaster.pid: %q", raw)
+	}
+	return pid
+}
+
+// clusterCPU is the CPU time used so far by the postmaster and each
+// process it started (backends, WAL writer, checkpointer, autovacuum), by
+// process id.
+func clusterCPU(b *testing.B, postmaster int) map[int]time.Duration {
+	out := map[int]time.Duration{postmaster: procCPU(b, postmaster)}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue // gone since the listing
+		}
+		s := string(raw)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if ppid, _ := strconv.Atoi(fields[1]); ppid == postmaster {
+			if t, ok := statCPU(fields); ok {
+				out[pid] = t
+			}
+		}
+	}
+	return out
+}
+
+// machineCPU is the CPU time the whole machine has spent busy (user, nice,
+// system, interrupts), over every CPU, from /proc/stat.
+func machineCPU(b *testing.B) time.Duration {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	// "cpu user nice system idle iowait irq softirq steal …", in clock ticks.
+	fields := strings.Fields(strings.SplitN(string(raw), "\n", 2)[0])
+	var ticks int64
+	for _, i := range []int{1, 2, 3, 6, 7} {
+		n, err := strconv.ParseInt(fields[i], 10, 64)
+		if err != nil {
+			b.Fatalf("/proc/stat: %q", fields)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
 // simChatPath is the simulator's OpenAI-style chat endpoint.
@@ -200,7 +290,8 @@ func simChat(client *http.Client, url string) func(i int) error {
 func BenchmarkServeOverheadFloor(b *testing.B) {
 	simURL := startSim(b, "--time-scale", "0.000001")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "CONCLAVE_BENCH_FLOOR_DB="+pgtest.NewDurableDatabase(b), "CONCLAVE_BENCH_FLOOR_SIM="+simURL)
+	dbURL := pgtest.NewDurableDatabase(b)
+	cmd.Env = append(os.Environ(), "CONCLAVE_BENCH_FLOOR_DB="+dbURL, "CONCLAVE_BENCH_FLOOR_SIM="+simURL)
 	floor := startProcess(b, cmd)
 	pid := floor.cmd.Process.Pid
 
@@ -210,7 +301,7 @@ func BenchmarkServeOverheadFloor(b *testing.B) {
 	if err := gateway(-1); err != nil {
 		b.Fatal("call through the floor: ", err)
 	}
-	processSweep(b, direct, gateway, pid, "floor_cpu_ms/call")
+	processSweep(b, direct, gateway, pid, dbURL, "floor_cpu_ms/call")
 }
 
 // overheadFloor serves BenchmarkServeOverheadFloor's floor on a loopback
