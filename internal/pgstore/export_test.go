@@ -9,3 +9,7 @@ import "time"
 func SetDurableMarks(s *Store, settle, confirm string, confirmFor time.Duration) {
 	s.marks = durableMarks{settle: settle, confirm: confirm, confirmFor: confirmFor}
 }
+
+// JobQuery is the job statement of that name, for tests that look at its
+// plan.
+func JobQuery(name string) string { return jq(name) }

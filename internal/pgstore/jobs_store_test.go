@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -532,6 +533,52 @@ func TestReapIdempotencyKeysDeletesFinishedClaimsPastRetention(t *testing.T) {
 
 	_, err = b.store.ReapIdempotencyKeys(b.ctx, &pgstore.ReapParams{})
 	require.ErrorContains(t, err, "retention")
+}
+
+// The sweeper's scans read what they look for, not the tables: with many
+// finished claims and settled holds and a few calls in flight, the plans of
+// its statements scan neither table whole. (The reaper is left out: what it
+// looks for, claims past retention, can be most of the table.)
+func TestSweepScansByIndex(t *testing.T) {
+	t.Parallel()
+	b := setupJobs(t)
+	org := b.org(t, "Busy", 0)
+	// 20,000 finished claims with their settled holds, 20 claims in flight.
+	_, err := b.pool.Exec(b.ctx, `
+		INSERT INTO idempotency_keys (org_id, key, request_hash, request_id, state, locked_until, updated_at)
+		SELECT $1, 'k' || g, sha256(g::text::bytea), 'req_' || g,
+		       CASE WHEN g % 1000 = 0 THEN 'in_flight' ELSE 'succeeded' END,
+		       now() - interval '1 hour', now() - g * interval '1 second'
+		  FROM generate_series(1, 20000) g`, org)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(b.ctx, `
+		INSERT INTO holds (id, org_id, request_id, amount_micros, state, billed_micros, expires_at, settled_at)
+		SELECT 'hold_' || g, $1, 'req_' || g, 1000, 'settled', 900, now() - interval '1 hour', now()
+		  FROM generate_series(1, 20000) g WHERE g % 1000 <> 0`, org)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(b.ctx, "ANALYZE idempotency_keys, holds, concurrency_slots")
+	require.NoError(t, err)
+	grace := (30 * time.Second).Microseconds()
+	for name, args := range map[string][]any{
+		"ReleaseExpiredHold": {time.Now(), grace},
+		"SweepExpiredSlots":  {time.Now(), grace, 1000},
+		"SweepExpiredClaims": {time.Now(), grace, 1000},
+	} {
+		rows, err := b.pool.Query(b.ctx, "EXPLAIN "+pgstore.JobQuery(name), args...)
+		require.NoError(t, err)
+		var plan strings.Builder
+		for rows.Next() {
+			var line string
+			require.NoError(t, rows.Scan(&line))
+			plan.WriteString(line + "\n")
+		}
+		require.NoError(t, rows.Err())
+		require.NotContains(t, plan.String(), "Seq Scan on idempotency_keys", "%s:\n%s", name, plan.String())
+		require.NotContains(t, plan.String(), "Seq Scan on holds", "%s:\n%s", name, plan.String())
+	}
+	n, err := b.store.SweepHolds(b.ctx, &pgstore.SweepParams{Grace: 30 * time.Second})
+	require.NoError(t, err)
+	require.Equal(t, 20, n.ClaimsFreed, "the 20 dead in-flight claims, none of the finished ones")
 }
 
 func TestMigrateRiverIsIdempotentAndSafeConcurrently(t *testing.T) {
