@@ -146,16 +146,10 @@ func (s *Store) SettleCall(ctx context.Context, p *core.SettleCallParams) (*core
 	}
 	var pgErr *pgconn.PgError
 	switch {
-	case errors.As(err, &pgErr) && pgErr.Code == "CC001":
-		// Not live: say why (another organisation's, settled, released).
+	case errors.As(err, &pgErr) && (pgErr.Code == "CC001" || pgErr.ConstraintName == "receipts_pkey"):
+		// Not live: say why (another organisation's, settled, released). A
+		// repeated settlement with its receipt meets the receipt first.
 		_, err = closedHoldError(ctx, s.pool, p.HoldID, p.OrgID)
-	case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "receipts_pkey":
-		// The request has its receipt: the hold was settled already, as a
-		// repeated settlement finds (its receipt is written first).
-		var h *core.Hold
-		if h, err = closedHoldError(ctx, s.pool, p.HoldID, p.OrgID); h != nil && h.State == core.HoldHeld {
-			err = fmt.Errorf("%w: request %s has a receipt already", core.ErrConflict, requestID)
-		}
 	case errors.As(err, &pgErr) && pgErr.Code == "CC002":
 		err = fmt.Errorf("%w: the idempotency claim on the key is no longer this call's", core.ErrConflict)
 	case errors.As(err, &pgErr) && pgErr.Code == "CC003":
@@ -197,18 +191,20 @@ func (s *Store) confirmSettled(ctx context.Context, holdID, orgID string, markEr
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		batch := &pgx.Batch{}
 		batch.Queue(s.marks.confirmSQL())
-		batch.Queue(q("HoldState"), holdID, orgID)
+		batch.Queue(q("GetHold"), holdID, orgID)
 		br := s.pool.SendBatch(ctx, batch)
-		var state string
+		state := "gone" // the admission was lost too
 		_, err := br.Exec()
 		if err == nil {
-			err = br.QueryRow().Scan(&state)
+			var h *core.Hold
+			if h, err = scanHold(br.QueryRow()); err == nil {
+				state = h.State
+			} else if errors.Is(err, core.ErrNotFound) {
+				err = nil
+			}
 		}
 		if cerr := br.Close(); err == nil {
 			err = cerr
-		}
-		if errors.Is(err, pgx.ErrNoRows) { // the admission was lost too
-			state, err = "gone", nil
 		}
 		switch {
 		case err == nil && state == core.HoldSettled:

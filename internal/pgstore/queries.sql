@@ -187,8 +187,5 @@ SELECT pg_logical_emit_message(true, 'conclave', 'durable');
 SELECT o.org_id, s.balance_micros, s.held_micros, s.trial_remaining_micros, s.updated_at
   FROM settle_call($1, $2, $3, $4, $5, $6) s, (SELECT $2::text AS org_id) o;
 
--- name: HoldState
-SELECT state FROM holds WHERE id = $1 AND org_id = $2;
-
 -- name: HoldRequest
 SELECT request_id FROM holds WHERE id = $1 AND org_id = $2;

@@ -484,7 +484,7 @@ func TestAdmitRefusedAfterItsOwnRowsKeepsNone(t *testing.T) {
 	require.Eventually(t, func() bool {
 		var waiting bool
 		err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE '%admit_call%')`).Scan(&waiting)
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%admit_call%')`).Scan(&waiting)
 		return err == nil && waiting
 	}, 10*time.Second, 5*time.Millisecond)
 	require.NoError(t, tx.Commit(ctx))
@@ -518,4 +518,28 @@ func TestAdmitRefusedAfterItsOwnRowsKeepsNone(t *testing.T) {
 	rows, held = leftovers("req_ok")
 	require.Equal(t, 3, rows, "a slot, a claim and a hold")
 	require.Equal(t, int64(1_000_000), held)
+}
+
+// The rate is read before anything is written, so a key over its rate is
+// refused for its rate even when the organisation has no slot free either,
+// and writes nothing.
+func TestAdmitRefusesTheRateBeforeTheSlot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, pool, org := newRailsStore(t)
+	admit := func(requestID string) *core.Admission {
+		t.Helper()
+		a, err := s.Admit(ctx, &core.AdmitParams{KeyID: "key_order", PerMinute: 1, OrgID: org.ID, RequestID: requestID,
+			SlotLimit: 1, Lease: time.Minute, IdempotencyKey: "idem-" + requestID, RequestHash: hashOf(requestID)})
+		require.NoError(t, err)
+		return a
+	}
+	require.NoError(t, admit("req_first").Refused, "the minute's one call, holding the one slot")
+	a := admit("req_second")
+	require.ErrorIs(t, a.Refused, core.ErrRateLimited, "over the rate and without a slot: the rate is named")
+	require.Greater(t, a.RetryAfter, 50*time.Second)
+	var rows int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM concurrency_slots WHERE request_id = 'req_second')
+		+ (SELECT count(*) FROM idempotency_keys WHERE request_id = 'req_second')`).Scan(&rows))
+	require.Zero(t, rows)
 }

@@ -6,8 +6,7 @@
 -- two rows serialise the organisation's calls for as long as each
 -- transaction holds them. admit_call (0008) took the rate row first and
 -- held it through the slot, the claim, the balance and the hold; the
--- settlement held the balance row through the receipt's statement and the
--- ledger's deferred checks. Seen from PostgreSQL at 500 calls/s of one key,
+-- settlement held the balance row through the receipt's statement. Seen from PostgreSQL at 500 calls/s of one key,
 -- the rate row's one-row upsert and the balance updates took 75-105 µs
 -- each on average, nearly all of it waiting for the row.
 --
@@ -20,11 +19,9 @@
 -- hold is written before the balance is checked and removed when the
 -- balance refuses; the spend rules leave the call's own hold out.
 --
--- settle_call checks the posting's balance (the ledger's deferred
--- constraint triggers) as soon as its legs are written, before it takes the
--- balance row, rather than at commit; and SettleCall sends the receipt's
--- statement before settle_call, so the balance row is the last thing the
--- transaction writes before it commits.
+-- SettleCall sends the receipt's statement before settle_call, whose last
+-- write is already the balance row, so that row is the last thing the
+-- settlement's transaction writes before it commits.
 
 CREATE OR REPLACE FUNCTION admit_call(
     p_key_id text, p_interval_us bigint, p_tolerance_us bigint,
@@ -155,57 +152,7 @@ BEGIN
         DELETE FROM idempotency_keys
          WHERE org_id = p_org_id AND key = p_idem_key AND request_id = p_request_id AND state = 'in_flight';
         DELETE FROM holds WHERE id = p_hold_id;
-        hold_created_at := NULL;
-        hold_expires_at := NULL;
         RETURN;
     END IF;
     outcome := 'ok';
-END $$;
-
--- settle_call: as in 0007, with the posting's balance checked as soon as
--- its legs are written, before the balance row is taken.
-CREATE OR REPLACE FUNCTION settle_call(
-    p_hold_id text, p_org_id text, p_request_id text, p_billed bigint, p_idem_key text, p_claim_state text,
-    OUT request_id text, OUT balance_micros bigint, OUT held_micros bigint,
-    OUT trial_remaining_micros bigint, OUT updated_at timestamptz
-) LANGUAGE plpgsql AS $$
-DECLARE
-    v_amount bigint;
-    v_posting bigint;
-BEGIN
-    UPDATE holds h SET state = 'settled', billed_micros = p_billed, settled_at = now()
-     WHERE h.id = p_hold_id AND h.org_id = p_org_id AND h.state = 'held'
-    RETURNING h.request_id, h.amount_micros INTO request_id, v_amount;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'hold % is not live', p_hold_id USING ERRCODE = 'CC001';
-    END IF;
-    IF p_request_id <> '' AND request_id <> p_request_id THEN
-        RAISE EXCEPTION 'hold % is for request %, not %', p_hold_id, request_id, p_request_id USING ERRCODE = 'CC003';
-    END IF;
-    IF p_idem_key <> '' THEN
-        UPDATE idempotency_keys k SET state = p_claim_state, updated_at = now()
-         WHERE k.org_id = p_org_id AND k.key = p_idem_key AND k.request_id = settle_call.request_id AND k.state = 'in_flight';
-        IF NOT FOUND THEN
-            RAISE EXCEPTION 'the idempotency claim on % is no longer this call''s', p_idem_key USING ERRCODE = 'CC002';
-        END IF;
-    END IF;
-    DELETE FROM concurrency_slots c WHERE c.request_id = settle_call.request_id;
-    IF p_billed > 0 THEN
-        INSERT INTO postings (kind, org_id, memo) VALUES ('call_charge', p_org_id, 'call ' || request_id)
-        RETURNING id INTO v_posting;
-        INSERT INTO journal_legs (posting_id, account, org_id, amount_micros)
-        VALUES (v_posting, 'org_balance', p_org_id, -p_billed), (v_posting, 'revenue', NULL, p_billed);
-        -- The posting is complete: check it now (its deferred triggers
-        -- fire here), not at commit under the balance row's lock.
-        SET CONSTRAINTS postings_balanced, journal_legs_balanced IMMEDIATE;
-        SET CONSTRAINTS postings_balanced, journal_legs_balanced DEFERRED;
-    END IF;
-    UPDATE balances b
-       SET held_micros = b.held_micros - v_amount,
-           balance_micros = b.balance_micros - p_billed,
-           trial_remaining_micros = b.trial_remaining_micros - least(b.trial_remaining_micros, p_billed),
-           updated_at = now()
-     WHERE b.org_id = p_org_id
-    RETURNING b.balance_micros, b.held_micros, b.trial_remaining_micros, b.updated_at
-      INTO balance_micros, held_micros, trial_remaining_micros, updated_at;
 END $$;
