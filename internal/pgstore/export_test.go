@@ -13,3 +13,7 @@ func SetDurableMarks(s *Store, settle, confirm string, confirmFor time.Duration)
 // JobQuery is the job statement of that name, for tests that look at its
 // plan.
 func JobQuery(name string) string { return jq(name) }
+
+// Query is the statement of that name in queries.sql, for tests that look
+// at its plan.
+func Query(name string) string { return q(name) }

@@ -559,12 +559,21 @@ func TestSweepScansByIndex(t *testing.T) {
 	_, err = b.pool.Exec(b.ctx, "ANALYZE idempotency_keys, holds, concurrency_slots")
 	require.NoError(t, err)
 	grace := (30 * time.Second).Microseconds()
+	// The sweeper's scans, and the lookups of in-flight claims by request
+	// (the sweeper's release of a dead call's claim, lease renewal).
+	// concurrency_slots holds only the calls in flight and is read whole.
 	for name, args := range map[string][]any{
 		"ReleaseExpiredHold": {time.Now(), grace},
 		"SweepExpiredSlots":  {time.Now(), grace, 1000},
 		"SweepExpiredClaims": {time.Now(), grace, 1000},
+		"FreeClaimOf":        {org, "req_5000"},
+		"RenewLeases":        {[]string{"req_5000", "req_7000"}, grace},
 	} {
-		rows, err := b.pool.Query(b.ctx, "EXPLAIN "+pgstore.JobQuery(name), args...)
+		query := pgstore.Query
+		if name != "RenewLeases" {
+			query = pgstore.JobQuery
+		}
+		rows, err := b.pool.Query(b.ctx, "EXPLAIN "+query(name), args...)
 		require.NoError(t, err)
 		var plan strings.Builder
 		for rows.Next() {

@@ -17,7 +17,8 @@ import (
 // idempotency claim, hold) and settle_call with a receipt of one seat and
 // two staff rows (and without one, to show the receipt's share), beside a
 // trivial query on the same pool (the floor of a round trip); and both
-// trips of many calls of one organisation at once (one-org-parallel).
+// trips of many calls of one organisation at once (one-org-parallel, with
+// the write-ahead log it writes per call: wal_bytes/call).
 func BenchmarkAdmitSettle(b *testing.B) {
 	ctx := context.Background()
 	// Postgres as deployed: every synchronous commit waits for the disk.
@@ -87,6 +88,7 @@ func BenchmarkAdmitSettle(b *testing.B) {
 	// rate of calls.
 	b.Run("one-org-parallel", func(b *testing.B) {
 		b.SetParallelism(8)
+		walStart := walPosition(b, pool)
 		start := time.Now()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
@@ -106,6 +108,11 @@ func BenchmarkAdmitSettle(b *testing.B) {
 			}
 		})
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+		var wal int64
+		if err := pool.QueryRow(ctx, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint", walStart).Scan(&wal); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(wal)/float64(b.N), "wal_bytes/call")
 	})
 	b.Run("select-1", func(b *testing.B) {
 		for range b.N {
@@ -114,6 +121,15 @@ func BenchmarkAdmitSettle(b *testing.B) {
 			}
 		}
 	})
+}
+
+// walPosition is the server's current write-ahead log position.
+func walPosition(b *testing.B, pool *pgxpool.Pool) string {
+	var lsn string
+	if err := pool.QueryRow(context.Background(), "SELECT pg_current_wal_lsn()::text").Scan(&lsn); err != nil {
+		b.Fatal(err)
+	}
+	return lsn
 }
 
 func benchReceipt(requestID string) *core.Receipt {

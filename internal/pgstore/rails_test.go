@@ -543,3 +543,47 @@ func TestAdmitRefusesTheRateBeforeTheSlot(t *testing.T) {
 		+ (SELECT count(*) FROM idempotency_keys WHERE request_id = 'req_second')`).Scan(&rows))
 	require.Zero(t, rows)
 }
+
+// Slot leases are unlogged (0011): PostgreSQL empties the table when it
+// recovers from a crash. A call whose slot went that way still settles,
+// billed once, with its claim and receipt; its slot is free for the next
+// call meanwhile, and the money rows are all kept.
+func TestSlotsLostWithACrashLeaveCallsWhole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, pool, org := newRailsStore(t)
+	var persistence string
+	require.NoError(t, pool.QueryRow(ctx, `
+		SELECT string_agg(relname || '=' || relpersistence::text, ' ' ORDER BY relname) FROM pg_class
+		 WHERE relname IN ('concurrency_slots', 'holds', 'idempotency_keys', 'balances')`).Scan(&persistence))
+	require.Equal(t, "balances=p concurrency_slots=u holds=p idempotency_keys=p", persistence,
+		"only the slot leases are lost with a crash")
+
+	a, err := s.Admit(ctx, &core.AdmitParams{OrgID: org.ID, RequestID: "req_before", SlotLimit: 1, Lease: time.Minute,
+		IdempotencyKey: "k_before", RequestHash: hashOf("before"), Hold: core.PlaceHoldParams{Amount: 100_000}})
+	require.NoError(t, err)
+	require.Nil(t, a.Refused)
+	// What crash recovery does to an unlogged table.
+	_, err = pool.Exec(ctx, "TRUNCATE concurrency_slots")
+	require.NoError(t, err)
+
+	b, err := s.Admit(ctx, &core.AdmitParams{OrgID: org.ID, RequestID: "req_after", SlotLimit: 1, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Nil(t, b.Refused, "the lost slot is free")
+
+	r := benchReceipt("req_before")
+	bal, err := s.SettleCall(ctx, &core.SettleCallParams{HoldID: a.Hold.ID, OrgID: org.ID, Billed: r.Billed, Receipt: r,
+		IdempotencyKey: "k_before", ClaimState: core.ClaimSucceeded})
+	require.NoError(t, err)
+	require.Equal(t, core.TrialCredit-r.Billed, bal.Balance, "billed once")
+	require.Zero(t, bal.Held)
+	_, err = s.SettleCall(ctx, &core.SettleCallParams{HoldID: a.Hold.ID, OrgID: org.ID, Billed: r.Billed, Receipt: r,
+		IdempotencyKey: "k_before", ClaimState: core.ClaimSucceeded})
+	require.ErrorIs(t, err, core.ErrConflict, "and never twice")
+	got, err := s.GetReceipt(ctx, org.ID, "req_before")
+	require.NoError(t, err)
+	require.Equal(t, r.Billed, got.Billed)
+	var slots int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM concurrency_slots WHERE request_id = 'req_before'").Scan(&slots))
+	require.Zero(t, slots)
+}
