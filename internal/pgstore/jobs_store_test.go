@@ -562,18 +562,18 @@ func TestSweepScansByIndex(t *testing.T) {
 	// The sweeper's scans, and the lookups of in-flight claims by request
 	// (the sweeper's release of a dead call's claim, lease renewal).
 	// concurrency_slots holds only the calls in flight and is read whole.
-	for name, args := range map[string][]any{
-		"ReleaseExpiredHold": {time.Now(), grace},
-		"SweepExpiredSlots":  {time.Now(), grace, 1000},
-		"SweepExpiredClaims": {time.Now(), grace, 1000},
-		"FreeClaimOf":        {org, "req_5000"},
-		"RenewLeases":        {[]string{"req_5000", "req_7000"}, grace},
+	type statement struct {
+		sql  string
+		args []any
+	}
+	for name, st := range map[string]statement{
+		"ReleaseExpiredHold": {pgstore.JobQuery("ReleaseExpiredHold"), []any{time.Now(), grace}},
+		"SweepExpiredSlots":  {pgstore.JobQuery("SweepExpiredSlots"), []any{time.Now(), grace, 1000}},
+		"SweepExpiredClaims": {pgstore.JobQuery("SweepExpiredClaims"), []any{time.Now(), grace, 1000}},
+		"FreeClaimOf":        {pgstore.JobQuery("FreeClaimOf"), []any{org, "req_5000"}},
+		"RenewLeases":        {pgstore.Query("RenewLeases"), []any{[]string{"req_5000", "req_7000"}, grace}},
 	} {
-		query := pgstore.Query
-		if name != "RenewLeases" {
-			query = pgstore.JobQuery
-		}
-		rows, err := b.pool.Query(b.ctx, "EXPLAIN "+query(name), args...)
+		rows, err := b.pool.Query(b.ctx, "EXPLAIN "+st.sql, st.args...)
 		require.NoError(t, err)
 		var plan strings.Builder
 		for rows.Next() {
