@@ -30,8 +30,9 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	if db := os.Getenv("CONCLAVE_BENCH_FLOOR_DB"); db != "" {
-		// This binary is the floor of BenchmarkServeOverheadFloor.
-		fmt.Fprintln(os.Stderr, overheadFloor(db, os.Getenv("CONCLAVE_BENCH_FLOOR_SIM")))
+		// This binary is the floor of BenchmarkServeOverheadFloor or
+		// BenchmarkServeOverheadLeanRails.
+		fmt.Fprintln(os.Stderr, overheadFloor(db, os.Getenv("CONCLAVE_BENCH_FLOOR_SIM"), os.Getenv("CONCLAVE_BENCH_FLOOR_SHAPE")))
 		os.Exit(1)
 	}
 	pgtest.Main(m, plugintest.Cleanup)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -287,11 +288,31 @@ func simChat(client *http.Client, url string) func(i int) error {
 // BenchmarkServeOverhead's is Conclave's own work.
 //
 // CONCLAVE_BENCH_OVERHEAD_WINDOW and CONCLAVE_BENCH_OVERHEAD_RATES apply.
-func BenchmarkServeOverheadFloor(b *testing.B) {
+func BenchmarkServeOverheadFloor(b *testing.B) { floorSweep(b, floorTrivial) }
+
+// BenchmarkServeOverheadLeanRails is the floor with, in its two statements,
+// the fewest rows that the spec's rails can be kept with in PostgreSQL
+// alone (floorLeanRails): one row per call that is at once its idempotency
+// claim, concurrency slot and hold, a per-minute counter per key, a balance
+// row that also counts the calls in flight, one journal row per charge and
+// one row per receipt, without CHECK constraints, triggers or foreign
+// keys. No design that keeps those rails in PostgreSQL writes less per
+// call, so its overhead bounds from below what any such gateway can reach
+// on this machine; the gap between it and BenchmarkServeOverhead is what a
+// leaner schema could win, and the gap between it and the floor is the
+// cost of the rails' rows alone.
+//
+// CONCLAVE_BENCH_OVERHEAD_WINDOW and CONCLAVE_BENCH_OVERHEAD_RATES apply.
+func BenchmarkServeOverheadLeanRails(b *testing.B) { floorSweep(b, floorLeanRails) }
+
+// floorSweep runs the overhead sweep through a floor process of the given
+// shape in front of a simulator, on a durable throwaway cluster.
+func floorSweep(b *testing.B, shape string) {
 	simURL := startSim(b, "--time-scale", "0.000001")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	dbURL := pgtest.NewDurableDatabase(b)
-	cmd.Env = append(os.Environ(), "CONCLAVE_BENCH_FLOOR_DB="+dbURL, "CONCLAVE_BENCH_FLOOR_SIM="+simURL)
+	cmd.Env = append(os.Environ(), "CONCLAVE_BENCH_FLOOR_DB="+dbURL, "CONCLAVE_BENCH_FLOOR_SIM="+simURL,
+		"CONCLAVE_BENCH_FLOOR_SHAPE="+shape)
 	floor := startProcess(b, cmd)
 	pid := floor.cmd.Process.Pid
 
@@ -304,13 +325,134 @@ func BenchmarkServeOverheadFloor(b *testing.B) {
 	processSweep(b, direct, gateway, pid, dbURL, "floor_cpu_ms/call")
 }
 
-// overheadFloor serves BenchmarkServeOverheadFloor's floor on a loopback
-// port (printing it as conclave serve does) until it is killed: each POST
-// is recorded in PostgreSQL at dbURL (20 connections, Conclave's default)
-// with one asynchronous commit, forwarded to the simulator at simURL, and its
-// answer recorded with one synchronous commit before it is returned.
-// TestMain runs it instead of the tests when CONCLAVE_BENCH_FLOOR_DB is set.
-func overheadFloor(dbURL, simURL string) error {
+// The shapes of a floor process: what it writes per call.
+const (
+	floorTrivial   = "trivial"
+	floorLeanRails = "lean-rails"
+)
+
+// floorShape is a floor's schema and its two statements: admit before the
+// model call (committed asynchronously, in the function it calls) and
+// settle after it (committed synchronously), each given the call's id,
+// and settle its answer too.
+type floorShape struct {
+	schema string
+	admit  func(ctx context.Context, pool *pgxpool.Pool, id string) error
+	settle func(ctx context.Context, pool *pgxpool.Pool, id string, answer []byte) error
+}
+
+var floorShapes = map[string]floorShape{
+	floorTrivial: {
+		schema: `
+CREATE TABLE floor_calls (id text PRIMARY KEY, state text NOT NULL, answer bytea);
+CREATE FUNCTION floor_admit(p_id text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);
+    INSERT INTO floor_calls (id, state) VALUES (p_id, 'held');
+END $$;`,
+		admit: func(ctx context.Context, pool *pgxpool.Pool, id string) error {
+			_, err := pool.Exec(ctx, "SELECT floor_admit($1)", id)
+			return err
+		},
+		settle: func(ctx context.Context, pool *pgxpool.Pool, id string, answer []byte) error {
+			_, err := pool.Exec(ctx, "UPDATE floor_calls SET state = 'settled', answer = $2 WHERE id = $1", id, answer)
+			return err
+		},
+	},
+	floorLeanRails: {
+		// The structures Conclave keeps the rails with, each in its fewest
+		// rows: a rate row per key (unlogged, one upsert), a
+		// leased slot row per call in flight, one idempotency claim per
+		// call that also carries its hold and, once settled, its bill and
+		// receipt, the balance row (held and balance, guarded by CHECK
+		// constraints) reserved and settled by one conditional UPDATE each,
+		// and a posting with two legs that sum to zero. The call's ceiling
+		// is 2 USD; the limits are out of reach.
+		schema: `
+CREATE UNLOGGED TABLE lean_rates (key_id text PRIMARY KEY, window_start timestamptz NOT NULL, count int NOT NULL);
+CREATE UNLOGGED TABLE lean_slots (org_id text NOT NULL, slot int NOT NULL, request_id text NOT NULL,
+    lease_until timestamptz NOT NULL, PRIMARY KEY (org_id, slot));
+CREATE UNIQUE INDEX lean_slots_request ON lean_slots (request_id);
+CREATE TABLE lean_balances (org_id text PRIMARY KEY, balance bigint NOT NULL CHECK (balance >= 0),
+    held bigint NOT NULL CHECK (held >= 0 AND held <= balance));
+CREATE TABLE lean_claims (org_id text NOT NULL, key text NOT NULL, request_id text NOT NULL, state text NOT NULL,
+    hold bigint NOT NULL, billed bigint, lease_until timestamptz NOT NULL, receipt jsonb,
+    PRIMARY KEY (org_id, key));
+CREATE INDEX lean_claims_in_flight ON lean_claims (lease_until) WHERE state = 'in_flight';
+CREATE TABLE lean_postings (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, org_id text NOT NULL,
+    memo text NOT NULL, at timestamptz NOT NULL DEFAULT now());
+CREATE TABLE lean_legs (posting_id bigint NOT NULL, account text NOT NULL, amount bigint NOT NULL,
+    PRIMARY KEY (posting_id, account));
+INSERT INTO lean_balances VALUES ('org', 1000000000000000, 0);
+CREATE FUNCTION lean_admit(p_key text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE n int;
+BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);
+    INSERT INTO lean_claims (org_id, key, request_id, state, hold, lease_until)
+        VALUES ('org', p_key, p_key, 'in_flight', 2000000, now() + interval '30 seconds')
+        ON CONFLICT DO NOTHING;
+    IF NOT FOUND THEN RAISE EXCEPTION 'request in progress'; END IF;
+    INSERT INTO lean_slots VALUES ('org', floor(random() * 2000000000)::int, p_key, now() + interval '30 seconds')
+        ON CONFLICT DO NOTHING;
+    IF NOT FOUND THEN RAISE EXCEPTION 'slot taken'; END IF;
+    INSERT INTO lean_rates VALUES ('key', date_trunc('minute', now()), 1)
+        ON CONFLICT (key_id) DO UPDATE SET
+            count = CASE WHEN lean_rates.window_start = EXCLUDED.window_start THEN lean_rates.count + 1 ELSE 1 END,
+            window_start = EXCLUDED.window_start
+        RETURNING count INTO n;
+    IF n > 1000000000 THEN RAISE EXCEPTION 'rate limit exceeded'; END IF;
+    UPDATE lean_balances SET held = held + 2000000 WHERE org_id = 'org' AND balance - held >= 2000000;
+    IF NOT FOUND THEN RAISE EXCEPTION 'insufficient balance'; END IF;
+END $$;
+CREATE FUNCTION lean_settle(p_key text, p_billed bigint, p_receipt jsonb) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE h bigint; p bigint;
+BEGIN
+    UPDATE lean_claims SET state = 'succeeded', billed = p_billed, receipt = p_receipt
+        WHERE org_id = 'org' AND key = p_key AND state = 'in_flight'
+        RETURNING hold INTO h;
+    IF NOT FOUND THEN RAISE EXCEPTION 'not in flight'; END IF;
+    DELETE FROM lean_slots WHERE org_id = 'org' AND request_id = p_key;
+    INSERT INTO lean_postings (org_id, memo) VALUES ('org', 'call ' || p_key) RETURNING id INTO p;
+    INSERT INTO lean_legs VALUES (p, 'org_balance', -p_billed), (p, 'revenue', p_billed);
+    UPDATE lean_balances SET balance = balance - p_billed, held = held - h WHERE org_id = 'org';
+END $$;`,
+		admit: func(ctx context.Context, pool *pgxpool.Pool, id string) error {
+			_, err := pool.Exec(ctx, "SELECT lean_admit($1)", id)
+			return err
+		},
+		settle: func(ctx context.Context, pool *pgxpool.Pool, id string, answer []byte) error {
+			// A receipt of the size of an express call's: its figures,
+			// its one seat and the answer.
+			body, err := json.Marshal(map[string]any{
+				"request_id": id, "mode": overheadMode, "status": "completed", "lane": "express",
+				"billed_usd": 0.000123, "prompt_tokens": 12, "completion_tokens": 8, "rounds": 0,
+				"payer": "conclave", "latency_ms": 1, "response": json.RawMessage(answer),
+				"seats": []map[string]any{{
+					"role": "seat", "model_used": "sim/atlas", "tokens_in": 12, "tokens_out": 8,
+					"source": "conclave", "real_cost_usd": 0.000023, "fee_usd": 0, "latency_ms": 1,
+				}},
+			})
+			if err != nil {
+				return err
+			}
+			_, err = pool.Exec(ctx, "SELECT lean_settle($1, $2, $3)", id, int64(123), body)
+			return err
+		},
+	},
+}
+
+// overheadFloor serves a floor of the given shape (floorShapes) on a
+// loopback port (printing it as conclave serve does) until it is killed:
+// each POST is admitted in PostgreSQL at dbURL (20 connections, Conclave's
+// default) with one asynchronous commit, forwarded to the simulator at
+// simURL, and settled with its answer with one synchronous commit before it
+// is returned. TestMain runs it instead of the tests when
+// CONCLAVE_BENCH_FLOOR_DB is set.
+func overheadFloor(dbURL, simURL, shapeName string) error {
+	shape, ok := floorShapes[shapeName]
+	if !ok {
+		return fmt.Errorf("no floor shape %q", shapeName)
+	}
 	ctx := context.Background()
 	cfg, err := pgxpool.ParseConfig(dbURL)
 	if err != nil {
@@ -322,13 +464,7 @@ func overheadFloor(dbURL, simURL string) error {
 		return err
 	}
 	defer pool.Close()
-	if _, err := pool.Exec(ctx, `
-CREATE TABLE floor_calls (id text PRIMARY KEY, state text NOT NULL, answer bytea);
-CREATE FUNCTION floor_admit(p_id text) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM set_config('synchronous_commit', 'off', true);
-    INSERT INTO floor_calls (id, state) VALUES (p_id, 'held');
-END $$;`); err != nil {
+	if _, err := pool.Exec(ctx, shape.schema); err != nil {
 		return err
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, IdleConnTimeout: time.Minute}, Timeout: time.Minute}
@@ -345,7 +481,7 @@ END $$;`); err != nil {
 			return
 		}
 		id := strconv.FormatInt(calls.Add(1), 10)
-		if _, err := pool.Exec(r.Context(), "SELECT floor_admit($1)", id); err != nil {
+		if err := shape.admit(r.Context(), pool, id); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
@@ -362,7 +498,7 @@ END $$;`); err != nil {
 			http.Error(w, fmt.Sprintf("the simulator answered %d: %v", res.StatusCode, err), http.StatusBadGateway)
 			return
 		}
-		if _, err := pool.Exec(r.Context(), "UPDATE floor_calls SET state = 'settled', answer = $2 WHERE id = $1", id, answer); err != nil {
+		if err := shape.settle(r.Context(), pool, id, answer); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
@@ -388,5 +524,58 @@ func TestBenchConfigsLoad(t *testing.T) {
 		mode, ok := catalog.Resolve(name)
 		require.True(t, ok, name)
 		require.Len(t, mode.Deliberation.Seats[core.TierPlus], 3, name)
+	}
+}
+
+// The floors do what their benchmarks say they do: the trivial floor
+// records each call and its answer; the lean rails reserve the ceiling,
+// take a slot and a claim, refuse a second admission of the same call,
+// and settle each call once, journaled in legs that sum to zero, with its
+// receipt, giving back the slot and the rest of the hold.
+func TestFloorShapesKeepTheirRows(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	answer := []byte(`{"id":"chatcmpl-1","choices":[{"message":{"role":"assistant","content":"4"}}]}`)
+	for name, shape := range floorShapes {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			pool := pgtest.NewPool(t)
+			_, err := pool.Exec(ctx, shape.schema)
+			require.NoError(t, err)
+			for _, id := range []string{"1", "2", "3"} {
+				require.NoError(t, shape.admit(ctx, pool, id))
+			}
+			if name == floorLeanRails {
+				require.ErrorContains(t, shape.admit(ctx, pool, "2"), "request in progress")
+				var held, slots int64
+				require.NoError(t, pool.QueryRow(ctx, "SELECT held, (SELECT count(*) FROM lean_slots) FROM lean_balances").Scan(&held, &slots))
+				require.Equal(t, int64(3*2_000_000), held)
+				require.Equal(t, int64(3), slots)
+			}
+			for _, id := range []string{"1", "2", "3"} {
+				require.NoError(t, shape.settle(ctx, pool, id, answer))
+			}
+			switch name {
+			case floorTrivial:
+				var settled int
+				require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM floor_calls WHERE state = 'settled' AND answer = $1", answer).Scan(&settled))
+				require.Equal(t, 3, settled)
+			case floorLeanRails:
+				require.ErrorContains(t, shape.settle(ctx, pool, "2", answer), "not in flight")
+				var balance, held, slots, legSum, legs, receipts int64
+				require.NoError(t, pool.QueryRow(ctx, `SELECT balance, held, (SELECT count(*) FROM lean_slots),
+  (SELECT sum(amount) FROM lean_legs), (SELECT count(*) FROM lean_legs),
+  (SELECT count(*) FROM lean_claims WHERE state = 'succeeded' AND billed = 123 AND receipt->'response' = $1::jsonb)
+  FROM lean_balances`, answer).Scan(&balance, &held, &slots, &legSum, &legs, &receipts))
+				require.Equal(t, int64(1_000_000_000_000_000-3*123), balance)
+				require.Zero(t, held)
+				require.Zero(t, slots)
+				require.Zero(t, legSum)
+				require.Equal(t, int64(6), legs)
+				require.Equal(t, int64(3), receipts)
+			default:
+				t.Fatalf("no assertions for the floor shape %q", name)
+			}
+		})
 	}
 }
