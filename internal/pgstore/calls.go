@@ -304,74 +304,105 @@ func queueReceipt(b *pgx.Batch, r *core.Receipt, orgID, holdID, requestID string
 	case r.CompletedAt != nil && r.LatencyMS != nil:
 		received = r.CompletedAt.Add(-time.Duration(*r.LatencyMS) * time.Millisecond)
 	}
-	var c receiptCallColumns
-	c.add("seat", r.Seats)
-	c.add("staff", r.Staff)
+	calls, err := encodeReceiptCalls(r)
+	if err != nil {
+		return err
+	}
 	b.Queue(q("InsertReceipt"), requestID, orgID, holdID, r.Mode, r.ModeKey, r.ModeConfigHash, r.Status,
 		int64(r.Billed), int64(r.TokenCharge), int64(r.Surcharge), int64(r.PlatformFee), capCredit,
 		r.PromptTokens, r.CompletionTokens, r.Rounds, r.SeatCount, r.Payer, nullString(r.Lane),
 		r.DifficultyScore, nullString(r.TaskType), nullString(r.HallucinationRisk), r.MinorityInsightLikely,
-		bestSeat, seatsUnavailable, staffUnavailable, r.LatencyMS, response, r.CompletedAt, received,
-		c.kind, c.ordinal, c.role, c.modelUsed, c.originalModel, c.fallbackUsed, c.judgeScore, c.isBestSeat,
-		c.roundNumber, c.tokensIn, c.tokensOut, c.latencyMS, c.startedAt, c.endedAt, c.source, c.realCost,
-		c.feeRatePPM, c.fee, c.content,
+		bestSeat, seatsUnavailable, staffUnavailable, r.LatencyMS, response, r.CompletedAt, received, calls,
 	)
 	return nil
 }
 
-// receiptCallColumns is a receipt's calls as one array per column of
-// receipt_calls, for InsertReceipt.
-type receiptCallColumns struct {
-	kind, role, modelUsed, source, content []string
-	originalModel                          []*string
-	ordinal, tokensIn, tokensOut           []int
-	roundNumber                            []*int
-	fallbackUsed, isBestSeat               []*bool
-	judgeScore                             []*float64
-	latencyMS                              []*int64
-	startedAt, endedAt                     []time.Time
-	realCost, feeRatePPM, fee              []int64
+// storedCall is a receipt's call as stored in receipts.calls (0012): the
+// columns receipt_calls had, the money in integer micro-USD, the times to
+// the microsecond as PostgreSQL keeps them; what is null or empty is left
+// out, so that a receipt's row stays small.
+type storedCall struct {
+	Kind          string      `json:"kind"` // "seat" or "staff"
+	Role          string      `json:"role"`
+	ModelUsed     string      `json:"model_used"`
+	OriginalModel *string     `json:"original_model,omitempty"`
+	FallbackUsed  *bool       `json:"fallback_used,omitempty"`
+	JudgeScore    *float64    `json:"judge_score,omitempty"`
+	IsBestSeat    *bool       `json:"is_best_seat,omitempty"`
+	RoundNumber   *int        `json:"round_number,omitempty"`
+	TokensIn      int         `json:"tokens_in"`
+	TokensOut     int         `json:"tokens_out"`
+	LatencyMS     *int64      `json:"latency_ms,omitempty"`
+	StartedAt     time.Time   `json:"started_at"`
+	EndedAt       time.Time   `json:"ended_at"`
+	Source        string      `json:"source"`
+	RealCost      core.Micros `json:"real_cost_micros"`
+	FeeRatePPM    int64       `json:"fee_rate_ppm"`
+	Fee           core.Micros `json:"fee_micros"`
+	Content       string      `json:"content,omitempty"`
 }
 
-func (c *receiptCallColumns) add(kind string, calls []core.ReceiptCall) {
-	for i, rc := range calls {
-		c.kind = append(c.kind, kind)
-		c.ordinal = append(c.ordinal, i)
-		c.role = append(c.role, rc.Role)
-		c.modelUsed = append(c.modelUsed, rc.ModelUsed)
-		var original *string
-		if rc.OriginalModel != "" {
-			original = &rc.OriginalModel
+// encodeReceiptCalls is the JSON array of r's calls for receipts.calls:
+// seats, then staff, each in order. It refuses a call that receipt_calls'
+// checks would have refused (validReceiptCall).
+func encodeReceiptCalls(r *core.Receipt) ([]byte, error) {
+	calls := make([]storedCall, 0, len(r.Seats)+len(r.Staff))
+	for _, group := range []struct {
+		kind  string
+		calls []core.ReceiptCall
+	}{{"seat", r.Seats}, {"staff", r.Staff}} {
+		for i := range group.calls {
+			c := &group.calls[i]
+			if err := validReceiptCall(c); err != nil {
+				return nil, fmt.Errorf("receipt %s call %d (%s): %w", group.kind, i, c.Role, err)
+			}
+			var original *string
+			if c.OriginalModel != "" {
+				original = &c.OriginalModel
+			}
+			calls = append(calls, storedCall{
+				Kind: group.kind, Role: c.Role, ModelUsed: c.ModelUsed, OriginalModel: original,
+				FallbackUsed: c.FallbackUsed, JudgeScore: c.JudgeScore, IsBestSeat: c.IsBestSeat,
+				RoundNumber: c.RoundNumber, TokensIn: c.TokensIn, TokensOut: c.TokensOut, LatencyMS: c.LatencyMS,
+				StartedAt: c.StartedAt.Round(time.Microsecond), EndedAt: c.EndedAt.Round(time.Microsecond), Source: c.Source,
+				RealCost: c.RealCost, FeeRatePPM: c.FeeRatePPM, Fee: c.Fee, Content: c.Content,
+			})
 		}
-		c.originalModel = append(c.originalModel, original)
-		c.fallbackUsed = append(c.fallbackUsed, rc.FallbackUsed)
-		c.judgeScore = append(c.judgeScore, rc.JudgeScore)
-		c.isBestSeat = append(c.isBestSeat, rc.IsBestSeat)
-		c.roundNumber = append(c.roundNumber, rc.RoundNumber)
-		c.tokensIn = append(c.tokensIn, rc.TokensIn)
-		c.tokensOut = append(c.tokensOut, rc.TokensOut)
-		c.latencyMS = append(c.latencyMS, rc.LatencyMS)
-		c.startedAt = append(c.startedAt, rc.StartedAt)
-		c.endedAt = append(c.endedAt, rc.EndedAt)
-		c.source = append(c.source, rc.Source)
-		c.realCost = append(c.realCost, int64(rc.RealCost))
-		c.feeRatePPM = append(c.feeRatePPM, rc.FeeRatePPM)
-		c.fee = append(c.fee, int64(rc.Fee))
-		c.content = append(c.content, rc.Content)
 	}
+	out, err := json.Marshal(calls)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the receipt's calls: %w", err)
+	}
+	return out, nil
+}
+
+// validReceiptCall makes the checks receipt_calls made on each call: no
+// negative tokens, cost or fee, and a fee rate within 0-100%.
+func validReceiptCall(c *core.ReceiptCall) error {
+	switch {
+	case c.TokensIn < 0 || c.TokensOut < 0:
+		return fmt.Errorf("negative tokens (%d in, %d out)", c.TokensIn, c.TokensOut)
+	case c.RealCost < 0:
+		return fmt.Errorf("negative cost %s", c.RealCost)
+	case c.Fee < 0:
+		return fmt.Errorf("negative fee %s", c.Fee)
+	case c.FeeRatePPM < 0 || c.FeeRatePPM > 1_000_000:
+		return fmt.Errorf("fee rate %d ppm is outside 0-1000000", c.FeeRatePPM)
+	}
+	return nil
 }
 
 // GetReceipt implements core.Store.
 func (s *Store) GetReceipt(ctx context.Context, orgID, requestID string) (*core.Receipt, error) {
 	var r core.Receipt
 	var capCredit *int64
-	var bestSeat, seatsUnavailable, staffUnavailable, response []byte
+	var bestSeat, seatsUnavailable, staffUnavailable, response, calls []byte
 	err := s.pool.QueryRow(ctx, q("GetReceipt"), requestID, orgID).Scan(
 		&r.RequestID, &r.OrgID, &r.Mode, &r.ModeKey, &r.ModeConfigHash, &r.Status,
 		&r.Billed, &r.TokenCharge, &r.Surcharge, &r.PlatformFee, &capCredit,
 		&r.PromptTokens, &r.CompletionTokens, &r.Rounds, &r.SeatCount, &r.Payer, &r.Lane,
 		&r.DifficultyScore, &r.TaskType, &r.HallucinationRisk, &r.MinorityInsightLikely,
-		&bestSeat, &seatsUnavailable, &staffUnavailable, &r.LatencyMS, &response, &r.CreatedAt, &r.CompletedAt)
+		&bestSeat, &seatsUnavailable, &staffUnavailable, &r.LatencyMS, &response, &r.CreatedAt, &r.CompletedAt, &calls)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -401,27 +432,25 @@ func (s *Store) GetReceipt(ctx context.Context, orgID, requestID string) (*core.
 		r.Response = json.RawMessage(response)
 	}
 
-	rows, err := s.pool.Query(ctx, q("ListReceiptCalls"), requestID, orgID)
-	if err != nil {
-		return nil, translate(err)
+	var stored []storedCall
+	if err := json.Unmarshal(calls, &stored); err != nil {
+		return nil, fmt.Errorf("reading receipt %s calls: %w", requestID, err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var kind string
-		var c core.ReceiptCall
-		if err := rows.Scan(&kind, &c.Role, &c.ModelUsed, &c.OriginalModel, &c.FallbackUsed, &c.JudgeScore, &c.IsBestSeat,
-			&c.RoundNumber, &c.TokensIn, &c.TokensOut, &c.LatencyMS, &c.StartedAt, &c.EndedAt, &c.Source,
-			&c.RealCost, &c.FeeRatePPM, &c.Fee, &c.Content); err != nil {
-			return nil, translate(err)
+	for _, sc := range stored {
+		c := core.ReceiptCall{
+			Role: sc.Role, ModelUsed: sc.ModelUsed, FallbackUsed: sc.FallbackUsed, JudgeScore: sc.JudgeScore,
+			IsBestSeat: sc.IsBestSeat, RoundNumber: sc.RoundNumber, TokensIn: sc.TokensIn, TokensOut: sc.TokensOut,
+			LatencyMS: sc.LatencyMS, StartedAt: sc.StartedAt, EndedAt: sc.EndedAt, Source: sc.Source,
+			RealCost: sc.RealCost, FeeRatePPM: sc.FeeRatePPM, Fee: sc.Fee, Content: sc.Content,
 		}
-		if kind == "seat" {
+		if sc.OriginalModel != nil {
+			c.OriginalModel = *sc.OriginalModel
+		}
+		if sc.Kind == "seat" {
 			r.Seats = append(r.Seats, c)
 		} else {
 			r.Staff = append(r.Staff, c)
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, translate(err)
 	}
 	return &r, nil
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclavehq/conclave/core"
@@ -143,4 +146,99 @@ func requireHeldEqualsLiveHolds(t *testing.T, pool interface {
 		 WHERE b.held_micros <> coalesce((SELECT sum(amount_micros) FROM holds h
 		                                   WHERE h.org_id = b.org_id AND h.state = 'held'), 0)`).Scan(&mismatched))
 	require.Zero(t, mismatched, "balances whose held amount differs from their live holds")
+}
+
+// Migration 0012 moves every receipt's calls from receipt_calls into the
+// receipt's row: a receipt kept before it reads back the same, its seats
+// and staff each in order, with every field, nulls included.
+func TestReceiptCallsSurviveTheirMove(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgtest.NewEmptyDatabase(t))
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	require.NoError(t, pgstore.MigrateTo(ctx, pool, 11))
+	s := pgstore.New(pool)
+	org, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Before"})
+	require.NoError(t, err)
+
+	_, err = pool.Exec(ctx, `INSERT INTO receipts (request_id, org_id, mode_id, mode_key, mode_config_hash, status,
+  billed_micros, token_charge_micros, surcharge_micros, platform_fee_micros, prompt_tokens, completion_tokens,
+  seat_count, payer, lane) VALUES ('req_old', $1, 'conclave-standard', 'standard', 'h', 'completed', 1500, 1000, 400, 100, 30, 60, 2, 'org', 'panel')`, org.ID)
+	require.NoError(t, err)
+	started := time.Date(2026, 11, 1, 9, 30, 0, 123456000, time.UTC)
+	ended := started.Add(1500 * time.Millisecond)
+	// Inserted out of order: the move orders seats, then staff, by ordinal.
+	_, err = pool.Exec(ctx, `INSERT INTO receipt_calls (request_id, kind, ordinal, role, model_used, original_model,
+  fallback_used, judge_score, is_best_seat, round_number, tokens_in, tokens_out, latency_ms, started_at, ended_at,
+  source, real_cost_micros, fee_rate_ppm, fee_micros, content) VALUES
+  ('req_old', 'staff', 0, 'judge', 'sim/sonnet', NULL, NULL, NULL, NULL, NULL, 50, 10, NULL, $1, $2, 'conclave', 300, 50000, 15, ''),
+  ('req_old', 'seat', 1, 'seat-2', 'sim/gemini-flash', 'sim/atlas', true, 0.25, false, 2, 10, 20, 1500, $1, $2, 'byok:openai', 200, 5000, 1, 'second'),
+  ('req_old', 'seat', 0, 'seat-1', 'sim/atlas', NULL, false, 0.75, true, 1, 10, 30, 900, $1, $2, 'conclave', 500, 50000, 25, 'first')`,
+		started, ended)
+	require.NoError(t, err)
+
+	require.NoError(t, pgstore.Migrate(ctx, pool))
+	var gone bool
+	require.NoError(t, pool.QueryRow(ctx, "SELECT to_regclass('receipt_calls') IS NULL").Scan(&gone))
+	require.True(t, gone)
+	r, err := s.GetReceipt(ctx, org.ID, "req_old")
+	require.NoError(t, err)
+	yes, no := true, false
+	best, other := 0.75, 0.25
+	one, two := 1, 2
+	lat1, lat2 := int64(900), int64(1500)
+	require.Equal(t, []core.ReceiptCall{
+		{Role: "seat-1", ModelUsed: "sim/atlas", FallbackUsed: &no, JudgeScore: &best, IsBestSeat: &yes, RoundNumber: &one,
+			TokensIn: 10, TokensOut: 30, LatencyMS: &lat1, StartedAt: started, EndedAt: ended, Source: "conclave",
+			RealCost: 500, FeeRatePPM: 50000, Fee: 25, Content: "first"},
+		{Role: "seat-2", ModelUsed: "sim/gemini-flash", OriginalModel: "sim/atlas", FallbackUsed: &yes, JudgeScore: &other,
+			IsBestSeat: &no, RoundNumber: &two, TokensIn: 10, TokensOut: 20, LatencyMS: &lat2, StartedAt: started,
+			EndedAt: ended, Source: "byok:openai", RealCost: 200, FeeRatePPM: 5000, Fee: 1, Content: "second"},
+	}, normaliseTimes(r.Seats))
+	require.Equal(t, []core.ReceiptCall{
+		{Role: "judge", ModelUsed: "sim/sonnet", TokensIn: 50, TokensOut: 10, StartedAt: started, EndedAt: ended,
+			Source: "conclave", RealCost: 300, FeeRatePPM: 50000, Fee: 15},
+	}, normaliseTimes(r.Staff))
+	require.Equal(t, core.Micros(1500), r.Billed)
+}
+
+// normaliseTimes puts the calls' times in UTC, so that equal instants
+// compare equal whatever zone they were read in.
+func normaliseTimes(calls []core.ReceiptCall) []core.ReceiptCall {
+	for i := range calls {
+		calls[i].StartedAt, calls[i].EndedAt = calls[i].StartedAt.UTC(), calls[i].EndedAt.UTC()
+	}
+	return calls
+}
+
+// The store refuses a receipt call that the database's checks on
+// receipt_calls refused before 0012: nothing is written, nothing billed.
+func TestInvalidReceiptCallsAreRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	s := pgstore.New(pool)
+	org, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Checks"})
+	require.NoError(t, err)
+	for name, spoil := range map[string]func(c *core.ReceiptCall){
+		"negative tokens": func(c *core.ReceiptCall) { c.TokensOut = -1 },
+		"negative cost":   func(c *core.ReceiptCall) { c.RealCost = -1 },
+		"negative fee":    func(c *core.ReceiptCall) { c.Fee = -1 },
+		"fee rate > 100%": func(c *core.ReceiptCall) { c.FeeRatePPM = 1_000_001 },
+	} {
+		h, err := s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: "req_" + strings.ReplaceAll(name, " ", "_"), Amount: 10_000})
+		require.NoError(t, err, name)
+		call := core.ReceiptCall{Role: "seat-1", ModelUsed: "sim/atlas", TokensIn: 1, TokensOut: 1, Source: "conclave",
+			RealCost: 10, FeeRatePPM: 50000, Fee: 1, StartedAt: time.Now(), EndedAt: time.Now()}
+		spoil(&call)
+		_, err = s.SettleCall(ctx, &core.SettleCallParams{HoldID: h.ID, OrgID: org.ID, Billed: 100, Receipt: &core.Receipt{
+			RequestID: h.RequestID, Mode: "m", ModeKey: "m", ModeConfigHash: "h", Status: "completed", Billed: 100,
+			TokenCharge: 100, Payer: "org", Seats: []core.ReceiptCall{call}}})
+		require.ErrorContains(t, err, "receipt seat call 0", name)
+	}
+	var receipts, held int64
+	require.NoError(t, pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM receipts), (SELECT count(*) FROM holds WHERE state = 'held')").Scan(&receipts, &held))
+	require.Zero(t, receipts)
+	require.Equal(t, int64(4), held)
 }

@@ -1,6 +1,11 @@
 package pgstore
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
 
 // SetDurableMarks replaces the statements SettleCall makes a settlement
 // durable with (settle: in its own batch; confirm: when that one failed
@@ -17,3 +22,10 @@ func JobQuery(name string) string { return jq(name) }
 // Query is the statement of that name in queries.sql, for tests that look
 // at its plan.
 func Query(name string) string { return q(name) }
+
+// MigrateTo applies the embedded migrations up to version and no further,
+// as Migrate does, for tests of what a later migration does to the rows
+// an earlier schema kept.
+func MigrateTo(ctx context.Context, pool *pgxpool.Pool, version int) error {
+	return migrate(ctx, pool, version)
+}

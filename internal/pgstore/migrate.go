@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,6 +84,11 @@ func LatestVersion() int {
 // (several replicas starting at once) wait for each other instead of racing.
 // It is idempotent.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	return migrate(ctx, pool, math.MaxInt)
+}
+
+// migrate is Migrate with the migrations after version upTo left out.
+func migrate(ctx context.Context, pool *pgxpool.Pool, upTo int) error {
 	ms, err := migrations()
 	if err != nil {
 		return err
@@ -118,7 +124,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		applied[v] = true
 	}
 	for _, m := range ms {
-		if applied[m.version] {
+		if applied[m.version] || m.version > upTo {
 			continue
 		}
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {

@@ -101,42 +101,23 @@ UPDATE balances
 RETURNING org_id, balance_micros, held_micros, trial_remaining_micros, updated_at;
 
 -- name: InsertReceipt
--- A receipt and its calls in one statement: $30… are the calls' columns,
--- one array each, in order.
-WITH r AS (
-    INSERT INTO receipts (request_id, org_id, hold_id, mode_id, mode_key, mode_config_hash, status,
-                          billed_micros, token_charge_micros, surcharge_micros, platform_fee_micros, cap_credit_micros,
-                          prompt_tokens, completion_tokens, rounds, seat_count, payer, lane,
-                          difficulty_score, task_type, hallucination_risk, minority_insight_likely,
-                          best_seat, seats_unavailable, staff_unavailable, latency_ms, response, completed_at, created_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-            $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, coalesce($29::timestamptz, now()))
-    RETURNING request_id
-)
-INSERT INTO receipt_calls (request_id, kind, ordinal, role, model_used, original_model, fallback_used,
-                           judge_score, is_best_seat, round_number, tokens_in, tokens_out, latency_ms,
-                           started_at, ended_at, source, real_cost_micros, fee_rate_ppm, fee_micros, content)
-SELECT r.request_id, c.*
-  FROM r, unnest($30::text[], $31::int[], $32::text[], $33::text[], $34::text[], $35::boolean[],
-                 $36::float8[], $37::boolean[], $38::int[], $39::int[], $40::int[], $41::bigint[],
-                 $42::timestamptz[], $43::timestamptz[], $44::text[], $45::bigint[], $46::int[], $47::bigint[],
-                 $48::text[]) AS c;
+-- A receipt with its calls: $30 is their JSON array (0012).
+INSERT INTO receipts (request_id, org_id, hold_id, mode_id, mode_key, mode_config_hash, status,
+                      billed_micros, token_charge_micros, surcharge_micros, platform_fee_micros, cap_credit_micros,
+                      prompt_tokens, completion_tokens, rounds, seat_count, payer, lane,
+                      difficulty_score, task_type, hallucination_risk, minority_insight_likely,
+                      best_seat, seats_unavailable, staff_unavailable, latency_ms, response, completed_at, created_at,
+                      calls)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+        $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, coalesce($29::timestamptz, now()), $30);
 
 -- name: GetReceipt
 SELECT request_id, org_id, mode_id, mode_key, mode_config_hash, status,
        billed_micros, token_charge_micros, surcharge_micros, platform_fee_micros, cap_credit_micros,
        prompt_tokens, completion_tokens, rounds, seat_count, payer, coalesce(lane, ''),
        difficulty_score, coalesce(task_type, ''), coalesce(hallucination_risk, ''), minority_insight_likely,
-       best_seat, seats_unavailable, staff_unavailable, latency_ms, response, created_at, completed_at
+       best_seat, seats_unavailable, staff_unavailable, latency_ms, response, created_at, completed_at, calls
   FROM receipts WHERE request_id = $1 AND org_id = $2;
-
--- name: ListReceiptCalls
-SELECT c.kind, c.role, c.model_used, coalesce(c.original_model, ''), c.fallback_used, c.judge_score, c.is_best_seat,
-       c.round_number, c.tokens_in, c.tokens_out, c.latency_ms, c.started_at, c.ended_at, c.source,
-       c.real_cost_micros, c.fee_rate_ppm, c.fee_micros, c.content
-  FROM receipt_calls c JOIN receipts r ON r.request_id = c.request_id
- WHERE c.request_id = $1 AND r.org_id = $2
- ORDER BY c.kind, c.ordinal;
 
 -- name: FreeSlot
 DELETE FROM concurrency_slots WHERE org_id = $1 AND request_id = $2;
