@@ -317,15 +317,23 @@ func queueReceipt(b *pgx.Batch, r *core.Receipt, orgID, holdID, requestID string
 	return nil
 }
 
-// storedCall is a receipt's call as stored in receipts.calls (0012): the
-// columns receipt_calls had, the money in integer micro-USD, the times to
-// the microsecond as PostgreSQL keeps them; what is null or empty is left
-// out, so that a receipt's row stays small.
+// storedCall is a receipt's call as stored in receipts.calls (0012): its
+// kind and the fields of core.ReceiptCall, named as receipt_calls' columns
+// were; the money in integer micro-USD, the times to the microsecond as
+// PostgreSQL keeps them, and what is empty left out, so that a receipt's
+// row stays small.
 type storedCall struct {
-	Kind          string      `json:"kind"` // "seat" or "staff"
+	Kind string `json:"kind"` // "seat" or "staff"
+	storedCallFields
+}
+
+// storedCallFields has core.ReceiptCall's fields, in its order, so that
+// each converts to the other: a field added there fails to compile here
+// until it is stored too.
+type storedCallFields struct {
 	Role          string      `json:"role"`
 	ModelUsed     string      `json:"model_used"`
-	OriginalModel *string     `json:"original_model,omitempty"`
+	OriginalModel string      `json:"original_model,omitempty"`
 	FallbackUsed  *bool       `json:"fallback_used,omitempty"`
 	JudgeScore    *float64    `json:"judge_score,omitempty"`
 	IsBestSeat    *bool       `json:"is_best_seat,omitempty"`
@@ -351,22 +359,12 @@ func encodeReceiptCalls(r *core.Receipt) ([]byte, error) {
 		kind  string
 		calls []core.ReceiptCall
 	}{{"seat", r.Seats}, {"staff", r.Staff}} {
-		for i := range group.calls {
-			c := &group.calls[i]
-			if err := validReceiptCall(c); err != nil {
+		for i, c := range group.calls {
+			if err := validReceiptCall(&c); err != nil {
 				return nil, fmt.Errorf("receipt %s call %d (%s): %w", group.kind, i, c.Role, err)
 			}
-			var original *string
-			if c.OriginalModel != "" {
-				original = &c.OriginalModel
-			}
-			calls = append(calls, storedCall{
-				Kind: group.kind, Role: c.Role, ModelUsed: c.ModelUsed, OriginalModel: original,
-				FallbackUsed: c.FallbackUsed, JudgeScore: c.JudgeScore, IsBestSeat: c.IsBestSeat,
-				RoundNumber: c.RoundNumber, TokensIn: c.TokensIn, TokensOut: c.TokensOut, LatencyMS: c.LatencyMS,
-				StartedAt: c.StartedAt.Round(time.Microsecond), EndedAt: c.EndedAt.Round(time.Microsecond), Source: c.Source,
-				RealCost: c.RealCost, FeeRatePPM: c.FeeRatePPM, Fee: c.Fee, Content: c.Content,
-			})
+			c.StartedAt, c.EndedAt = c.StartedAt.Round(time.Microsecond), c.EndedAt.Round(time.Microsecond)
+			calls = append(calls, storedCall{Kind: group.kind, storedCallFields: storedCallFields(c)})
 		}
 	}
 	out, err := json.Marshal(calls)
@@ -437,15 +435,7 @@ func (s *Store) GetReceipt(ctx context.Context, orgID, requestID string) (*core.
 		return nil, fmt.Errorf("reading receipt %s calls: %w", requestID, err)
 	}
 	for _, sc := range stored {
-		c := core.ReceiptCall{
-			Role: sc.Role, ModelUsed: sc.ModelUsed, FallbackUsed: sc.FallbackUsed, JudgeScore: sc.JudgeScore,
-			IsBestSeat: sc.IsBestSeat, RoundNumber: sc.RoundNumber, TokensIn: sc.TokensIn, TokensOut: sc.TokensOut,
-			LatencyMS: sc.LatencyMS, StartedAt: sc.StartedAt, EndedAt: sc.EndedAt, Source: sc.Source,
-			RealCost: sc.RealCost, FeeRatePPM: sc.FeeRatePPM, Fee: sc.Fee, Content: sc.Content,
-		}
-		if sc.OriginalModel != nil {
-			c.OriginalModel = *sc.OriginalModel
-		}
+		c := core.ReceiptCall(sc.storedCallFields)
 		if sc.Kind == "seat" {
 			r.Seats = append(r.Seats, c)
 		} else {

@@ -217,24 +217,18 @@ func normaliseTimes(calls []core.ReceiptCall) []core.ReceiptCall {
 func TestInvalidReceiptCallsAreRefused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.NewPool(t)
-	s := pgstore.New(pool)
-	org, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Checks"})
-	require.NoError(t, err)
+	s, pool, org := newRailsStore(t)
 	for name, spoil := range map[string]func(c *core.ReceiptCall){
 		"negative tokens": func(c *core.ReceiptCall) { c.TokensOut = -1 },
 		"negative cost":   func(c *core.ReceiptCall) { c.RealCost = -1 },
 		"negative fee":    func(c *core.ReceiptCall) { c.Fee = -1 },
 		"fee rate > 100%": func(c *core.ReceiptCall) { c.FeeRatePPM = 1_000_001 },
 	} {
-		h, err := s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: "req_" + strings.ReplaceAll(name, " ", "_"), Amount: 10_000})
+		h, err := s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: "req_" + strings.ReplaceAll(name, " ", "_"), Amount: 100_000})
 		require.NoError(t, err, name)
-		call := core.ReceiptCall{Role: "seat-1", ModelUsed: "sim/atlas", TokensIn: 1, TokensOut: 1, Source: "conclave",
-			RealCost: 10, FeeRatePPM: 50000, Fee: 1, StartedAt: time.Now(), EndedAt: time.Now()}
-		spoil(&call)
-		_, err = s.SettleCall(ctx, &core.SettleCallParams{HoldID: h.ID, OrgID: org.ID, Billed: 100, Receipt: &core.Receipt{
-			RequestID: h.RequestID, Mode: "m", ModeKey: "m", ModeConfigHash: "h", Status: "completed", Billed: 100,
-			TokenCharge: 100, Payer: "org", Seats: []core.ReceiptCall{call}}})
+		r := benchReceipt(h.RequestID)
+		spoil(&r.Seats[0])
+		_, err = s.SettleCall(ctx, &core.SettleCallParams{HoldID: h.ID, OrgID: org.ID, Billed: r.Billed, Receipt: r})
 		require.ErrorContains(t, err, "receipt seat call 0", name)
 	}
 	var receipts, held int64
