@@ -35,7 +35,7 @@ type testBundle struct {
 }
 
 type setupOpts struct {
-	cfg   api.Config
+	cfg   limits
 	ready func(context.Context) error
 }
 
@@ -66,12 +66,9 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 	if ready == nil {
 		ready = store.Ready
 	}
-	h, err := api.New(o.cfg, api.Deps{
-		Store: store, Authz: authz, Catalog: catalog, Ready: ready,
-		Logger:   slog.New(slog.NewJSONHandler(logs, nil)),
-		Registry: prometheus.NewRegistry(),
-	})
-	require.NoError(t, err)
+	pt := &parts{store: store, authz: authz, catalog: catalog, ready: ready, limits: o.cfg,
+		logger: slog.New(slog.NewJSONHandler(logs, nil)), registry: prometheus.NewRegistry()}
+	h, _ := pt.serve(t)
 	srv := newServer(t, h)
 
 	org, _, err := store.CreateOrg(ctx, &core.CreateOrgParams{Name: "Test Org"})
@@ -81,7 +78,7 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 	return tb
 }
 
-func setupBench(b *testing.B, cfg api.Config) *testBundle {
+func setupBench(b *testing.B, cfg limits) *testBundle {
 	return setup(b, func(o *setupOpts) { o.cfg = cfg })
 }
 
@@ -518,7 +515,7 @@ func (g *gateWriter) Write(p []byte) (int, error) {
 func TestAnswerIsSentBeforeTheLogLine(t *testing.T) {
 	t.Parallel()
 	w := &gateWriter{gate: make(chan struct{}), writing: make(chan struct{}, 16)}
-	srv := setupWith(t, "Slow log", func(d *api.Deps) { d.Logger = slog.New(slog.NewJSONHandler(w, nil)) }).srv
+	srv := setupWith(t, "Slow log", func(p *parts) { p.logger = slog.New(slog.NewJSONHandler(w, nil)) }).srv
 	t.Cleanup(func() { close(w.gate) }) // before the server closes
 
 	client := &http.Client{Timeout: 5 * time.Second}

@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/conclavehq/conclave/adapters/sim"
-	"github.com/conclavehq/conclave/api"
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/deliberate"
 	"github.com/conclavehq/conclave/internal/config"
@@ -25,7 +24,6 @@ import (
 	"github.com/conclavehq/conclave/internal/pgtest"
 	"github.com/conclavehq/conclave/internal/policy"
 	"github.com/conclavehq/conclave/internal/providers"
-	"github.com/conclavehq/conclave/internal/tokens"
 	"github.com/conclavehq/conclave/plugins/protocol/direct"
 )
 
@@ -83,13 +81,9 @@ func setupChatBenchOn(b *testing.B, simCfg sim.Config, pool *pgxpool.Pool) *chat
 	store := pgstore.New(pool)
 	// The deployment's defaults where they matter to speed: keys cached for
 	// 3 s.
-	h, err := api.New(api.Config{KeyCacheTTL: 3 * time.Second}, api.Deps{
-		Store: store, Authz: authz, Catalog: catalog, Ready: store.Ready,
-		Deliberator: engine, TokensOver: tokens.Over, Registry: prometheus.NewRegistry(),
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	pt := &parts{store: store, authz: authz, catalog: catalog, deliberator: engine,
+		registry: prometheus.NewRegistry(), limits: limits{KeyCacheTTL: 3 * time.Second}}
+	h, _ := pt.serve(b)
 	srv := httptest.NewServer(h)
 	b.Cleanup(srv.Close)
 	org, _, err := store.CreateOrg(ctx, &core.CreateOrgParams{Name: "Bench Org"})

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/conclavehq/conclave/api"
 )
 
 // BenchmarkAuthenticatedRequest measures one authenticated GET /v1/models on
@@ -19,7 +17,7 @@ func BenchmarkAuthenticatedRequest(b *testing.B) {
 		ttl  time.Duration
 	}{{"cache=3s", 3 * time.Second}, {"cache=off", 0}} {
 		b.Run(c.name, func(b *testing.B) {
-			tb := setupBench(b, api.Config{KeyCacheTTL: c.ttl})
+			tb := setupBench(b, limits{KeyCacheTTL: c.ttl})
 			req, _ := http.NewRequest("GET", tb.srv.URL+"/v1/models", nil)
 			req.Header.Set("Authorization", "Bearer "+tb.key)
 			b.ResetTimer()
@@ -40,7 +38,7 @@ func BenchmarkAuthenticatedRequest(b *testing.B) {
 func BenchmarkEstimate(b *testing.B) {
 	// The estimate counts against the key's rate and the organisation's
 	// slots, as a billed call does; the limits sit far above the load.
-	tb := setupBench(b, api.Config{KeyCacheTTL: 3 * time.Second, RPM: 10_000_000, Concurrency: 1_000})
+	tb := setupBench(b, limits{KeyCacheTTL: 3 * time.Second, RPM: 10_000_000, Concurrency: 1_000})
 	body := `{"model":"conclave-standard","messages":[{"role":"user","content":"Should we split our monolith into services this year? Compare the trade-offs."}]}`
 	b.Run("estimate", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {

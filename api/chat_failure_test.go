@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/conclavehq/conclave/api"
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/deliberate"
 )
@@ -26,7 +25,7 @@ func (failingDeliberator) Run(context.Context, *deliberate.Request) (*deliberate
 func TestChatUpstreamFailureIsNotBilled(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cb := setupWith(t, "Upstream", func(d *api.Deps) { d.Deliberator = failingDeliberator{} })
+	cb := setupWith(t, "Upstream", func(p *parts) { p.deliberator = failingDeliberator{} })
 	store, org := cb.store, cb.org
 
 	r := cb.do(t, "POST", "/v1/chat/completions", cb.key, chatBody("conclave-standard", "Should we?", ""))

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclavehq/conclave/adapters/sim"
-	"github.com/conclavehq/conclave/api"
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/deliberate"
 	"github.com/conclavehq/conclave/internal/byok"
@@ -47,7 +46,7 @@ func setupChat(t *testing.T, changes ...func(*config.Config)) *chatBundle {
 
 // setupChatWith is setupChat whose dependencies deps may change (wrap the
 // store, say) before the server is built; nil changes nothing.
-func setupChatWith(t *testing.T, deps func(*api.Deps), changes ...func(*config.Config)) *chatBundle {
+func setupChatWith(t *testing.T, deps func(*parts), changes ...func(*config.Config)) *chatBundle {
 	t.Helper()
 	ctx := context.Background()
 	cfg, err := config.Builtin()
@@ -78,19 +77,15 @@ func setupChatWith(t *testing.T, deps func(*api.Deps), changes ...func(*config.C
 	require.NoError(t, err)
 	authz, err := policy.New(ctx, policy.Config{})
 	require.NoError(t, err)
-	d := api.Deps{
-		Store: store, Authz: authz, Catalog: catalog, Ready: store.Ready,
-		Deliberator: engine, TokensOver: tokens.Over,
-	}
-	if deps != nil {
-		deps(&d)
-	}
-	h, err := api.New(api.Config{
+	pt := &parts{store: store, authz: authz, catalog: catalog, deliberator: engine, limits: limits{
 		KeyCacheTTL: cfg.Auth.KeyCacheTTL,
 		RPM:         cfg.Limits.RPM, Concurrency: cfg.Limits.Concurrency, Lease: cfg.Limits.Lease,
-		ActivationAllowance: core.Micros(cfg.Limits.ActivationAllowanceUSD),
-	}, d)
-	require.NoError(t, err)
+		RetryAfter: cfg.Limits.ConcurrencyRetryAfter, ActivationAllowance: core.Micros(cfg.Limits.ActivationAllowanceUSD),
+	}}
+	if deps != nil {
+		deps(pt)
+	}
+	h, _ := pt.serve(t)
 	srv := newServer(t, h)
 	org, _, err := store.CreateOrg(ctx, &core.CreateOrgParams{Name: "Chat Org"})
 	require.NoError(t, err)
@@ -102,7 +97,7 @@ func setupChatWith(t *testing.T, deps func(*api.Deps), changes ...func(*config.C
 // setupWith serves the built-in catalog on a fresh database with the
 // dependencies deps fills in (a stand-in deliberator, say), and gives an
 // organisation with its trial credit and a key.
-func setupWith(t *testing.T, orgName string, deps func(*api.Deps)) *chatBundle {
+func setupWith(t *testing.T, orgName string, deps func(*parts)) *chatBundle {
 	t.Helper()
 	ctx := context.Background()
 	cfg, err := config.Builtin()
@@ -112,10 +107,9 @@ func setupWith(t *testing.T, orgName string, deps func(*api.Deps)) *chatBundle {
 	authz, err := policy.New(ctx, policy.Config{})
 	require.NoError(t, err)
 	store := pgstore.New(pgtest.NewPool(t))
-	d := api.Deps{Store: store, Authz: authz, Catalog: catalog, Ready: store.Ready, TokensOver: tokens.Over}
-	deps(&d)
-	h, err := api.New(api.Config{}, d)
-	require.NoError(t, err)
+	pt := &parts{store: store, authz: authz, catalog: catalog}
+	deps(pt)
+	h, _ := pt.serve(t)
 	org, _, err := store.CreateOrg(ctx, &core.CreateOrgParams{Name: orgName})
 	require.NoError(t, err)
 	tb := &testBundle{srv: newServer(t, h), store: store, org: org}

@@ -14,116 +14,6 @@ import (
 	"github.com/conclavehq/conclave/core"
 )
 
-// Error types of the envelope.
-const (
-	typeInvalidRequest = "invalid_request_error"
-	typeAuthentication = "authentication_error"
-	typePermission     = "permission_error"
-	typeRateLimit      = "rate_limit_error"
-	typeAPI            = "api_error"
-)
-
-// Retry advice, as in the spec's Retry column.
-const (
-	retryNo    = "no"
-	retryYes   = "yes"
-	retryWait  = "wait"
-	retryMaybe = "maybe"
-)
-
-type codeInfo struct {
-	Status int
-	Type   string
-	Retry  string
-}
-
-// codeTable is the one place a wire code becomes an HTTP status, an error
-// type and retry advice. Every code core names is here; a test checks that.
-var codeTable = map[core.Code]codeInfo{
-	// Core codes.
-	core.CodeInvalidAPIKey:            {401, typeAuthentication, retryNo},
-	core.CodeRevokedAPIKey:            {401, typeAuthentication, retryNo},
-	core.CodeInvalidOAuthToken:        {401, typeAuthentication, retryNo},
-	core.CodeOrgSuspended:             {403, typePermission, retryNo},
-	core.CodeBrowserOriginNotAllowed:  {403, typePermission, retryNo},
-	core.CodeInsufficientScope:        {403, typePermission, retryNo},
-	core.CodeInvalidModel:             {400, typeInvalidRequest, retryNo},
-	core.CodeInvalidMessages:          {400, typeInvalidRequest, retryNo},
-	core.CodeInvalidTier:              {400, typeInvalidRequest, retryNo},
-	core.CodeInvalidMaxCostUSD:        {400, typeInvalidRequest, retryNo},
-	core.CodeStreamNotSupported:       {400, typeInvalidRequest, retryNo},
-	core.CodeContextLengthExceeded:    {413, typeInvalidRequest, retryNo},
-	core.CodeModelNotFound:            {404, typeInvalidRequest, retryNo},
-	core.CodeTierNotPermitted:         {403, typePermission, retryNo},
-	core.CodeModeNotPermitted:         {403, typePermission, retryNo},
-	core.CodeModeNotPublished:         {403, typePermission, retryNo},
-	core.CodeLabNotAvailable:          {403, typePermission, retryNo},
-	core.CodeRequestInProgress:        {409, typeInvalidRequest, retryWait},
-	core.CodeMissingRequestID:         {400, typeInvalidRequest, retryNo},
-	core.CodeReceiptNotFound:          {404, typeInvalidRequest, retryNo},
-	core.CodeMethodNotAllowed:         {405, typeInvalidRequest, retryNo},
-	core.CodeVerificationRequired:     {402, typeInvalidRequest, retryNo},
-	core.CodeInsufficientBalance:      {402, typeInvalidRequest, retryNo},
-	core.CodeQuotaExceeded:            {402, typeInvalidRequest, retryNo},
-	core.CodeNoBillingConfigured:      {402, typeInvalidRequest, retryNo},
-	core.CodePlanLimitReached:         {402, typeInvalidRequest, retryNo},
-	core.CodeRateLimitExceeded:        {429, typeRateLimit, retryYes},
-	core.CodeConcurrencyLimitExceeded: {429, typeRateLimit, retryYes},
-	core.CodeTooManyConcurrent:        {429, typeRateLimit, retryYes},
-	core.CodeClassificationFailed:     {502, typeAPI, retryYes},
-	core.CodeServiceUnavailable:       {503, typeAPI, retryYes},
-	core.CodeModeUnavailable:          {503, typeAPI, retryYes},
-	core.CodeUpstreamProviderError:    {502, typeAPI, retryYes},
-	core.CodeModeResolutionMismatch:   {502, typeAPI, retryYes},
-	core.CodeCostUnreadable:           {502, typeAPI, retryYes},
-	core.CodeInternalError:            {500, typeAPI, retryYes},
-
-	// Conclave's additions.
-	core.CodeUnknownURL:           {404, typeInvalidRequest, retryNo},
-	core.CodeInvalidJSON:          {400, typeInvalidRequest, retryNo},
-	core.CodeRequestTooLarge:      {413, typeInvalidRequest, retryNo},
-	core.CodeUnsupportedMediaType: {415, typeInvalidRequest, retryNo},
-
-	// Test and certification launch codes.
-	core.CodeInvalidBuckets:             {400, typeInvalidRequest, retryNo},
-	core.CodeInvalidBucket:              {400, typeInvalidRequest, retryNo},
-	core.CodeInvalidBucketCount:         {400, typeInvalidRequest, retryNo},
-	core.CodeTooManyQuestions:           {400, typeInvalidRequest, retryNo},
-	core.CodeInvalidJudges:              {400, typeInvalidRequest, retryNo},
-	core.CodeInvalidQuestions:           {400, typeInvalidRequest, retryNo},
-	core.CodeInvalidDifficulty:          {400, typeInvalidRequest, retryNo},
-	core.CodeInvalidQuestionCount:       {400, typeInvalidRequest, retryNo},
-	core.CodeInvalidTiers:               {400, typeInvalidRequest, retryNo},
-	core.CodeInvalidPunchUp:             {400, typeInvalidRequest, retryNo},
-	core.CodePriceUnavailable:           {400, typeInvalidRequest, retryNo},
-	core.CodeModeNotOwned:               {403, typePermission, retryNo},
-	core.CodeLaunchRefused:              {400, typeInvalidRequest, retryNo},
-	core.CodeListingRequired:            {400, typeInvalidRequest, retryNo},
-	core.CodeMissingBatchID:             {400, typeInvalidRequest, retryNo},
-	core.CodeBatchNotFound:              {404, typeInvalidRequest, retryNo},
-	core.CodeProviderUnavailable:        {409, typeAPI, retryWait},
-	core.CodeIdempotencyKeyReused:       {422, typeInvalidRequest, retryNo},
-	core.CodeReconciliationRequired:     {409, typeInvalidRequest, retryNo},
-	core.CodeTestLaunchLimitExceeded:    {429, typeRateLimit, retryYes},
-	core.CodeCertifyLaunchLimitExceeded: {429, typeRateLimit, retryYes},
-
-	// Authoring and tool-server codes that REST can also return.
-	core.CodeTestKeyNotAllowed: {403, typePermission, retryNo},
-	core.CodeModeNotAllowed:    {403, typePermission, retryNo},
-	core.CodeForbidden:         {403, typePermission, retryNo},
-	core.CodeModeNotFound:      {404, typeInvalidRequest, retryNo},
-	core.CodeInvalidRequest:    {400, typeInvalidRequest, retryNo},
-}
-
-// infoFor returns the table row for code; an unknown code is a 500 so that a
-// missing row can never leak as a success.
-func infoFor(code core.Code) codeInfo {
-	if info, ok := codeTable[code]; ok {
-		return info
-	}
-	return codeTable[core.CodeInternalError]
-}
-
 // errorEnvelope is the spec's error body.
 type errorEnvelope struct {
 	Error    errorObject  `json:"error"`
@@ -145,7 +35,7 @@ type requestBlock struct {
 // are internal errors. The cause of any 5xx is logged, never sent.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := core.AsError(err)
-	info := infoFor(e.Code)
+	info := core.InfoFor(e.Code)
 	st := stateOf(r)
 	if st != nil {
 		st.code = string(e.Code)
@@ -154,7 +44,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		st.logger.ErrorContext(r.Context(), "request failed", slog.String("request_id", st.id),
 			slog.String("code", string(e.Code)), slog.String("error", e.Err.Error()))
 	}
-	body := errorEnvelope{Error: errorObject{Message: e.Message, Type: info.Type, Code: string(e.Code)}}
+	body := errorEnvelope{Error: errorObject{Message: e.Message, Type: string(info.Type), Code: string(e.Code)}}
 	if e.Param != "" {
 		p := e.Param
 		body.Error.Param = &p
@@ -174,10 +64,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	body, err := marshalJSON(v)
 	if err != nil {
 		// Only a programming error (a value JSON cannot encode) gets here.
-		info := infoFor(core.CodeInternalError)
+		info := core.InfoFor(core.CodeInternalError)
 		status = info.Status
 		body, _ = marshalJSON(errorEnvelope{Error: errorObject{Message: "The service failed to encode its answer. Retry with the same Idempotency-Key.",
-			Type: info.Type, Code: string(core.CodeInternalError)}})
+			Type: string(info.Type), Code: string(core.CodeInternalError)}})
 	}
 	writeRawJSON(w, status, body)
 }

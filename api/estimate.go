@@ -1,11 +1,10 @@
 package api
 
 import (
-	"math"
 	"net/http"
-	"time"
 
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/classify"
 )
 
@@ -33,46 +32,25 @@ type estimateTiming struct {
 // make and the surcharge it would quote, without running the panel and
 // without charge.
 func (h *handler) estimate(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	var req completionRequest
-	if !decodeJSON(w, r, h.cfg.MaxBodyBytes, &req) {
+	var in calls.EstimateInput
+	if !decodeJSON(w, r, h.cfg.MaxBodyBytes, &in) {
 		return
 	}
-	model, err := parseModel(req.Model, core.CodeInvalidModel)
+	req, err := calls.ParseEstimate(&in)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	messages, err := parseMessages(req.Messages)
+	e, err := h.calls.Estimate(r.Context(), principalOf(r.Context()), callOf(r), req)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	mode, ok := h.resolveMode(w, r, model, core.ActionEstimate)
-	if !ok {
-		return
-	}
-	// Free, but counted against the same rate and concurrency ceilings as
-	// a billed call.
-	_, slot := h.admit(w, r, principalOf(r.Context()), &core.AdmitParams{})
-	if slot == nil {
-		return
-	}
-	defer slot.release()
-	cstart := time.Now()
-	c, err := h.classifier.Classify(r.Context(), messages)
-	if err != nil {
-		writeError(w, r, core.Errorf(core.CodeClassificationFailed, "The question could not be classified; nothing was billed. Retry shortly.").WithCause(err))
-		return
-	}
-	classifyMS := time.Since(cstart).Milliseconds()
-	h.recordOutcome(r, core.OutcomeEstimated, "an estimate classifies the prompt without convening a panel")
 	writeJSON(w, http.StatusOK, estimateResponse{
-		RequestID: RequestID(r.Context()), Model: model, Mode: mode.ID, ModeKey: mode.Key,
-		Depth: c.Depth, DifficultyScore: math.Round(c.Score*1000) / 1000, TaskType: c.TaskType,
-		HallucinationRisk: c.HallucinationRisk,
-		EstimatedPriceUSD: core.Dollars(mode.Pricing.SurchargeFor(c.Depth)),
-		DeliberationValue: c.Value,
-		TimingMS:          estimateTiming{Total: time.Since(start).Milliseconds(), Classify: classifyMS},
+		RequestID: e.RequestID, Model: req.Model, Mode: e.Mode.ID, ModeKey: e.Mode.Key,
+		Depth: e.Depth, DifficultyScore: e.DifficultyScore, TaskType: e.TaskType,
+		HallucinationRisk: e.HallucinationRisk, EstimatedPriceUSD: core.Dollars(e.EstimatedPrice),
+		DeliberationValue: e.DeliberationValue,
+		TimingMS:          estimateTiming{Total: e.Total.Milliseconds(), Classify: e.Classify.Milliseconds()},
 	})
 }

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -12,6 +11,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/calls"
 )
 
 type ctxKey int
@@ -41,6 +42,10 @@ func RequestID(ctx context.Context) string {
 	}
 	return ""
 }
+
+// statusClientClosed is logged for a request whose caller left before any
+// answer was written.
+const statusClientClosed = 499
 
 // RequestIDHeader carries the request id on every response.
 const RequestIDHeader = "X-Request-Id"
@@ -100,6 +105,11 @@ func (h *handler) observe(next http.Handler) http.Handler {
 			status := sw.status
 			if status == 0 {
 				status = http.StatusOK
+				if r.Context().Err() != nil {
+					// The caller left before its answer (a deliberation goes
+					// on without it): nginx's "client closed request".
+					status, st.code = statusClientClosed, "client_closed_request"
+				}
 			}
 			code := st.code
 			if code == "" {
@@ -156,51 +166,26 @@ func (h *handler) refuseBrowsers(next http.Handler) http.Handler {
 	})
 }
 
-// principal is the authenticated caller.
-type principal struct {
-	key *core.Key
-	org *core.Org
-}
-
-func principalOf(ctx context.Context) *principal {
-	p, _ := ctx.Value(principalKey).(*principal)
+func principalOf(ctx context.Context) *access.Principal {
+	p, _ := ctx.Value(principalKey).(*access.Principal)
 	return p
 }
 
-// authenticate resolves the bearer key to a key and organisation: 401
+// authenticate resolves the bearer key to its principal (core/access): 401
 // invalid_api_key for a missing, malformed or unknown key; 401
 // revoked_api_key for a revoked or expired one; 403 org_suspended.
 func (h *handler) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		secret, ok := bearer(r)
-		if !ok {
-			h.authFailure(w, r, core.Errorf(core.CodeInvalidAPIKey, "Send your API key as 'Authorization: Bearer ccl_live_…'."))
+		secret, _ := bearer(r)
+		p, err := h.access.Authenticate(r.Context(), secret)
+		if p != nil {
+			stateOf(r).orgID = p.Org.ID
+		}
+		if err != nil {
+			h.authFailure(w, r, core.AsError(err))
 			return
 		}
-		if !core.WellFormedKey(secret) {
-			h.authFailure(w, r, core.Errorf(core.CodeInvalidAPIKey, "The API key is malformed. Keys start with ccl_live_ or ccl_test_."))
-			return
-		}
-		key, org, err := h.keys.lookup(r.Context(), core.HashKey(secret))
-		switch {
-		case errors.Is(err, core.ErrNotFound):
-			h.authFailure(w, r, core.Errorf(core.CodeInvalidAPIKey, "The API key is not recognised."))
-			return
-		case err != nil:
-			h.authFailure(w, r, core.Errorf(core.CodeServiceUnavailable, "The key could not be checked; the request was refused. Retry shortly.").WithCause(err))
-			return
-		}
-		if status := key.Status(time.Now()); status != "" {
-			h.authFailure(w, r, core.Errorf(core.CodeRevokedAPIKey, "The API key is %s. Issue a new key.", status))
-			return
-		}
-		st := stateOf(r)
-		st.orgID = org.ID
-		if org.Suspended() {
-			h.authFailure(w, r, core.Errorf(core.CodeOrgSuspended, "The organisation is suspended."))
-			return
-		}
-		ctx := context.WithValue(r.Context(), principalKey, &principal{key: key, org: org})
+		ctx := context.WithValue(r.Context(), principalKey, p)
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
@@ -237,51 +222,36 @@ func equalFoldASCII(a, b string) bool {
 	return true
 }
 
-// authorize asks the policy whether the caller may do action (optionally on
-// a mode) and answers the refusal when not. It returns false when it has
-// answered. A policy that cannot decide fails closed with 503.
-func (h *handler) authorize(w http.ResponseWriter, r *http.Request, action string, mode *core.Mode) bool {
-	d, err := h.decide(r.Context(), action, mode)
-	if err != nil {
-		writeError(w, r, policyFailure(err))
-		return false
-	}
-	if !d.Allow {
-		writeError(w, r, &core.Error{Code: d.Code, Message: d.Message})
-		return false
-	}
-	return true
-}
-
-func (h *handler) decide(ctx context.Context, action string, mode *core.Mode) (*core.Decision, error) {
-	return h.decideTier(ctx, action, mode, "")
-}
-
-func (h *handler) decideTier(ctx context.Context, action string, mode *core.Mode, tier core.Tier) (*core.Decision, error) {
-	p := principalOf(ctx)
-	in := &core.AuthzInput{Action: action, Principal: core.PrincipalForKey(p.key), Org: core.OrgForPolicy(p.org), Tier: tier}
-	if mode != nil {
-		in.Mode = core.ModeForPolicy(mode)
-	}
-	d, err := h.authz.Decide(ctx, in)
-	if err == nil && !d.Allow && d.Code == "" {
-		d.Code = core.CodeInsufficientScope
-	}
-	return d, err
-}
-
-// policyFailure is the answer when the policy could not decide: fail closed.
-func policyFailure(err error) *core.Error {
-	return core.Errorf(core.CodeServiceUnavailable, "The access check failed; the request was refused. Retry shortly.").WithCause(err)
-}
-
 // requireScope refuses the request unless the policy allows action.
 func (h *handler) requireScope(action string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if h.authorize(w, r, action, nil) {
-				next.ServeHTTP(w, r)
+			if err := h.access.Authorize(r.Context(), principalOf(r.Context()), action, nil, ""); err != nil {
+				writeError(w, r, err)
+				return
 			}
+			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// meter spends one request of the key's rate for a read; billed calls and
+// estimates spend theirs in their own admission.
+func (h *handler) meter(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h.access.Meter(r.Context(), principalOf(r.Context()), RequestID(r.Context())); err != nil {
+			writeError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// callOf names the request to the call service: its id and its route.
+func callOf(r *http.Request) calls.Call {
+	endpoint := r.URL.Path
+	if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+		endpoint = rc.RoutePattern()
+	}
+	return calls.Call{RequestID: RequestID(r.Context()), Endpoint: endpoint}
 }

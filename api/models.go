@@ -83,59 +83,24 @@ func optional(s string) *string {
 
 // listModels answers GET /v1/models: the modes this key may call.
 func (h *handler) listModels(w http.ResponseWriter, r *http.Request) {
+	modes, err := h.calls.ListModes(r.Context(), principalOf(r.Context()))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
 	out := modelList{Object: "list", Data: []modelEntry{}}
-	for _, m := range h.catalog.Modes() {
-		d, err := h.decide(r.Context(), core.ActionModelsRead, m)
-		if err != nil {
-			writeError(w, r, policyFailure(err))
-			return
-		}
-		if d.Allow {
-			out.Data = append(out.Data, h.modelEntry(m))
-		}
+	for _, m := range modes {
+		out.Data = append(out.Data, h.modelEntry(m))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
 // getModel answers GET /v1/models/{model} (slug or ticker).
 func (h *handler) getModel(w http.ResponseWriter, r *http.Request) {
-	m, ok := h.resolveMode(w, r, chi.URLParam(r, "model"), core.ActionModelsRead)
-	if !ok {
+	m, err := h.calls.ResolveMode(r.Context(), principalOf(r.Context()), chi.URLParam(r, "model"), core.ActionModelsRead, "")
+	if err != nil {
+		writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, h.modelEntry(m))
-}
-
-// resolveMode finds the mode a request names (slug or ticker) and checks the
-// caller may use it for action: 404 model_not_found for an unknown mode, the
-// policy's refusal otherwise. It returns false when it has answered.
-func (h *handler) resolveMode(w http.ResponseWriter, r *http.Request, id, action string) (*core.Mode, bool) {
-	return h.resolveModeTier(w, r, id, action, "")
-}
-
-// resolveModeTier is resolveMode for a request that asks for a tier, which
-// the policy also checks.
-func (h *handler) resolveModeTier(w http.ResponseWriter, r *http.Request, id, action string, tier core.Tier) (*core.Mode, bool) {
-	m, ok := h.catalog.Resolve(id)
-	if !ok {
-		writeError(w, r, core.Errorf(core.CodeModelNotFound, "The model %q does not exist or is not available to your organisation. GET /v1/models lists the modes you can call.", id).WithParam("model"))
-		return nil, false
-	}
-	d, err := h.decideTier(r.Context(), action, m, tier)
-	if err != nil {
-		writeError(w, r, policyFailure(err))
-		return nil, false
-	}
-	if !d.Allow {
-		e := &core.Error{Code: d.Code, Message: d.Message}
-		if d.Code == core.CodeTierNotPermitted {
-			e.Param = "tier"
-		}
-		if d.Code == core.CodeModelNotFound || d.Code == core.CodeModeNotPermitted {
-			e.Param = "model"
-		}
-		writeError(w, r, e)
-		return nil, false
-	}
-	return m, true
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/conclavehq/conclave/api"
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/deliberate"
 	"github.com/conclavehq/conclave/internal/config"
@@ -329,9 +328,9 @@ func (s unconfirmedStore) SettleCall(ctx context.Context, p *core.SettleCallPara
 func TestUnconfirmedBillIsAnInternalErrorAndTheRetryReplays(t *testing.T) {
 	t.Parallel()
 	var store *pgstore.Store
-	cb := setupChatWith(t, func(d *api.Deps) {
-		store = d.Store.(*pgstore.Store)
-		d.Store = unconfirmedStore{store}
+	cb := setupChatWith(t, func(p *parts) {
+		store = p.store
+		p.settlement = unconfirmedStore{store}
 	})
 	body := chatBody("conclave-standard", "What is 2 + 2?", "")
 	r := cb.do(t, "POST", "/v1/chat/completions", cb.key, body, "Idempotency-Key", "unconfirmed-1")
@@ -361,7 +360,7 @@ func (panicky) Run(context.Context, *deliberate.Request) (*deliberate.Result, er
 // again (here into the same fault) rather than waiting on a claim.
 func TestInternalErrorGivesEverythingBack(t *testing.T) {
 	t.Parallel()
-	cb := setupWith(t, "Faulty", func(d *api.Deps) { d.Deliberator = panicky{} })
+	cb := setupWith(t, "Faulty", func(p *parts) { p.deliberator = panicky{} })
 	key := cb.key
 	for range 2 {
 		r := cb.do(t, "POST", "/v1/chat/completions", key, chatBody("conclave-standard", hardQuestion, ""), "Idempotency-Key", "faulty-1")

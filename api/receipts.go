@@ -1,9 +1,6 @@
 package api
 
 import (
-	"context"
-	"errors"
-	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -118,9 +115,9 @@ func (h *handler) receiptRoutes() http.Handler {
 	r := chi.NewRouter()
 	r.NotFound(h.notFound)
 	r.MethodNotAllowed(h.methodNotAllowed(r))
-	scope := h.requireScope(core.ActionReceiptsRead)
-	r.With(scope).Get("/", h.missingRequestID)
-	r.With(scope).Get("/{request_id}", h.getReceipt)
+	scope := chi.Chain(h.requireScope(core.ActionReceiptsRead), h.meter).Handler
+	r.Method(http.MethodGet, "/", scope(http.HandlerFunc(h.missingRequestID)))
+	r.Method(http.MethodGet, "/{request_id}", scope(http.HandlerFunc(h.getReceipt)))
 	return r
 }
 
@@ -143,28 +140,15 @@ func (h *handler) getReceipt(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	org := principalOf(r.Context()).org.ID
-	rc, err := h.store.GetReceipt(r.Context(), org, id)
+	a, err := h.calls.Receipt(r.Context(), principalOf(r.Context()), id)
 	switch {
-	case err == nil:
-		writeJSON(w, http.StatusOK, receiptResponse{OK: true, ReceiptAvailable: true, Receipt: receiptView(rc, transcript)})
-		return
-	case !errors.Is(err, core.ErrNotFound):
-		writeError(w, r, core.Errorf(core.CodeServiceUnavailable, "The receipt could not be read. Retry shortly.").WithCause(err))
-		return
+	case err != nil:
+		writeError(w, r, err)
+	case a.Receipt != nil:
+		writeJSON(w, http.StatusOK, receiptResponse{OK: true, ReceiptAvailable: true, Receipt: receiptView(a.Receipt, transcript)})
+	default:
+		writeJSON(w, http.StatusOK, receiptUnavailable{OK: true, RequestID: a.Outcome.RequestID, Status: a.Outcome.Status, Reason: a.Outcome.Reason})
 	}
-	if h.outcomes != nil {
-		o, err := h.outcomes.GetOutcome(r.Context(), org, id)
-		switch {
-		case err == nil:
-			writeJSON(w, http.StatusOK, receiptUnavailable{OK: true, RequestID: o.RequestID, Status: o.Status, Reason: o.Reason})
-			return
-		case !errors.Is(err, core.ErrNotFound):
-			writeError(w, r, core.Errorf(core.CodeServiceUnavailable, "The receipt could not be read. Retry shortly.").WithCause(err))
-			return
-		}
-	}
-	writeError(w, r, core.Errorf(core.CodeReceiptNotFound, "No receipt for request %s in this organisation.", id).WithParam("request_id"))
 }
 
 // parseIncludeTranscript reads include_transcript: absent or "false" is
@@ -183,30 +167,6 @@ func parseIncludeTranscript(r *http.Request) (bool, error) {
 		}
 	}
 	return false, core.Errorf(core.CodeInvalidRequest, "include_transcript must be true or false.").WithParam("include_transcript")
-}
-
-// recordOutcome stores what became of a call that will have no receipt, so
-// that GET /v1/receipts answers its id with the receipt-unavailable form.
-// It is best-effort: a failure is logged and the call's own answer stands.
-func (h *handler) recordOutcome(r *http.Request, status, reason string) {
-	if h.outcomes == nil {
-		return
-	}
-	p := principalOf(r.Context())
-	id := RequestID(r.Context())
-	if p == nil || id == "" {
-		return
-	}
-	endpoint := r.URL.Path
-	if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
-		endpoint = rc.RoutePattern()
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
-	defer cancel()
-	err := h.outcomes.RecordOutcome(ctx, &core.CallOutcome{RequestID: id, OrgID: p.org.ID, Endpoint: endpoint, Status: status, Reason: reason})
-	if err != nil {
-		h.log.ErrorContext(r.Context(), "recording a call outcome", slog.String("request_id", id), slog.String("error", err.Error()))
-	}
 }
 
 // receiptView is the wire form of a stored receipt. Content (seats, staff,

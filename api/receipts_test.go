@@ -441,9 +441,9 @@ func (failingOutcomes) RecordOutcome(context.Context, *core.CallOutcome) error {
 func TestEstimateAnswersWhenItsOutcomeCannotBeRecorded(t *testing.T) {
 	t.Parallel()
 	logs := &logtest.Buffer{}
-	tb := setupWith(t, "Down", func(d *api.Deps) {
-		d.Outcomes = failingOutcomes{d.Store.(core.OutcomeStore)}
-		d.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+	tb := setupWith(t, "Down", func(p *parts) {
+		p.outcomes = failingOutcomes{p.store}
+		p.logger = slog.New(slog.NewJSONHandler(logs, nil))
 	}).testBundle
 
 	est := tb.do(t, "POST", "/v1/estimate", tb.key, `{"model":"conclave-standard","messages":[{"role":"user","content":"hi"}]}`)

@@ -1,8 +1,8 @@
-// Package api serves Conclave's REST API (/v1) over net/http with chi: the
-// admission middleware (browser origin, bearer key, suspension, policy),
-// handlers that translate HTTP into core calls, the one table that turns wire
-// codes into HTTP statuses, and the operational endpoints (/healthz, /readyz,
-// /metrics).
+// Package api serves Conclave's REST API (/v1) over net/http with chi. It is
+// REST only: middleware that refuses browsers and hands the bearer key to
+// core/access, handlers that decode a request, call a core service
+// (core/calls) and render its answer or its *core.Error in the spec's
+// envelope, and the operational endpoints (/healthz, /readyz, /metrics).
 package api
 
 import (
@@ -17,7 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/conclavehq/conclave/core"
-	"github.com/conclavehq/conclave/core/classify"
+	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/calls"
 )
 
 // Config configures the REST handler.
@@ -25,32 +26,6 @@ type Config struct {
 	// MaxBodyBytes caps request bodies; larger ones get 413
 	// request_too_large. Defaults to 1 MiB.
 	MaxBodyBytes int64
-	// KeyCacheTTL is how long a successful key lookup is reused; 0 turns
-	// caching off. Defaults to 0.
-	KeyCacheTTL time.Duration
-	// MaxInputTokens is the input limit of a key that sets none. Defaults
-	// to 8000.
-	MaxInputTokens int
-	// CallCeilingFloor is the least a call's bill ceiling can be (the
-	// ceiling is the higher of it and the mode's price, unless the key has
-	// its own). Defaults to $2.00.
-	CallCeilingFloor core.Micros
-	// RPM is the requests per minute of a key that sets none. Defaults to
-	// 60.
-	RPM int
-	// Concurrency is the calls in flight of an organisation whose key and
-	// organisation set none. Defaults to 5.
-	Concurrency int
-	// Lease is how long a call's hold, slot and idempotency claim live
-	// unless renewed; live calls renew them every third of it. Defaults to
-	// 30 s.
-	Lease time.Duration
-	// ConcurrencyRetryAfter is the Retry-After sent with
-	// concurrency_limit_exceeded. Defaults to 5 s.
-	ConcurrencyRetryAfter time.Duration
-	// ActivationAllowance is what an unverified organisation may spend
-	// before verification_required. Defaults to $10.00.
-	ActivationAllowance core.Micros
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -58,99 +33,44 @@ func (c Config) WithDefaults() Config {
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = 1 << 20
 	}
-	if c.MaxInputTokens == 0 {
-		c.MaxInputTokens = 8000
-	}
-	if c.CallCeilingFloor == 0 {
-		c.CallCeilingFloor = core.DefaultCeilingFloor
-	}
-	if c.RPM == 0 {
-		c.RPM = 60
-	}
-	if c.Concurrency == 0 {
-		c.Concurrency = 5
-	}
-	if c.Lease == 0 {
-		c.Lease = 30 * time.Second
-	}
-	if c.ConcurrencyRetryAfter == 0 {
-		c.ConcurrencyRetryAfter = 5 * time.Second
-	}
-	if c.ActivationAllowance == 0 {
-		c.ActivationAllowance = 10 * core.MicrosPerUSD
-	}
 	return c
 }
 
 func (c Config) validate() error {
-	switch {
-	case c.MaxBodyBytes < 0:
+	if c.MaxBodyBytes < 0 {
 		return errors.New("api: MaxBodyBytes cannot be negative")
-	case c.KeyCacheTTL < 0 || c.KeyCacheTTL > 10*time.Second:
-		return errors.New("api: KeyCacheTTL must be between 0 and 10s")
-	case c.RPM < 0 || c.Concurrency < 0:
-		return errors.New("api: RPM and Concurrency cannot be negative")
-	case c.Lease < 300*time.Millisecond:
-		return errors.New("api: Lease must be at least 300ms")
 	}
 	return nil
 }
 
 // Deps are the parts the handler serves from.
 type Deps struct {
-	Store core.Store
-	// Rails keeps the rate, concurrency and idempotency counters. Defaults
-	// to Store when it implements core.Rails.
-	Rails   core.Rails
-	Authz   core.Authorizer
+	// Access authenticates, authorizes and meters callers. Required.
+	Access *access.Service
+	// Calls runs billed calls, estimates and receipt reads. Required.
+	Calls *calls.Service
+	// Catalog describes the modes GET /v1/models lists. Required.
 	Catalog *core.Catalog
 	// Ready reports whether the service can take traffic (database reachable,
-	// migrations applied); /readyz answers from it.
+	// migrations applied); /readyz answers from it. Required.
 	Ready func(ctx context.Context) error
 	// Logger defaults to a logger that discards.
 	Logger *slog.Logger
 	// Registry receives the metrics and is served on /metrics. Defaults to a
 	// fresh registry.
 	Registry *prometheus.Registry
-	// Classifier classifies questions for estimates. Defaults to the
-	// deterministic classify.Heuristic.
-	Classifier Classifier
-	// Deliberator runs chat completions; without one the route is not
-	// served. Defaults to none.
-	Deliberator Deliberator
-	// TokensOver reports whether a request's input tokens exceed a limit,
-	// and how many there are when they do (tokens.Over); required with a
-	// Deliberator.
-	TokensOver func(messages []core.Message, limit int) (n int, over bool)
-	// Outcomes records and reads what became of calls without a receipt
-	// (GET /v1/receipts answers them with the receipt-unavailable form).
-	// Defaults to Store when it implements core.OutcomeStore.
-	Outcomes core.OutcomeStore
-}
-
-// Classifier is what the API needs of a question classifier.
-type Classifier interface {
-	Classify(ctx context.Context, messages []core.Message) (*classify.Result, error)
 }
 
 type handler struct {
 	cfg     Config
-	store   core.Store
-	rails   core.Rails
-	leases  *leaseKeeper
-	authz   core.Authorizer
+	access  *access.Service
+	calls   *calls.Service
 	catalog *core.Catalog
 	ready   func(ctx context.Context) error
 	log     *slog.Logger
 	metrics *metrics
-	keys    *keyCache
 	started time.Time
-
-	classifier  Classifier
-	deliberator Deliberator
-	tokensOver  func([]core.Message, int) (int, bool)
-	outcomes    core.OutcomeStore // nil: outcomes are neither recorded nor read
-	router      *chi.Mux
+	router  *chi.Mux
 }
 
 // New returns the HTTP handler for the whole service.
@@ -159,27 +79,11 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if d.Store == nil || d.Authz == nil || d.Catalog == nil || d.Ready == nil {
-		return nil, errors.New("api: Store, Authz, Catalog and Ready are required")
+	if d.Access == nil || d.Calls == nil || d.Catalog == nil || d.Ready == nil {
+		return nil, errors.New("api: Access, Calls, Catalog and Ready are required")
 	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
-	}
-	if d.Deliberator != nil && d.TokensOver == nil {
-		return nil, errors.New("api: TokensOver is required with a Deliberator")
-	}
-	if d.Rails == nil {
-		rails, ok := d.Store.(core.Rails)
-		if !ok {
-			return nil, errNoRails
-		}
-		d.Rails = rails
-	}
-	if d.Outcomes == nil {
-		d.Outcomes, _ = d.Store.(core.OutcomeStore)
-	}
-	if d.Classifier == nil {
-		d.Classifier = classify.Heuristic{}
 	}
 	if d.Registry == nil {
 		d.Registry = prometheus.NewRegistry()
@@ -189,9 +93,8 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	h := &handler{
-		cfg: cfg, store: d.Store, rails: d.Rails, leases: newLeaseKeeper(d.Rails, cfg.Lease, d.Logger), authz: d.Authz, catalog: d.Catalog, ready: d.Ready,
-		log: d.Logger, metrics: m, keys: newKeyCache(d.Store, cfg.KeyCacheTTL), started: time.Now(),
-		classifier: d.Classifier, deliberator: d.Deliberator, tokensOver: d.TokensOver, outcomes: d.Outcomes,
+		cfg: cfg, access: d.Access, calls: d.Calls, catalog: d.Catalog, ready: d.Ready,
+		log: d.Logger, metrics: m, started: time.Now(),
 	}
 
 	r := chi.NewRouter()
@@ -208,11 +111,11 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 		r.Use(h.refuseBrowsers, h.authenticate)
 		r.NotFound(h.notFound)
 		r.MethodNotAllowed(h.methodNotAllowed(r))
-		r.With(h.requireScope(core.ActionModelsRead)).Get("/models", h.listModels)
-		r.With(h.requireScope(core.ActionModelsRead)).Get("/models/{model}", h.getModel)
+		r.With(h.requireScope(core.ActionModelsRead), h.meter).Get("/models", h.listModels)
+		r.With(h.requireScope(core.ActionModelsRead), h.meter).Get("/models/{model}", h.getModel)
 		r.With(h.requireScope(core.ActionEstimate)).Post("/estimate", h.estimate)
 		r.Mount("/receipts", h.receiptRoutes())
-		if h.deliberator != nil {
+		if h.calls.Deliberates() {
 			r.With(h.requireScope(core.ActionChatCreate)).Post("/chat/completions", h.chat)
 		}
 	})

@@ -3,8 +3,8 @@ package core
 // Code is a stable error code of the wire contract. Callers branch on it; the
 // human message beside it may be reworded at any time.
 //
-// The HTTP status, error type and retry advice of each code live in one table in
-// package api (and, for JSON-RPC, in package mcp); core only names them.
+// The HTTP status, error type and retry advice of each code live in one table,
+// InfoFor (codetable.go); every carrier renders from it.
 type Code string
 
 // Core codes (the spec's "Core codes" table).

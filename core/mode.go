@@ -176,8 +176,14 @@ func (p Pricing) Price() Micros {
 	return max
 }
 
-// SurchargeFor is the surcharge of a call classified at depth d.
-func (p Pricing) SurchargeFor(d Depth) Micros {
+// SurchargeFor is the surcharge of a call classified at depth d, answered
+// on the express lane or not: the express price on the express lane when
+// the mode has one, else the price for the depth (or the flat surcharge).
+// Chat bills it and estimate quotes it; this is the one surcharge rule.
+func (p Pricing) SurchargeFor(d Depth, express bool) Micros {
+	if express && p.Express != nil {
+		return *p.Express
+	}
 	if v, ok := p.SurchargeByDepth[d]; ok {
 		return v
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/conclavehq/conclave/adapters/sim"
 	"github.com/conclavehq/conclave/api"
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/deliberate"
 	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/internal/egress"
@@ -88,14 +90,28 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	h, err := api.New(api.Config{
-		MaxBodyBytes: cfg.Server.MaxBodyBytes, KeyCacheTTL: cfg.Auth.KeyCacheTTL,
+	acc, err := access.New(access.Config{KeyCacheTTL: cfg.Auth.KeyCacheTTL, RPM: cfg.Limits.RPM, Concurrency: cfg.Limits.Concurrency},
+		db.store, authz, db.store)
+	if err != nil {
+		return err
+	}
+	svc, err := calls.New(calls.Config{
 		MaxInputTokens: cfg.Limits.MaxInputTokens, CallCeilingFloor: core.Micros(cfg.Limits.CallCeilingUSD),
-		RPM: cfg.Limits.RPM, Concurrency: cfg.Limits.Concurrency, Lease: cfg.Limits.Lease,
-		ConcurrencyRetryAfter: cfg.Limits.ConcurrencyRetryAfter, ActivationAllowance: core.Micros(cfg.Limits.ActivationAllowanceUSD),
-	}, api.Deps{
-		Store: db.store, Authz: authz, Catalog: catalog, Ready: db.store.Ready, Logger: log, Registry: reg,
-		Deliberator: engine, TokensOver: tokens.Over,
+		Lease: cfg.Limits.Lease, ConcurrencyRetryAfter: cfg.Limits.ConcurrencyRetryAfter,
+		ActivationAllowance: core.Micros(cfg.Limits.ActivationAllowanceUSD), DeliberationTimeout: cfg.Limits.DeliberationTimeout,
+	}, calls.Deps{
+		Access: acc, Admission: db.store, Settlement: db.store, Receipts: db.store, Outcomes: db.store,
+		Catalog: catalog, Deliberator: engine, TokensOver: tokens.Over, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	if err := svc.Start(ctx); err != nil {
+		return err
+	}
+	defer svc.Stop()
+	h, err := api.New(api.Config{MaxBodyBytes: cfg.Server.MaxBodyBytes}, api.Deps{
+		Access: acc, Calls: svc, Catalog: catalog, Ready: db.store.Ready, Logger: log, Registry: reg,
 	})
 	if err != nil {
 		return err
@@ -135,13 +151,23 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: draining in-flight requests", slog.Duration("deadline", cfg.Server.ShutdownTimeout))
+	log.Info("shutting down: no new calls; draining running deliberations", slog.Duration("deadline", cfg.Server.ShutdownTimeout),
+		slog.Int("deliberations", svc.Running()))
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Server.ShutdownTimeout)
 	defer cancel()
+	// The call service refuses new calls at once, the listener closes, and
+	// both wait for what runs: a deliberation whose caller left still
+	// finishes, bills and stores its answer.
+	drained := make(chan error, 1)
+	go func() { drained <- svc.Drain(sctx) }()
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("drain deadline passed; closing remaining connections", slog.String("error", err.Error()))
 		_ = srv.Close()
 	}
+	if err := <-drained; err != nil {
+		log.Warn("drain deadline passed; stopping the deliberations still running, unbilled", slog.Int("deliberations", svc.Running()))
+	}
+	svc.Stop()
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

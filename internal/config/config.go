@@ -56,8 +56,10 @@ type Server struct {
 	WriteTimeout time.Duration `yaml:"write_timeout"`
 	// IdleTimeout defaults to 120s.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
-	// ShutdownTimeout is how long a stopping server drains in-flight
-	// requests before closing them. Defaults to 30s.
+	// ShutdownTimeout is how long a stopping server drains: it takes no new
+	// calls and lets running deliberations finish, bill and store their
+	// answers; past it the rest are stopped unbilled and connections
+	// closed. Defaults to 30s.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 	// MemoryLimitMiB is a soft limit on the process's memory, in MiB: the
 	// Go runtime collects garbage more often as the heap nears it, trading
@@ -110,8 +112,15 @@ type Limits struct {
 	// it); a replica that dies lets them lapse. Defaults to 30s.
 	Lease time.Duration `yaml:"lease"`
 	// ConcurrencyRetryAfter is the Retry-After of
-	// concurrency_limit_exceeded and request_in_progress. Defaults to 5s.
+	// concurrency_limit_exceeded, and of request_in_progress for a mode
+	// with no finished deliberation yet to learn its latency from.
+	// Defaults to 5s.
 	ConcurrencyRetryAfter time.Duration `yaml:"concurrency_retry_after"`
+	// DeliberationTimeout bounds one deliberation whether or not its caller
+	// still waits: a caller that leaves does not stop it, this does (the
+	// call is then not billed). Defaults to 300s, the client timeout the
+	// spec recommends.
+	DeliberationTimeout time.Duration `yaml:"deliberation_timeout"`
 }
 
 // Log configures structured logging.
@@ -358,6 +367,8 @@ func (c *Config) Validate() error {
 		return fe("limits.lease", "must be at least 1s")
 	case c.Limits.ConcurrencyRetryAfter < time.Second:
 		return fe("limits.concurrency_retry_after", "must be at least 1s")
+	case c.Limits.DeliberationTimeout < time.Second:
+		return fe("limits.deliberation_timeout", "must be at least 1s")
 	case c.Limits.CallCeilingUSD <= 0:
 		return fe("limits.call_ceiling_usd", "must be positive")
 	}

@@ -24,9 +24,9 @@ func TestDefaultServesBothModes(t *testing.T) {
 	byTicker, ok := cat.Resolve("CNCL:STND")
 	require.True(t, ok)
 	require.Same(t, std, byTicker)
-	require.Equal(t, core.Micros(50_000), std.Pricing.SurchargeFor(core.DepthLight))
-	require.Equal(t, core.Micros(100_000), std.Pricing.SurchargeFor(core.DepthMedium))
-	require.Equal(t, core.Micros(150_000), std.Pricing.SurchargeFor(core.DepthDeep))
+	require.Equal(t, core.Micros(50_000), std.Pricing.SurchargeFor(core.DepthLight, false))
+	require.Equal(t, core.Micros(100_000), std.Pricing.SurchargeFor(core.DepthMedium, false))
+	require.Equal(t, core.Micros(150_000), std.Pricing.SurchargeFor(core.DepthDeep, false))
 	require.Len(t, cat.Families(std), 3, "standard seats three provider families")
 	require.Equal(t, core.CritiqueDeep, std.Deliberation.Critique)
 

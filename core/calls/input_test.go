@@ -1,4 +1,4 @@
-package api
+package calls
 
 import (
 	"encoding/json"
@@ -9,11 +9,11 @@ import (
 	"github.com/conclavehq/conclave/core"
 )
 
-func parseChat(t *testing.T, body string) (*chatRequest, error) {
+func parseChat(t *testing.T, body string) (*ChatParams, error) {
 	t.Helper()
-	var b chatBody
+	var b ChatInput
 	require.NoError(t, json.Unmarshal([]byte(body), &b))
-	return parseChatRequest(&b)
+	return ParseChat(&b)
 }
 
 func TestChatRequestValidation(t *testing.T) {
@@ -75,13 +75,13 @@ func FuzzChatRequest(f *testing.F) {
 	f.Add(`{"model":"m","messages":[{"role":"assistant","content":""}],"tier":"experience","stream":false}`)
 	f.Add(`{"panel":{"max_cost_usd":1e400}}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		var b chatBody
+		var b ChatInput
 		if json.Unmarshal([]byte(body), &b) != nil {
 			return
 		}
-		r, err := parseChatRequest(&b)
+		r, err := ParseChat(&b)
 		if err != nil {
-			if _, ok := codeTable[core.AsError(err).Code]; !ok || core.AsError(err).Code == core.CodeInternalError {
+			if !core.KnownCode(core.AsError(err).Code) || core.AsError(err).Code == core.CodeInternalError {
 				t.Fatalf("refused %q with %v", body, err)
 			}
 			return

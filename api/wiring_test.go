@@ -1,0 +1,78 @@
+package api_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclavehq/conclave/api"
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/calls"
+	"github.com/conclavehq/conclave/internal/pgstore"
+	"github.com/conclavehq/conclave/internal/tokens"
+)
+
+// limits are the knobs tests set across the handler and its services.
+type limits struct {
+	MaxBodyBytes        int64
+	KeyCacheTTL         time.Duration
+	RPM, Concurrency    int
+	Lease               time.Duration
+	RetryAfter          time.Duration // concurrency and in-progress fallback
+	ActivationAllowance core.Micros
+}
+
+// parts are what a test serves from; serve wires them into the core
+// services and the REST handler as cmd/conclave does.
+type parts struct {
+	store       *pgstore.Store
+	admission   core.Rails        // defaults to store
+	settlement  calls.Settlement  // defaults to store
+	outcomes    core.OutcomeStore // defaults to store
+	authz       core.Authorizer
+	catalog     *core.Catalog
+	ready       func(context.Context) error // defaults to store.Ready
+	logger      *slog.Logger
+	registry    *prometheus.Registry
+	deliberator calls.Deliberator
+	limits      limits
+}
+
+// serve returns the handler, with its call service started and stopped
+// when the test ends.
+func (p *parts) serve(t testing.TB) (http.Handler, *calls.Service) {
+	t.Helper()
+	if p.admission == nil {
+		p.admission = p.store
+	}
+	if p.settlement == nil {
+		p.settlement = p.store
+	}
+	if p.outcomes == nil {
+		p.outcomes = p.store
+	}
+	if p.ready == nil {
+		p.ready = p.store.Ready
+	}
+	l := p.limits
+	acc, err := access.New(access.Config{KeyCacheTTL: l.KeyCacheTTL, RPM: l.RPM, Concurrency: l.Concurrency}, p.store, p.authz, p.admission)
+	require.NoError(t, err)
+	svc, err := calls.New(calls.Config{Lease: l.Lease, ConcurrencyRetryAfter: l.RetryAfter, ActivationAllowance: l.ActivationAllowance}, calls.Deps{
+		Access: acc, Admission: p.admission, Settlement: p.settlement, Receipts: p.store, Outcomes: p.outcomes,
+		Catalog: p.catalog, Deliberator: p.deliberator, TokensOver: tokens.Over, Logger: p.logger,
+	})
+	require.NoError(t, err)
+	require.NoError(t, svc.Start(context.Background()))
+	t.Cleanup(svc.Stop)
+	h, err := api.New(api.Config{MaxBodyBytes: l.MaxBodyBytes}, api.Deps{
+		Access: acc, Calls: svc, Catalog: p.catalog, Ready: p.ready, Logger: p.logger, Registry: p.registry,
+	})
+	require.NoError(t, err)
+	return h, svc
+}

@@ -1,0 +1,260 @@
+// Package access decides who is calling and what they may do, for every
+// carrier alike: it turns a bearer secret (an API key today, an OAuth access
+// token later) into a Principal, with a short-lived cache of hashed-key
+// lookups, asks the Authorizer whether the principal may act, and meters the
+// key's request rate. REST and MCP extract the secret from their own
+// transport and render the *core.Error this package returns.
+package access
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/conclavehq/conclave/core"
+)
+
+// Principal is an authenticated caller: the key that called and its
+// organisation.
+type Principal struct {
+	Key *core.Key
+	Org *core.Org
+}
+
+// KeyLookup finds a key and its organisation by the key's SHA-256; a key
+// that does not exist returns core.ErrNotFound. core.Store satisfies it.
+type KeyLookup interface {
+	KeyByHash(ctx context.Context, hash []byte) (*core.Key, *core.Org, error)
+}
+
+// Meter spends one request of a key's rate; core.Rails satisfies it.
+type Meter interface {
+	Admit(ctx context.Context, p *core.AdmitParams) (*core.Admission, error)
+}
+
+// Config configures a Service.
+type Config struct {
+	// KeyCacheTTL is how long a successful key lookup is reused; 0 turns
+	// caching off. A revocation or suspension takes effect within it.
+	// Defaults to 0.
+	KeyCacheTTL time.Duration
+	// RPM is the requests per minute of a key that sets none. Defaults to
+	// 60.
+	RPM int
+	// Concurrency is the calls in flight of an organisation whose key and
+	// organisation set none. Defaults to 5.
+	Concurrency int
+}
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.RPM == 0 {
+		c.RPM = 60
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 5
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.KeyCacheTTL < 0 || c.KeyCacheTTL > 10*time.Second:
+		return errors.New("access: KeyCacheTTL must be between 0 and 10s")
+	case c.RPM < 0 || c.Concurrency < 0:
+		return errors.New("access: RPM and Concurrency cannot be negative")
+	}
+	return nil
+}
+
+// Service authenticates, authorizes and meters callers. It is safe for
+// concurrent use.
+type Service struct {
+	cfg   Config
+	authz core.Authorizer
+	meter Meter
+	keys  *keyCache
+}
+
+// New returns a Service reading keys from keys, deciding with authz and
+// metering rates with meter.
+func New(cfg Config, keys KeyLookup, authz core.Authorizer, meter Meter) (*Service, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if keys == nil || authz == nil || meter == nil {
+		return nil, errors.New("access: a key lookup, an Authorizer and a Meter are required")
+	}
+	return &Service{cfg: cfg, authz: authz, meter: meter, keys: newKeyCache(keys, cfg.KeyCacheTTL)}, nil
+}
+
+// Authenticate resolves a bearer secret ("" when the caller sent none) to
+// its principal: invalid_api_key for a missing, malformed or unknown key,
+// revoked_api_key for a revoked or expired one, org_suspended, and
+// service_unavailable when the key could not be checked (fail closed).
+func (s *Service) Authenticate(ctx context.Context, secret string) (*Principal, error) {
+	if secret == "" {
+		return nil, core.Errorf(core.CodeInvalidAPIKey, "Send your API key as 'Authorization: Bearer ccl_live_…'.")
+	}
+	if !core.WellFormedKey(secret) {
+		return nil, core.Errorf(core.CodeInvalidAPIKey, "The API key is malformed. Keys start with ccl_live_ or ccl_test_.")
+	}
+	key, org, err := s.keys.lookup(ctx, core.HashKey(secret))
+	switch {
+	case errors.Is(err, core.ErrNotFound):
+		return nil, core.Errorf(core.CodeInvalidAPIKey, "The API key is not recognised.")
+	case err != nil:
+		return nil, core.Errorf(core.CodeServiceUnavailable, "The key could not be checked; the request was refused. Retry shortly.").WithCause(err)
+	}
+	if status := key.Status(time.Now()); status != "" {
+		return nil, core.Errorf(core.CodeRevokedAPIKey, "The API key is %s. Issue a new key.", status)
+	}
+	p := &Principal{Key: key, Org: org}
+	if org.Suspended() {
+		return p, core.Errorf(core.CodeOrgSuspended, "The organisation is suspended.")
+	}
+	return p, nil
+}
+
+// Decide asks the policy whether p may do action (on mode, at tier, when
+// given). A policy without a code for its refusal refuses with
+// insufficient_scope.
+func (s *Service) Decide(ctx context.Context, p *Principal, action string, mode *core.Mode, tier core.Tier) (*core.Decision, error) {
+	in := &core.AuthzInput{Action: action, Principal: core.PrincipalForKey(p.Key), Org: core.OrgForPolicy(p.Org), Tier: tier}
+	if mode != nil {
+		in.Mode = core.ModeForPolicy(mode)
+	}
+	d, err := s.authz.Decide(ctx, in)
+	if err == nil && !d.Allow && d.Code == "" {
+		d.Code = core.CodeInsufficientScope
+	}
+	return d, err
+}
+
+// Authorize is Decide as an error: nil when allowed, the policy's refusal
+// (with the parameter it concerns) when not, and service_unavailable when
+// the policy could not decide (fail closed).
+func (s *Service) Authorize(ctx context.Context, p *Principal, action string, mode *core.Mode, tier core.Tier) error {
+	d, err := s.Decide(ctx, p, action, mode, tier)
+	if err != nil {
+		return PolicyFailure(err)
+	}
+	if d.Allow {
+		return nil
+	}
+	e := &core.Error{Code: d.Code, Message: d.Message}
+	switch d.Code {
+	case core.CodeTierNotPermitted:
+		e.Param = "tier"
+	case core.CodeModelNotFound, core.CodeModeNotPermitted:
+		if mode != nil {
+			e.Param = "model"
+		}
+	}
+	return e
+}
+
+// PolicyFailure is the answer when the policy could not decide: fail closed.
+func PolicyFailure(err error) *core.Error {
+	return core.Errorf(core.CodeServiceUnavailable, "The access check failed; the request was refused. Retry shortly.").WithCause(err)
+}
+
+// RPM is the requests per minute p's key may make: its own, else the
+// deployment's default.
+func (s *Service) RPM(p *Principal) int {
+	if p.Key.RPM > 0 {
+		return p.Key.RPM
+	}
+	return s.cfg.RPM
+}
+
+// SlotLimit is how many calls p's organisation may have in flight: the
+// key's own limit, else the organisation's, else the deployment's default.
+func (s *Service) SlotLimit(p *Principal) int {
+	switch {
+	case p.Key.Concurrency > 0:
+		return p.Key.Concurrency
+	case p.Org.Concurrency > 0:
+		return p.Org.Concurrency
+	}
+	return s.cfg.Concurrency
+}
+
+// Meter spends one request of p's rate for a request that takes no other
+// admission step (a read): nil when within the rate, rate_limit_exceeded
+// with Retry-After when over it, service_unavailable when the rate could
+// not be checked (fail closed). Billed calls and estimates spend their rate
+// in their own admission instead, in the same trip to the store.
+func (s *Service) Meter(ctx context.Context, p *Principal, requestID string) error {
+	perMinute := s.RPM(p)
+	adm, err := s.meter.Admit(ctx, &core.AdmitParams{KeyID: p.Key.ID, PerMinute: perMinute, OrgID: p.Org.ID, RequestID: requestID})
+	if err != nil {
+		return core.Errorf(core.CodeServiceUnavailable, "The key's rate could not be checked; the request was refused. Retry shortly.").WithCause(err)
+	}
+	if adm.Refused != nil {
+		return RateLimited(perMinute, adm.RetryAfter)
+	}
+	return nil
+}
+
+// RateLimited is the refusal of a request over its key's rate.
+func RateLimited(perMinute int, retryAfter time.Duration) *core.Error {
+	e := core.Errorf(core.CodeRateLimitExceeded, "This key is limited to %d requests per minute. Retry after the time in Retry-After.", perMinute)
+	e.RetryAfter = retryAfter
+	return e
+}
+
+// keyCache caches successful key lookups by key hash for a few seconds, so a
+// busy key does not cost a database round trip per request. It never holds a
+// secret. Unknown keys are not cached. Safe for concurrent use.
+type keyCache struct {
+	store KeyLookup
+	ttl   time.Duration
+	max   int
+
+	mu      sync.Mutex
+	entries map[string]keyEntry
+}
+
+type keyEntry struct {
+	key     *core.Key
+	org     *core.Org
+	expires time.Time
+}
+
+func newKeyCache(store KeyLookup, ttl time.Duration) *keyCache {
+	return &keyCache{store: store, ttl: ttl, max: 10_000, entries: map[string]keyEntry{}}
+}
+
+func (c *keyCache) lookup(ctx context.Context, hash []byte) (*core.Key, *core.Org, error) {
+	if c.ttl <= 0 {
+		return c.store.KeyByHash(ctx, hash)
+	}
+	now := time.Now()
+	c.mu.Lock()
+	e, ok := c.entries[string(hash)]
+	c.mu.Unlock()
+	if ok && now.Before(e.expires) {
+		return e.key, e.org, nil
+	}
+	key, org, err := c.store.KeyByHash(ctx, hash)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.mu.Lock()
+	if len(c.entries) >= c.max {
+		for h, old := range c.entries {
+			if !now.Before(old.expires) {
+				delete(c.entries, h)
+			}
+		}
+		if len(c.entries) >= c.max {
+			clear(c.entries)
+		}
+	}
+	c.entries[string(hash)] = keyEntry{key: key, org: org, expires: now.Add(c.ttl)}
+	c.mu.Unlock()
+	return key, org, nil
+}

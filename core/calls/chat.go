@@ -1,0 +1,370 @@
+package calls
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/deliberate"
+)
+
+// Receipt statuses Conclave records.
+const (
+	statusSucceeded = "succeeded"
+	statusCapped    = "capped"
+)
+
+// Call names one request to the service: its id, which becomes the
+// receipt's, and the route it came in on, kept with its outcome.
+type Call struct {
+	RequestID string
+	// Endpoint is the route the call came in on ("/v1/chat/completions",
+	// "mcp:deliberate"), recorded with an outcome that has no receipt.
+	Endpoint string
+}
+
+// ChatResult is what Chat answers: a fresh completion, or the stored one
+// replayed for a repeat of its idempotency key.
+type ChatResult struct {
+	Completion *Completion
+	Replay     *Replay
+}
+
+// Chat runs a billed deliberation for p. Refusals are *core.Error with the
+// spec's code. Once admitted, the deliberation runs to its end even if ctx
+// ends first — the caller left — in which case Chat returns ctx.Err() at
+// once and the call is still billed once and stored, so that a repeat with
+// the same idempotency key gets request_in_progress, then the replay.
+func (s *Service) Chat(ctx context.Context, p *access.Principal, c Call, req *ChatParams) (*ChatResult, error) {
+	start := time.Now()
+	if s.d.Deliberator == nil {
+		return nil, core.Errorf(core.CodeServiceUnavailable, "This server runs no deliberations.")
+	}
+	if err := s.taking(); err != nil {
+		return nil, err
+	}
+	mode, err := s.ResolveMode(ctx, p, req.Model, core.ActionChatCreate, req.Tier)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkInput(p, req.Messages); err != nil {
+		return nil, err
+	}
+	idemKey := req.IdempotencyKey
+	if idemKey != "" {
+		if err := CheckIdempotencyKey(idemKey); err != nil {
+			return nil, err
+		}
+	} else if idemKey, err = derivedKey(p.Org.ID, p.Key.ID, req.Model, req.Messages); err != nil {
+		return nil, err
+	}
+	ceiling := core.Ceiling(p.Key.Ceiling, mode.Pricing.Price(), s.cfg.CallCeilingFloor, req.MaxCost)
+	ap := &core.AdmitParams{IdempotencyKey: idemKey, RequestHash: req.RequestHash,
+		Hold: core.PlaceHoldParams{Amount: ceiling, MonthlyQuota: p.Org.MonthlyQuota}}
+	if !p.Org.Verified() {
+		ap.Hold.ActivationAllowance = s.cfg.ActivationAllowance
+	}
+	adm, err := s.admit(ctx, p, c, ap)
+	if err != nil {
+		return nil, err
+	}
+	if adm.Refused != nil { // another call holds the key
+		return s.repeat(ctx, p, mode, adm.Claim)
+	}
+	run := &chatRun{s: s, p: p, c: c, req: req, mode: mode, ceiling: ceiling, idemKey: idemKey, hold: adm.Hold, start: start}
+	rctx, cancel, err := s.begin(c.RequestID)
+	if err != nil {
+		run.giveBack(ctx)
+		return nil, err
+	}
+	type outcome struct {
+		res *ChatResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		defer s.end(c.RequestID)
+		defer cancel()
+		defer func() {
+			// A fault in a deliberation fails its call, not the process;
+			// run's own deferral has given back what the call held.
+			if v := recover(); v != nil {
+				s.log.ErrorContext(rctx, "panic in a deliberation", slog.String("request_id", c.RequestID), slog.Any("panic", v))
+				done <- outcome{nil, core.Errorf(core.CodeInternalError, "The service failed to complete the request; nothing was billed. Retry with the same Idempotency-Key.")}
+			}
+		}()
+		res, err := run.run(rctx)
+		done <- outcome{res, err}
+	}()
+	select {
+	case o := <-done:
+		return o.res, o.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// checkInput refuses messages over the key's input limit.
+func (s *Service) checkInput(p *access.Principal, messages []core.Message) error {
+	limit := p.Key.MaxInputTokens
+	if limit == 0 {
+		limit = s.cfg.MaxInputTokens
+	}
+	if n, over := s.d.TokensOver(messages, limit); over {
+		return core.Errorf(core.CodeContextLengthExceeded, "The prompt is %d tokens, over this key's limit of %d input tokens.", n, limit).WithParam("messages")
+	}
+	return nil
+}
+
+// admit runs the call's admission in one trip to the store (see
+// core.Rails.Admit) with the key's rate and the organisation's slot limit
+// filled in. A refusal is returned as the spec's error, except that a call
+// whose idempotency key another call holds is returned admitted with
+// Refused set to core.ErrClaimed. An admitted call holds a slot whose
+// lease this process keeps until release.
+func (s *Service) admit(ctx context.Context, p *access.Principal, c Call, ap *core.AdmitParams) (*core.Admission, error) {
+	ap.KeyID, ap.OrgID, ap.RequestID, ap.Lease = p.Key.ID, p.Org.ID, c.RequestID, s.cfg.Lease
+	ap.PerMinute = s.d.Access.RPM(p)
+	ap.SlotLimit = s.d.Access.SlotLimit(p)
+	adm, err := s.d.Admission.Admit(ctx, ap)
+	if err != nil {
+		return nil, core.Errorf(core.CodeServiceUnavailable, "The call's limits could not be checked; it was refused and nothing was billed. Retry shortly.").WithCause(err)
+	}
+	switch {
+	case adm.Refused == nil:
+		s.leases.add(c.RequestID)
+		return adm, nil
+	case errors.Is(adm.Refused, core.ErrClaimed):
+		return adm, nil
+	case errors.Is(adm.Refused, core.ErrRateLimited):
+		return nil, access.RateLimited(ap.PerMinute, adm.RetryAfter)
+	case errors.Is(adm.Refused, core.ErrNoSlot):
+		e := core.Errorf(core.CodeConcurrencyLimitExceeded, "This organisation already has %d calls in flight, its limit. Retry after the time in Retry-After.", ap.SlotLimit)
+		e.RetryAfter = s.cfg.ConcurrencyRetryAfter
+		return nil, e
+	}
+	e := holdError(adm.Refused, ap.Hold.Amount)
+	s.recordOutcome(ctx, p, c, core.OutcomeRefused, "the call was refused before any seat fired ("+string(e.Code)+"); nothing was billed")
+	return nil, e
+}
+
+// releaseSlot stops renewing the call's slot and frees it.
+func (s *Service) releaseSlot(ctx context.Context, orgID, requestID string) {
+	s.leases.remove(requestID)
+	if err := s.d.Admission.ReleaseSlot(context.WithoutCancel(ctx), orgID, requestID); err != nil {
+		// The lease lapses by itself; the slot is free again then.
+		s.log.WarnContext(ctx, "releasing a concurrency slot", slog.String("request_id", requestID), slog.String("error", err.Error()))
+	}
+}
+
+// holdError maps a refused hold to the spec's code.
+func holdError(err error, ceiling core.Micros) *core.Error {
+	switch {
+	case errors.Is(err, core.ErrNoBilling):
+		return core.Errorf(core.CodeNoBillingConfigured, "This organisation has no billing set up: its trial credit has ended and no prepaid balance was added. Add funds to continue.")
+	case errors.Is(err, core.ErrInsufficientFunds):
+		return core.Errorf(core.CodeInsufficientBalance, "The balance cannot cover this call's ceiling of $%s. Add funds or lower panel.max_cost_usd.", ceiling)
+	case errors.Is(err, core.ErrQuotaExceeded):
+		return core.Errorf(core.CodeQuotaExceeded, "This call's ceiling of $%s would pass the organisation's monthly spend quota.", ceiling)
+	case errors.Is(err, core.ErrVerificationRequired):
+		return core.Errorf(core.CodeVerificationRequired, "This organisation is not verified and has used its activation allowance. Verify the organisation to continue.")
+	}
+	return core.Errorf(core.CodeServiceUnavailable, "The balance could not be checked; nothing was billed. Retry shortly.").WithCause(err)
+}
+
+// chatRun is one admitted chat completion: it holds a slot, an idempotency
+// claim and a hold until it settles or gives them back.
+type chatRun struct {
+	s       *Service
+	p       *access.Principal
+	c       Call
+	req     *ChatParams
+	mode    *core.Mode
+	ceiling core.Micros
+	idemKey string
+	hold    *core.Hold
+	start   time.Time
+}
+
+// giveBack returns what an unsettled call holds: the hold (not billed), the
+// claim (a retry with the same key runs) and the slot.
+func (r *chatRun) giveBack(ctx context.Context) {
+	s, ctx := r.s, context.WithoutCancel(ctx)
+	if err := s.d.Settlement.ReleaseHold(ctx, r.hold.ID, r.p.Org.ID); err != nil {
+		s.log.ErrorContext(ctx, "releasing a hold", slog.String("request_id", r.c.RequestID), slog.String("error", err.Error()))
+	}
+	if err := s.d.Admission.ReleaseClaim(ctx, r.p.Org.ID, r.idemKey, r.c.RequestID); err != nil {
+		s.log.ErrorContext(ctx, "releasing an idempotency claim", slog.String("request_id", r.c.RequestID), slog.String("error", err.Error()))
+	}
+	s.releaseSlot(ctx, r.p.Org.ID, r.c.RequestID)
+}
+
+// run deliberates, bills and settles. ctx is the service's, not the
+// caller's: it ends only at the deliberation deadline or when the service
+// stops.
+func (r *chatRun) run(ctx context.Context) (*ChatResult, error) {
+	s := r.s
+	settled := false
+	defer func() {
+		if !settled {
+			r.giveBack(ctx)
+		}
+	}()
+	res, err := s.d.Deliberator.Run(ctx, &deliberate.Request{
+		Mode: r.mode, Tier: r.req.Tier, Messages: r.req.Messages, OrgID: r.p.Org.ID, RequestID: r.c.RequestID,
+	})
+	if err != nil {
+		return nil, r.failed(ctx, err)
+	}
+	bill := core.ComputeBill(core.BillInput{Calls: billedCalls(res), Surcharge: surcharge(r.mode, res), Ceiling: r.ceiling})
+	latency := time.Since(r.start)
+	hash := s.d.Catalog.ConfigHash(r.mode)
+	comp := completionOf(r.mode, hash, res, bill, r.ceiling, r.c.RequestID, latency.Milliseconds())
+	receipt := receiptFor(r.mode, hash, res, bill, r.p.Org.ID, latency.Milliseconds())
+	receipt.CreatedAt, receipt.RequestID = r.start, r.c.RequestID
+	// The stored answer and the one returned are the same: persisted is
+	// true in both, since the answer is returned only once the settlement
+	// that stores it has committed.
+	comp.Panel.Persisted = true
+	raw, err := encodeStored(comp)
+	if err != nil {
+		return nil, core.Errorf(core.CodeInternalError, "The answer could not be encoded; nothing was billed.").WithCause(err)
+	}
+	receipt.Response = raw
+	claimState := core.ClaimSucceeded
+	if bill.Capped {
+		claimState = core.ClaimCapped
+	}
+	_, err = s.d.Settlement.SettleCall(context.WithoutCancel(ctx), &core.SettleCallParams{
+		HoldID: r.hold.ID, OrgID: r.p.Org.ID, Billed: bill.Billed, Receipt: receipt, IdempotencyKey: r.idemKey, ClaimState: claimState,
+	})
+	s.leases.remove(r.c.RequestID)
+	if err != nil {
+		if errors.Is(err, core.ErrOutcomeUnknown) {
+			// Perhaps billed: a retry with the same key replays the answer if
+			// it was, and runs again (billed once) if not. Its leases lapse.
+			settled = true
+			return nil, core.Errorf(core.CodeInternalError, "The deliberation's bill could not be confirmed. Retry with the same Idempotency-Key: you receive its answer if it was billed, and it is never billed twice.").WithCause(err)
+		}
+		s.recordOutcome(ctx, r.p, r.c, core.OutcomeFailed, "the deliberation could not be recorded; nothing was billed")
+		return nil, core.Errorf(core.CodeCostUnreadable, "The deliberation could not be recorded; nothing was billed. Retry.").WithCause(err)
+	}
+	settled = true // the settlement freed the slot in its transaction
+	s.latency.add(r.mode.ID, latency)
+	return &ChatResult{Completion: comp}, nil
+}
+
+// failed answers a deliberation that ended without an answer to bill.
+func (r *chatRun) failed(ctx context.Context, err error) error {
+	s := r.s
+	switch {
+	case errors.Is(err, deliberate.ErrModeUnavailable):
+		s.recordOutcome(ctx, r.p, r.c, core.OutcomeFailed, "no seat of the mode could run; nothing was billed")
+		return core.Errorf(core.CodeModeUnavailable, "No seat of this mode could run; nothing was billed. Retry shortly.").WithCause(err)
+	case ctx.Err() != nil:
+		s.recordOutcome(ctx, r.p, r.c, core.OutcomeFailed, "the deliberation was stopped before it ended (its deadline passed or the server stopped); nothing was billed")
+		return core.Errorf(core.CodeServiceUnavailable, "The deliberation was stopped before it ended (its deadline passed or the server stopped); nothing was billed. Retry with the same request.").WithCause(err)
+	}
+	s.recordOutcome(ctx, r.p, r.c, core.OutcomeFailed, "the deliberation failed; nothing was billed")
+	return core.Errorf(core.CodeUpstreamProviderError, "The deliberation failed; nothing was billed. Retry with the same request.").WithCause(err)
+}
+
+// surcharge is the mode's surcharge for the call: its express price on the
+// express lane when it has one, else the price for the classified depth.
+func surcharge(mode *core.Mode, res *deliberate.Result) core.Micros {
+	return mode.Pricing.SurchargeFor(res.Classification.Depth, res.Lane == deliberate.LaneExpress)
+}
+
+// billedCalls lists every call's source cost and whether it ran on the
+// organisation's own key (no token charge, the lower fee).
+func billedCalls(res *deliberate.Result) []core.BilledCall {
+	out := make([]core.BilledCall, len(res.Calls))
+	for i, c := range res.Calls {
+		out[i] = core.BilledCall{RealCost: c.Cost, BYOK: core.IsBYOKSource(c.Source)}
+	}
+	return out
+}
+
+// completionOf is the answer to a settled call.
+func completionOf(mode *core.Mode, hash string, res *deliberate.Result, bill core.Bill, ceiling core.Micros, requestID string, latency int64) *Completion {
+	subs := res.Substitutions
+	if subs == nil {
+		subs = []deliberate.Substitution{}
+	}
+	engines := res.Engines
+	if engines == nil {
+		engines = []string{}
+	}
+	return &Completion{
+		ID: "chatcmpl-" + strings.TrimPrefix(requestID, "req_"), Created: time.Now().Unix(), Model: mode.ID,
+		Answer: res.Answer, FinishReason: res.Finish,
+		Usage: Usage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens, ReasoningTokens: res.Usage.ReasoningTokens},
+		Panel: Panel{
+			RequestID: requestID, Mode: mode.ID, ModeKey: mode.Key, ModeConfigHash: hash, Lane: res.Lane,
+			Rounds: len(res.Rounds), Seats: res.Seats, SeatsAnswered: res.SeatsAnswered, Converged: res.Converged,
+			RemainingFriction: res.RemainingFriction, ContestedPassage: res.ContestedPassage,
+			BestSeatRationale: res.BestSeatRationale, BestSeatJudgedBy: res.BestSeatJudgedBy, Deliberation: res.Rounds,
+			DivergenceFirstRound: res.DivergenceFirstRound, DivergenceFinalRound: res.DivergenceFinalRound,
+			Capped: bill.Capped, SurchargeUSD: core.Dollars(bill.Surcharge), PlatformFeeUSD: core.Dollars(bill.PlatformFee),
+			TokenChargeUSD: core.Dollars(bill.TokenCharge), CapCreditUSD: core.Dollars(bill.CapCredit), BilledUSD: core.Dollars(bill.Billed),
+			CeilingUSD: core.Dollars(ceiling), LatencyMS: latency, Engines: engines, Substitutions: subs,
+			SeatsUnavailable: res.SeatsUnavailable, StaffUnavailable: res.StaffUnavailable,
+		},
+	}
+}
+
+// repeat answers a call whose idempotency key another call holds: 409
+// while that call runs, with the expected time to its end as Retry-After;
+// the stored answer once it succeeded.
+func (s *Service) repeat(ctx context.Context, p *access.Principal, mode *core.Mode, claim *core.Claim) (*ChatResult, error) {
+	switch claim.State {
+	case core.ClaimInFlight:
+		e := core.Errorf(core.CodeRequestInProgress, "A request with this Idempotency-Key (%s) is still running. Wait for it, then repeat to get its answer.", claim.RequestID)
+		e.RetryAfter = s.retryAfter(mode.ID, claim.RequestID)
+		return nil, e
+	case core.ClaimStopped:
+		return nil, core.Errorf(core.CodeReconciliationRequired, "An earlier attempt with this Idempotency-Key stopped mid-charge. Retry with a new key.")
+	}
+	rc, err := s.d.Receipts.GetReceipt(ctx, p.Org.ID, claim.RequestID)
+	if err != nil {
+		return nil, core.Errorf(core.CodeServiceUnavailable, "The stored answer for this Idempotency-Key could not be read; nothing was run or billed. Retry shortly.").WithCause(err)
+	}
+	comp, err := decodeStored(rc.Response)
+	if err != nil {
+		return nil, core.Errorf(core.CodeServiceUnavailable, "The stored answer for this Idempotency-Key could not be read; nothing was run or billed. Retry shortly.").WithCause(err)
+	}
+	return &ChatResult{Replay: &Replay{Completion: comp, RequestID: claim.RequestID}}, nil
+}
+
+// Retry-After bounds for request_in_progress.
+const (
+	minRetryAfter = time.Second
+	// maxRetryAfter is the longest wait official OpenAI clients honour
+	// from Retry-After (longer ones fall back to their own backoff).
+	maxRetryAfter = 60 * time.Second
+	// retryMargin lands the retry just after the settlement.
+	retryMargin = time.Second
+)
+
+// retryAfter is how long a repeat should wait for the call requestID of
+// mode to end: the mode's median recent deliberation time less what the
+// call has already run when it runs in this process, plus a margin. A call
+// already past the median is expected to end within a quarter of it more.
+func (s *Service) retryAfter(mode, requestID string) time.Duration {
+	expected, ok := s.latency.median(mode)
+	if !ok {
+		expected = s.cfg.ConcurrencyRetryAfter
+	}
+	remaining := expected
+	if started, ok := s.startedAt(requestID); ok {
+		remaining = expected - time.Since(started)
+		if remaining < expected/4 {
+			remaining = expected / 4
+		}
+	}
+	return min(max(remaining+retryMargin, minRetryAfter), maxRetryAfter)
+}

@@ -1,0 +1,123 @@
+package calls
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/deliberate"
+)
+
+// receiptFor builds the receipt written with the settlement.
+func receiptFor(mode *core.Mode, hash string, res *deliberate.Result, bill core.Bill, orgID string, latency int64) *core.Receipt {
+	status := statusSucceeded
+	if bill.Capped {
+		status = statusCapped
+	}
+	rounds := len(res.Rounds)
+	score := res.Classification.Score
+	now := time.Now()
+	rc := &core.Receipt{
+		OrgID: orgID, Mode: mode.ID, ModeKey: mode.Key, ModeConfigHash: hash, Status: status,
+		Billed: bill.Billed, TokenCharge: bill.TokenCharge, Surcharge: bill.Surcharge, PlatformFee: bill.PlatformFee,
+		PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens,
+		Rounds: &rounds, SeatCount: res.Seats, Payer: orgID, Lane: res.Lane,
+		DifficultyScore: &score, TaskType: res.Classification.TaskType, HallucinationRisk: res.Classification.HallucinationRisk,
+		LatencyMS: &latency, CompletedAt: &now,
+	}
+	if bill.Capped {
+		credit := bill.CapCredit
+		rc.CapCredit = &credit
+	} else {
+		zero := core.Micros(0)
+		rc.CapCredit = &zero
+	}
+	for _, u := range res.SeatsUnavailable {
+		rc.SeatsUnavailable = append(rc.SeatsUnavailable, core.Unavailable{Role: u.Role, Reason: u.Reason})
+	}
+	for _, u := range res.StaffUnavailable {
+		rc.StaffUnavailable = append(rc.StaffUnavailable, core.Unavailable{Role: u.Role, Reason: u.Reason})
+	}
+	last := len(res.Rounds)
+	for _, c := range res.Calls {
+		fallback := c.Fallback
+		round := c.Round
+		latency := c.Ended.Sub(c.Started).Milliseconds()
+		rate := core.FeeRate(core.IsBYOKSource(c.Source))
+		source := c.Source
+		if source == "" {
+			source = core.SourceService
+		}
+		call := core.ReceiptCall{
+			Role: c.Role, ModelUsed: c.Engine, OriginalModel: c.Original, FallbackUsed: &fallback, RoundNumber: &round,
+			TokensIn: c.InputTokens, TokensOut: c.OutputTokens, LatencyMS: &latency, StartedAt: c.Started, EndedAt: c.Ended,
+			Source: source, RealCost: c.Cost, FeeRatePPM: rate, Fee: core.CallFee(c.Cost, rate), Content: c.Content,
+		}
+		if c.Seat != "" && c.Round >= 1 && c.Round <= last {
+			if j := res.Rounds[c.Round-1].Judgment; j != nil && c.Outcome == deliberate.OutcomeOK {
+				if s, ok := j.Scores[c.Seat]; ok {
+					call.JudgeScore = &s
+				}
+			}
+			best := c.Round == last && c.Seat == res.BestSeat.Seat && c.Engine == res.BestSeat.Engine && c.Outcome == deliberate.OutcomeOK
+			call.IsBestSeat = &best
+			if best && rc.BestSeat == nil {
+				rc.BestSeat = &core.BestSeat{ModelUsed: c.Engine, JudgeScore: res.BestSeat.Score, Content: c.Content}
+			}
+			rc.Seats = append(rc.Seats, call)
+			continue
+		}
+		rc.Staff = append(rc.Staff, call)
+	}
+	return rc
+}
+
+// ReceiptAnswer is what GET receipts answers: the call's receipt, or — for
+// a call that never convened a panel — what became of it.
+type ReceiptAnswer struct {
+	Receipt *core.Receipt
+	Outcome *core.CallOutcome
+}
+
+// Receipt reads p's organisation's receipt for requestID, or the outcome of
+// a call that has none. Both reads are scoped to the organisation; anything
+// else is receipt_not_found.
+func (s *Service) Receipt(ctx context.Context, p *access.Principal, requestID string) (*ReceiptAnswer, error) {
+	unreadable := func(err error) error {
+		return core.Errorf(core.CodeServiceUnavailable, "The receipt could not be read. Retry shortly.").WithCause(err)
+	}
+	rc, err := s.d.Receipts.GetReceipt(ctx, p.Org.ID, requestID)
+	switch {
+	case err == nil:
+		return &ReceiptAnswer{Receipt: rc}, nil
+	case !errors.Is(err, core.ErrNotFound):
+		return nil, unreadable(err)
+	}
+	if s.d.Outcomes != nil {
+		o, err := s.d.Outcomes.GetOutcome(ctx, p.Org.ID, requestID)
+		switch {
+		case err == nil:
+			return &ReceiptAnswer{Outcome: o}, nil
+		case !errors.Is(err, core.ErrNotFound):
+			return nil, unreadable(err)
+		}
+	}
+	return nil, core.Errorf(core.CodeReceiptNotFound, "No receipt for request %s in this organisation.", requestID).WithParam("request_id")
+}
+
+// recordOutcome stores what became of a call that will have no receipt, so
+// that GET receipts answers its id with the receipt-unavailable form. It is
+// best-effort: a failure is logged and the call's own answer stands.
+func (s *Service) recordOutcome(ctx context.Context, p *access.Principal, c Call, status, reason string) {
+	if s.d.Outcomes == nil || c.RequestID == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err := s.d.Outcomes.RecordOutcome(ctx, &core.CallOutcome{RequestID: c.RequestID, OrgID: p.Org.ID, Endpoint: c.Endpoint, Status: status, Reason: reason})
+	if err != nil {
+		s.log.ErrorContext(ctx, "recording a call outcome", "request_id", c.RequestID, "error", err.Error())
+	}
+}
