@@ -164,6 +164,27 @@ func TestRateLimitPerKey(t *testing.T) {
 	cb.requireBalanceMoved(t, core.TrialCredit, billedMicros(t, ok))
 }
 
+// Every authenticated request counts against its key's rate, reads
+// included: listing and reading modes and reading receipts spend the same
+// budget as calls, and are refused with 429 and Retry-After once it is
+// spent.
+func TestReadsCountAgainstTheKeysRate(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	key := tb.newKey(t, &core.CreateKeyParams{RPM: 3})
+	require.Equal(t, 200, tb.do(t, "GET", "/v1/models", key, "").status)
+	require.Equal(t, 200, tb.do(t, "GET", "/v1/models/conclave-standard", key, "").status)
+	require.Equal(t, 404, tb.do(t, "GET", "/v1/receipts/req_unknown", key, "").status)
+	for _, path := range []string{"/v1/models", "/v1/models/CNCL:STND", "/v1/receipts/req_unknown"} {
+		r := tb.do(t, "GET", path, key, "")
+		requireError(t, r, 429, core.CodeRateLimitExceeded, "rate_limit_error")
+		wait, err := strconv.Atoi(r.header.Get("Retry-After"))
+		require.NoError(t, err)
+		require.True(t, wait >= 1 && wait <= 20, "Retry-After %d s: one emission interval at 3 per minute", wait)
+	}
+	require.Equal(t, 200, tb.do(t, "GET", "/v1/models", tb.key, "").status, "another key has its own budget")
+}
+
 // Calls in flight are counted per organisation; an estimate needs a slot
 // too; the slot is given back when the call ends.
 func TestConcurrencyLimitPerOrganisation(t *testing.T) {

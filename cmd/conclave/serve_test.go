@@ -312,3 +312,46 @@ func TestServeWithoutPostgresSaysWhatToDoInOneLine(t *testing.T) {
 	require.Contains(t, msg, "install PostgreSQL")
 	require.Contains(t, msg, "DATABASE_URL")
 }
+
+// On SIGTERM a replica takes no new calls and lets a running deliberation
+// finish, bill and store its answer — here one whose caller has already
+// left — before it exits.
+func TestServeDrainsRunningDeliberationsOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewEmptyDatabase(t)
+	p := startServe(t, t.TempDir(), []string{"DATABASE_URL=" + url}, "--demo")
+	key := regexp.MustCompile(`ccl_live_[A-Za-z0-9_-]{43}`).FindString(p.stdout.String())
+	require.NotEmpty(t, key, "a demo key is printed:\n%s", p.stdout)
+
+	// Every engine call takes 1.5 s: a deliberation of several seconds.
+	body := `{"model":"conclave-standard","messages":[{"role":"user","content":` +
+		`"Should we adopt trunk-based development? Compare the risks and recommend a strategy. [[sim: delay=1500ms]]"}]}`
+	req, err := http.NewRequest("POST", p.base+"/v1/chat/completions", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	_, err = (&http.Client{Timeout: 700 * time.Millisecond}).Do(req)
+	require.Error(t, err, "the caller left before the answer")
+
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-p.done:
+		require.NoError(t, err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("serve did not exit after draining")
+	}
+	require.Contains(t, p.stderr.String(), `"deliberations":1`, "the drain waited for the running deliberation")
+	require.Contains(t, p.stderr.String(), `"msg":"stopped"`)
+
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var receipts, live int
+	var billed int64
+	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*), coalesce(sum(billed_micros), 0) FROM receipts").Scan(&receipts, &billed))
+	require.Equal(t, 1, receipts, "the deliberation finished and was stored")
+	require.Positive(t, billed, "and billed")
+	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM holds WHERE state = 'held'").Scan(&live))
+	require.Zero(t, live, "no hold is left behind")
+}

@@ -1,0 +1,37 @@
+package calls
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A repeat's Retry-After is the mode's median recent deliberation time less
+// what the running call has spent, plus a margin; bounded to 1–60 s; the
+// configured fallback when the mode has no history.
+func TestRetryAfterFollowsTheModesRecentLatency(t *testing.T) {
+	t.Parallel()
+	s := &Service{cfg: Config{ConcurrencyRetryAfter: 5 * time.Second}, latency: newLatencies(), running: map[string]time.Time{}}
+	require.Equal(t, 6*time.Second, s.retryAfter("m", "req_elsewhere"), "no history: the fallback and the margin")
+
+	for _, d := range []time.Duration{10, 12, 14, 100, 11} {
+		s.latency.add("m", d*time.Second)
+	}
+	med, ok := s.latency.median("m")
+	require.True(t, ok)
+	require.Equal(t, 12*time.Second, med)
+	require.Equal(t, 13*time.Second, s.retryAfter("m", "req_elsewhere"), "a call of another replica: the whole median")
+
+	s.running["req_here"] = time.Now().Add(-4 * time.Second)
+	got := s.retryAfter("m", "req_here")
+	require.InDelta(t, float64(9*time.Second), float64(got), float64(100*time.Millisecond), "12 s expected, 4 s spent, 1 s margin")
+
+	s.running["req_late"] = time.Now().Add(-30 * time.Second)
+	require.Equal(t, 4*time.Second, s.retryAfter("m", "req_late"), "past the median: a quarter of it more")
+
+	for range latencyWindow {
+		s.latency.add("slow", 10*time.Minute)
+	}
+	require.Equal(t, maxRetryAfter, s.retryAfter("slow", "x"), "never past what clients honour")
+}

@@ -1,0 +1,118 @@
+package callstest_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclavehq/conclave/adapters/sim"
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/calls"
+	"github.com/conclavehq/conclave/core/deliberate"
+	"github.com/conclavehq/conclave/internal/config"
+	"github.com/conclavehq/conclave/internal/egress"
+	"github.com/conclavehq/conclave/internal/pgstore"
+	"github.com/conclavehq/conclave/internal/pgtest"
+	"github.com/conclavehq/conclave/internal/policy"
+	"github.com/conclavehq/conclave/internal/providers"
+	"github.com/conclavehq/conclave/internal/tokens"
+	"github.com/conclavehq/conclave/plugins/protocol/direct"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+type testBundle struct {
+	store  *pgstore.Store
+	access *access.Service
+	calls  *calls.Service
+	org    *core.Org
+	secret string
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	ctx := context.Background()
+	cfg, err := config.Builtin()
+	require.NoError(t, err)
+	catalog, err := cfg.Catalog()
+	require.NoError(t, err)
+	store := pgstore.New(pgtest.NewPool(t))
+	authz, err := policy.New(ctx, policy.Config{})
+	require.NoError(t, err)
+	prov, err := providers.Start(ctx, providers.Config{Catalog: catalog, Simulator: sim.Config{TimeScale: 0.02}, Egress: egress.Config{MaxAttempts: 1}})
+	require.NoError(t, err)
+	t.Cleanup(func() { prov.Stop(context.Background()) })
+	engine, err := deliberate.New(deliberate.Config{Catalog: catalog, Caller: prov, Judge: direct.New()})
+	require.NoError(t, err)
+	acc, err := access.New(access.Config{}, store, authz, store)
+	require.NoError(t, err)
+	svc, err := calls.New(calls.Config{}, calls.Deps{
+		Access: acc, Admission: store, Settlement: store, Receipts: store, Outcomes: store,
+		Catalog: catalog, Deliberator: engine, TokensOver: tokens.Over,
+	})
+	require.NoError(t, err)
+	require.NoError(t, svc.Start(ctx))
+	t.Cleanup(svc.Stop)
+	org, _, err := store.CreateOrg(ctx, &core.CreateOrgParams{Name: "Carrier Org"})
+	require.NoError(t, err)
+	secret, hash := core.NewKeySecret(false)
+	_, err = store.CreateKey(ctx, &core.CreateKeyParams{OrgID: org.ID, Hash: hash, Hint: core.KeyHint(secret)})
+	require.NoError(t, err)
+	return &testBundle{store: store, access: acc, calls: svc, org: org, secret: secret}
+}
+
+// A carrier authenticates a key, parses arguments it received as JSON and
+// runs a billed deliberation through the service: the money moves once, the
+// receipt is kept, and a repeat of the idempotency key replays the stored
+// completion without running or billing again.
+func TestABilledDeliberationWithoutHTTP(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+	p, err := tb.access.Authenticate(ctx, tb.secret)
+	require.NoError(t, err)
+	var in calls.ChatInput
+	require.NoError(t, json.Unmarshal([]byte(`{"model":"conclave-standard",
+		"messages":[{"role":"user","content":"Should we adopt trunk-based development? Compare the risks."}]}`), &in))
+	req, err := calls.ParseChat(&in)
+	require.NoError(t, err)
+	req.IdempotencyKey = "carrier-1"
+
+	res, err := tb.calls.Chat(ctx, p, calls.Call{RequestID: core.NewID("req"), Endpoint: "test:deliberate"}, req)
+	require.NoError(t, err)
+	require.Nil(t, res.Replay)
+	comp := res.Completion
+	require.NotEmpty(t, comp.Answer)
+	require.True(t, comp.Panel.Persisted)
+	billed := core.Micros(comp.Panel.BilledUSD)
+	require.Positive(t, billed)
+
+	bal, err := tb.store.GetBalance(ctx, tb.org.ID)
+	require.NoError(t, err)
+	require.Equal(t, core.TrialCredit-billed, bal.Balance, "billed exactly once")
+	require.Zero(t, bal.Held)
+	ans, err := tb.calls.Receipt(ctx, p, comp.Panel.RequestID)
+	require.NoError(t, err)
+	require.Equal(t, billed, ans.Receipt.Billed)
+	require.Equal(t, comp.Panel.ModeConfigHash, ans.Receipt.ModeConfigHash)
+
+	again, err := tb.calls.Chat(ctx, p, calls.Call{RequestID: core.NewID("req")}, req)
+	require.NoError(t, err)
+	require.NotNil(t, again.Replay)
+	require.Equal(t, comp.Panel.RequestID, again.Replay.RequestID)
+	require.Equal(t, comp.Answer, again.Replay.Completion.Answer)
+	bal, err = tb.store.GetBalance(ctx, tb.org.ID)
+	require.NoError(t, err)
+	require.Equal(t, core.TrialCredit-billed, bal.Balance, "the replay billed nothing")
+
+	// Refusals are the spec's codes, as *core.Error.
+	_, err = tb.access.Authenticate(ctx, "ccl_live_nope")
+	require.Equal(t, core.CodeInvalidAPIKey, core.AsError(err).Code)
+	bad := *req
+	bad.Model = "gpt-4o"
+	_, err = tb.calls.Chat(ctx, p, calls.Call{RequestID: core.NewID("req")}, &bad)
+	require.Equal(t, core.CodeModelNotFound, core.AsError(err).Code)
+}
