@@ -24,9 +24,9 @@ import (
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
 	"github.com/conclavehq/conclave/internal/policy"
-	"github.com/conclavehq/conclave/internal/providers"
 	"github.com/conclavehq/conclave/internal/tokens"
 	"github.com/conclavehq/conclave/plugins/protocol/direct"
+	"github.com/conclavehq/conclave/plugins/providers"
 )
 
 // benchTwoRoundsMode is the mode the chat benchmark adds to the built-in

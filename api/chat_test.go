@@ -15,15 +15,15 @@ import (
 	"github.com/conclavehq/conclave/api"
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/deliberate"
-	"github.com/conclavehq/conclave/internal/byok"
 	"github.com/conclavehq/conclave/internal/config"
-	"github.com/conclavehq/conclave/internal/egress"
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
 	"github.com/conclavehq/conclave/internal/policy"
-	"github.com/conclavehq/conclave/internal/providers"
 	"github.com/conclavehq/conclave/internal/tokens"
+	"github.com/conclavehq/conclave/plugins/byok"
+	"github.com/conclavehq/conclave/plugins/egress"
 	"github.com/conclavehq/conclave/plugins/protocol/direct"
+	"github.com/conclavehq/conclave/plugins/providers"
 )
 
 // chatBundle is a server that deliberates for real: the engine, the

@@ -18,12 +18,12 @@ import (
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/deliberate"
 	"github.com/conclavehq/conclave/internal/config"
-	"github.com/conclavehq/conclave/internal/egress"
 	"github.com/conclavehq/conclave/internal/policy"
-	"github.com/conclavehq/conclave/internal/providers"
 	"github.com/conclavehq/conclave/internal/tokens"
+	"github.com/conclavehq/conclave/plugins/egress"
 	"github.com/conclavehq/conclave/plugins/goplugin"
 	"github.com/conclavehq/conclave/plugins/protocol/direct"
+	"github.com/conclavehq/conclave/plugins/providers"
 	"github.com/conclavehq/conclave/plugins/wasmhost"
 )
 

@@ -11,9 +11,9 @@ import (
 
 	"github.com/conclavehq/conclave/adapters/sim"
 	"github.com/conclavehq/conclave/core"
-	"github.com/conclavehq/conclave/internal/byok"
 	"github.com/conclavehq/conclave/internal/config"
-	"github.com/conclavehq/conclave/internal/providers"
+	"github.com/conclavehq/conclave/plugins/byok"
+	"github.com/conclavehq/conclave/plugins/providers"
 )
 
 // memBYOK is an in-memory byok.Lookup.

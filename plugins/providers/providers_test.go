@@ -16,8 +16,8 @@ import (
 	"github.com/conclavehq/conclave/adapters/sim"
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/internal/config"
-	"github.com/conclavehq/conclave/internal/providers"
 	"github.com/conclavehq/conclave/plugins/plugintest"
+	"github.com/conclavehq/conclave/plugins/providers"
 )
 
 func TestMain(m *testing.M) { plugintest.Main(m) }
