@@ -18,12 +18,12 @@ import (
 	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
-	"github.com/conclavehq/conclave/internal/policy"
 	"github.com/conclavehq/conclave/internal/tokens"
 	"github.com/conclavehq/conclave/plugins/byok"
 	"github.com/conclavehq/conclave/plugins/egress"
 	"github.com/conclavehq/conclave/plugins/protocol/direct"
 	"github.com/conclavehq/conclave/plugins/providers"
+	"github.com/conclavehq/conclave/policies"
 )
 
 // chatBundle is a server that deliberates for real: the engine, the
@@ -76,7 +76,7 @@ func setupChatWith(t *testing.T, deps func(*api.Deps), changes ...func(*config.C
 	t.Cleanup(func() { prov.Stop(context.Background()) })
 	engine, err := deliberate.New(deliberate.Config{Catalog: catalog, Caller: prov, Judge: direct.New()})
 	require.NoError(t, err)
-	authz, err := policy.New(ctx, policy.Config{})
+	authz, err := policies.New(ctx, policies.Config{})
 	require.NoError(t, err)
 	d := api.Deps{
 		Store: store, Authz: authz, Catalog: catalog, Ready: store.Ready,
@@ -109,7 +109,7 @@ func setupWith(t *testing.T, orgName string, deps func(*api.Deps)) *chatBundle {
 	require.NoError(t, err)
 	catalog, err := cfg.Catalog()
 	require.NoError(t, err)
-	authz, err := policy.New(ctx, policy.Config{})
+	authz, err := policies.New(ctx, policies.Config{})
 	require.NoError(t, err)
 	store := pgstore.New(pgtest.NewPool(t))
 	d := api.Deps{Store: store, Authz: authz, Catalog: catalog, Ready: store.Ready, TokensOver: tokens.Over}
