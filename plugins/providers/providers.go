@@ -130,16 +130,7 @@ func Start(ctx context.Context, cfg Config) (_ *Providers, err error) {
 				}
 				cfg.Logger.Info("simulated provider started", slog.String("url", p.sim.URL()), slog.String("profile", scfg.Profile))
 			}
-			e.Endpoint = p.sim.Endpoint(e.Adapter)
-			if e.Adapter == "bedrock" {
-				if e.AWSRegion == "" {
-					e.AWSRegion = "us-east-1"
-				}
-				if e.AWSRoleARN == "" {
-					e.AWSRoleARN = "arn:aws:iam::000000000000:role/conclave-sim"
-				}
-				e.STSEndpoint = p.sim.Endpoint("sts")
-			}
+			p.sim.WireEngine(&e)
 			simKeys[e.ID] = p.simKey
 		}
 		p.engines[e.ID] = &e
@@ -187,8 +178,10 @@ func Start(ctx context.Context, cfg Config) (_ *Providers, err error) {
 	}
 	if p.sim != nil {
 		// The simulator's STS issues session credentials to anyone who
-		// signs AssumeRole; these base credentials identify the service to it.
-		base := credentials.NewStaticCredentialsProvider("AKIASIMULATED0000000", "simulated-base-secret", "")
+		// signs AssumeRole; its account's base credentials identify the
+		// service to it.
+		acct := p.sim.AWSAccount()
+		base := credentials.NewStaticCredentialsProvider(acct.AccessKeyID, acct.SecretAccessKey, "")
 		role, err := creds.NewAWSRoleCredentials(creds.AWSRoleConfig{Base: base})
 		if err != nil {
 			return nil, fmt.Errorf("simulated AWS role credentials: %w", err)
