@@ -217,22 +217,16 @@ func (p *Providers) adapterFor(ctx context.Context, cfg *Config, m **manifest.Ma
 		}
 		return a, nil
 	}
-	if *m == nil {
-		if cfg.ManifestPath == "" {
-			return nil, fmt.Errorf("carrier %s needs a plugin manifest (plugins.manifest)", e.Carrier)
-		}
+	if *m == nil && cfg.ManifestPath != "" {
 		loaded, err := manifest.Load(cfg.ManifestPath)
 		if err != nil {
 			return nil, err
 		}
 		*m = loaded
 	}
-	entry, ok := (*m).Get(e.Plugin)
-	if !ok {
-		return nil, fmt.Errorf("plugin %q is not in the manifest %s", e.Plugin, (*m).Path)
-	}
-	if entry.Carrier != e.Carrier || entry.Kind != manifest.KindAdapter {
-		return nil, fmt.Errorf("plugin %q is a %s %s, not a %s adapter", e.Plugin, entry.Carrier, entry.Kind, e.Carrier)
+	entry, err := (*m).AdapterFor(e.Carrier, e.Plugin)
+	if err != nil {
+		return nil, err
 	}
 	switch e.Carrier {
 	case core.CarrierWasm:
