@@ -21,7 +21,7 @@ import (
 	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
-	"github.com/conclavehq/conclave/internal/policy"
+	"github.com/conclavehq/conclave/policies"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -58,7 +58,7 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 	cfg.Modes = append(cfg.Modes, ent)
 	catalog, err := cfg.Catalog()
 	require.NoError(t, err)
-	authz, err := policy.New(ctx, policy.Config{})
+	authz, err := policies.New(ctx, policies.Config{})
 	require.NoError(t, err)
 
 	logs := &logtest.Buffer{}

@@ -22,9 +22,9 @@ import (
 	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
-	"github.com/conclavehq/conclave/internal/policy"
-	"github.com/conclavehq/conclave/internal/providers"
 	"github.com/conclavehq/conclave/plugins/protocol/direct"
+	"github.com/conclavehq/conclave/plugins/providers"
+	"github.com/conclavehq/conclave/policies"
 )
 
 // benchTwoRoundsMode is the mode the chat benchmark adds to the built-in
@@ -74,7 +74,7 @@ func setupChatBenchOn(b *testing.B, simCfg sim.Config, pool *pgxpool.Pool) *chat
 	if err != nil {
 		b.Fatal(err)
 	}
-	authz, err := policy.New(ctx, policy.Config{})
+	authz, err := policies.New(ctx, policies.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/conclavehq/conclave/adapters/sim"
 	"github.com/conclavehq/conclave/core"
-	"github.com/conclavehq/conclave/internal/byok"
+	"github.com/conclavehq/conclave/plugins/byok"
 )
 
 // An organisation with its own OpenAI key: its OpenAI-family seats run on

@@ -14,15 +14,15 @@ import (
 	"github.com/conclavehq/conclave/adapters/sim"
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/deliberate"
-	"github.com/conclavehq/conclave/internal/byok"
 	"github.com/conclavehq/conclave/internal/config"
-	"github.com/conclavehq/conclave/internal/egress"
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
-	"github.com/conclavehq/conclave/internal/policy"
-	"github.com/conclavehq/conclave/internal/providers"
 	"github.com/conclavehq/conclave/internal/tokens"
+	"github.com/conclavehq/conclave/plugins/byok"
+	"github.com/conclavehq/conclave/plugins/egress"
 	"github.com/conclavehq/conclave/plugins/protocol/direct"
+	"github.com/conclavehq/conclave/plugins/providers"
+	"github.com/conclavehq/conclave/policies"
 )
 
 // chatBundle is a server that deliberates for real: the engine, the
@@ -75,7 +75,7 @@ func setupChatWith(t *testing.T, deps func(*parts), changes ...func(*config.Conf
 	t.Cleanup(func() { prov.Stop(context.Background()) })
 	engine, err := deliberate.New(deliberate.Config{Catalog: catalog, Caller: prov, Judge: direct.New()})
 	require.NoError(t, err)
-	authz, err := policy.New(ctx, policy.Config{})
+	authz, err := policies.New(ctx, policies.Config{})
 	require.NoError(t, err)
 	pt := &parts{store: store, authz: authz, catalog: catalog, deliberator: engine, limits: limits{
 		KeyCacheTTL: cfg.Auth.KeyCacheTTL,
@@ -104,7 +104,7 @@ func setupWith(t *testing.T, orgName string, deps func(*parts)) *chatBundle {
 	require.NoError(t, err)
 	catalog, err := cfg.Catalog()
 	require.NoError(t, err)
-	authz, err := policy.New(ctx, policy.Config{})
+	authz, err := policies.New(ctx, policies.Config{})
 	require.NoError(t, err)
 	store := pgstore.New(pgtest.NewPool(t))
 	pt := &parts{store: store, authz: authz, catalog: catalog}

@@ -2,8 +2,8 @@ package core
 
 import "context"
 
-// Authorizer decides whether a caller may do something. Its implementation
-// evaluates the Rego policies in policies/ (internal/policy); Go code counts
+// Authorizer decides whether a caller may do something. Its implementation,
+// in policies/, evaluates the Rego policies kept there; Go code counts
 // (rate, concurrency, money) and policies decide (scopes, entitlements,
 // tiers, key restrictions).
 type Authorizer interface {

@@ -1,5 +1,6 @@
 // Package policies holds Conclave's authorization policies, written in Rego
-// and embedded into the binary.
+// and embedded into the binary, and the OPA evaluator that implements
+// core.Authorizer on top of them.
 //
 // The policies decide; Go counts. authz.rego (package conclave.authz)
 // answers one decision per /v1 request: whether the caller's key may perform
@@ -7,9 +8,14 @@
 // concurrency and money are counted in Go and never appear here.
 //
 // Every policy file x.rego has a companion x_test.rego. Both are embedded in
-// FS: the evaluator (internal/policy) loads only the non-test files, and the
-// tests in this package run the Rego tests through OPA's tester. See
-// docs/policies.md for the input document, the rules and how to change them.
+// FS: the evaluator loads only the non-test files, and the tests in this
+// package run the Rego tests through OPA's tester. See docs/policies.md for
+// the input document, the rules and how to change them.
+//
+// New loads the policies once (the embedded set, or the .rego files of a
+// directory), compiles them and prepares the query
+// data.conclave.authz.decision; Engine.Decide then evaluates that prepared
+// query for each request. Decide is safe for concurrent use.
 package policies
 
 import "embed"

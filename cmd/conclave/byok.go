@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/conclavehq/conclave/core"
-	"github.com/conclavehq/conclave/internal/byok"
 	"github.com/conclavehq/conclave/internal/pgstore"
+	"github.com/conclavehq/conclave/plugins/byok"
 )
 
 // byokIO is what `conclave byok` reads besides its flags: the secret on

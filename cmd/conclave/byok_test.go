@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclavehq/conclave/core"
-	"github.com/conclavehq/conclave/internal/byok"
+	"github.com/conclavehq/conclave/plugins/byok"
 )
 
 // byokRun runs `conclave byok …` with stdin and an environment of its own.

@@ -93,15 +93,13 @@ func pluginsCmd(ctx context.Context, args []string, w io.Writer) error {
 			if _, ok := adapters.Builtin(e.Adapter); !ok {
 				use.Error = fmt.Sprintf("no built-in adapter %q", e.Adapter)
 			}
-		case m == nil:
-			use.Error = "carrier " + e.Carrier + " needs plugins.manifest"
 		default:
-			if entry, ok := m.Get(e.Plugin); !ok {
-				use.Error = fmt.Sprintf("plugin %q is not in the manifest", e.Plugin)
-			} else if entry.Carrier != e.Carrier || entry.Kind != manifest.KindAdapter {
-				use.Error = fmt.Sprintf("plugin %q is a %s %s, not a %s adapter", e.Plugin, entry.Carrier, entry.Kind, e.Carrier)
+			if _, err := m.AdapterFor(e.Carrier, e.Plugin); err != nil {
+				use.Error = err.Error()
 			}
-			users[e.Plugin] = append(users[e.Plugin], id)
+			if m != nil {
+				users[e.Plugin] = append(users[e.Plugin], id)
+			}
 		}
 		if use.Error != "" {
 			out.OK = false

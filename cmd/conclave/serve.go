@@ -20,13 +20,13 @@ import (
 	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/deliberate"
 	"github.com/conclavehq/conclave/internal/config"
-	"github.com/conclavehq/conclave/internal/egress"
-	"github.com/conclavehq/conclave/internal/policy"
-	"github.com/conclavehq/conclave/internal/providers"
 	"github.com/conclavehq/conclave/internal/tokens"
+	"github.com/conclavehq/conclave/plugins/egress"
 	"github.com/conclavehq/conclave/plugins/goplugin"
 	"github.com/conclavehq/conclave/plugins/protocol/direct"
+	"github.com/conclavehq/conclave/plugins/providers"
 	"github.com/conclavehq/conclave/plugins/wasmhost"
+	"github.com/conclavehq/conclave/policies"
 )
 
 // serve runs the gateway until ctx is cancelled (SIGINT or SIGTERM), then
@@ -60,7 +60,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	authz, err := policy.New(ctx, policy.Config{Dir: cfg.Policy.Dir})
+	authz, err := policies.New(ctx, policies.Config{Dir: cfg.Policy.Dir})
 	if err != nil {
 		return fmt.Errorf("loading policies: %w", err)
 	}

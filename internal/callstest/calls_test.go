@@ -13,11 +13,11 @@ import (
 	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/deliberate"
 	"github.com/conclavehq/conclave/internal/config"
-	"github.com/conclavehq/conclave/internal/egress"
+	"github.com/conclavehq/conclave/plugins/egress"
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
-	"github.com/conclavehq/conclave/internal/policy"
-	"github.com/conclavehq/conclave/internal/providers"
+	"github.com/conclavehq/conclave/policies"
+	"github.com/conclavehq/conclave/plugins/providers"
 	"github.com/conclavehq/conclave/internal/tokens"
 	"github.com/conclavehq/conclave/plugins/protocol/direct"
 )
@@ -40,7 +40,7 @@ func setup(t *testing.T) *testBundle {
 	catalog, err := cfg.Catalog()
 	require.NoError(t, err)
 	store := pgstore.New(pgtest.NewPool(t))
-	authz, err := policy.New(ctx, policy.Config{})
+	authz, err := policies.New(ctx, policies.Config{})
 	require.NoError(t, err)
 	prov, err := providers.Start(ctx, providers.Config{Catalog: catalog, Simulator: sim.Config{TimeScale: 0.02}, Egress: egress.Config{MaxAttempts: 1}})
 	require.NoError(t, err)

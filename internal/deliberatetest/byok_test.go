@@ -12,10 +12,10 @@ import (
 	"github.com/conclavehq/conclave/adapters/sim"
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/deliberate"
-	"github.com/conclavehq/conclave/internal/byok"
-	"github.com/conclavehq/conclave/internal/egress"
-	"github.com/conclavehq/conclave/internal/providers"
+	"github.com/conclavehq/conclave/plugins/byok"
+	"github.com/conclavehq/conclave/plugins/egress"
 	"github.com/conclavehq/conclave/plugins/protocol/direct"
+	"github.com/conclavehq/conclave/plugins/providers"
 )
 
 // oneKey is a byok.Lookup holding one organisation's OpenAI key.

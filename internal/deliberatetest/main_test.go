@@ -13,9 +13,9 @@ import (
 	"github.com/conclavehq/conclave/adapters/sim"
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/deliberate"
-	"github.com/conclavehq/conclave/internal/egress"
-	"github.com/conclavehq/conclave/internal/providers"
+	"github.com/conclavehq/conclave/plugins/egress"
 	"github.com/conclavehq/conclave/plugins/protocol/direct"
+	"github.com/conclavehq/conclave/plugins/providers"
 )
 
 // timeScale maps the simulator's time to real time in the tests: its quick

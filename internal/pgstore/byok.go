@@ -10,11 +10,11 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/conclavehq/conclave/core"
-	"github.com/conclavehq/conclave/internal/byok"
+	"github.com/conclavehq/conclave/plugins/byok"
 )
 
 // Bring-your-own-key: organisations' own provider credentials (see
-// internal/byok). The store moves sealed keys and roles only; sealing and
+// plugins/byok). The store moves sealed keys and roles only; sealing and
 // opening happen in byok.Sealer, never here.
 
 //go:embed byok_queries.sql

@@ -118,6 +118,26 @@ func (m *Manifest) Get(name string) (*Entry, bool) {
 	return nil, false
 }
 
+// AdapterFor finds the entry that carries an engine's adapter on a plugin
+// carrier (wasm or goplugin): the plugin the engine names, which must be an
+// adapter on that carrier. It is the one check `conclave serve` makes before
+// loading an engine's plugin and `conclave plugins verify` reports. A nil
+// Manifest stands for a deployment that configures none
+// (plugins.manifest unset).
+func (m *Manifest) AdapterFor(carrier, plugin string) (*Entry, error) {
+	if m == nil {
+		return nil, fmt.Errorf("carrier %s needs a plugin manifest (plugins.manifest)", carrier)
+	}
+	e, ok := m.Get(plugin)
+	if !ok {
+		return nil, fmt.Errorf("plugin %q is not in the manifest %s", plugin, m.Path)
+	}
+	if e.Carrier != carrier || e.Kind != KindAdapter {
+		return nil, fmt.Errorf("plugin %q is a %s %s, not a %s adapter", plugin, e.Carrier, e.Kind, carrier)
+	}
+	return e, nil
+}
+
 // Verify checks that the entry's file exists and matches its pinned digest.
 func (e *Entry) Verify() error {
 	got, err := Digest(e.Path)

@@ -57,3 +57,31 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		require.ErrorContains(t, err, want)
 	}
 }
+
+func TestAdapterFor(t *testing.T) {
+	t.Parallel()
+	good := "0000000000000000000000000000000000000000000000000000000000000000"
+	m, err := manifest.Parse([]byte(`plugins:
+  - {name: openai-wasm, kind: adapter, carrier: wasm, path: openai.wasm, sha256: `+good+`}
+  - {name: direct-wasm, kind: protocol, carrier: wasm, path: direct.wasm, sha256: `+good+`}
+`), "/plugins")
+	require.NoError(t, err)
+	m.Path = "plugins.yaml"
+
+	e, err := m.AdapterFor(manifest.CarrierWasm, "openai-wasm")
+	require.NoError(t, err)
+	require.Equal(t, "openai-wasm", e.Name)
+
+	for name, c := range map[string]struct{ carrier, plugin, want string }{
+		"not listed":    {manifest.CarrierWasm, "gemini-wasm", `plugin "gemini-wasm" is not in the manifest plugins.yaml`},
+		"other carrier": {manifest.CarrierGoPlugin, "openai-wasm", `plugin "openai-wasm" is a wasm adapter, not a goplugin adapter`},
+		"a protocol":    {manifest.CarrierWasm, "direct-wasm", `plugin "direct-wasm" is a wasm protocol, not a wasm adapter`},
+	} {
+		_, err := m.AdapterFor(c.carrier, c.plugin)
+		require.EqualError(t, err, c.want, name)
+	}
+
+	var none *manifest.Manifest // no plugins.manifest configured
+	_, err = none.AdapterFor(manifest.CarrierWasm, "openai-wasm")
+	require.EqualError(t, err, "carrier wasm needs a plugin manifest (plugins.manifest)")
+}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/conclavehq/conclave/adapters/example/ollama"
 	"github.com/conclavehq/conclave/core"
-	"github.com/conclavehq/conclave/internal/egress"
-	"github.com/conclavehq/conclave/internal/egress/creds"
+	"github.com/conclavehq/conclave/plugins/egress"
+	"github.com/conclavehq/conclave/plugins/egress/creds"
 )
 
 // standIn is a loopback stand-in for an Ollama server: it answers POST

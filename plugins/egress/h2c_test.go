@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclavehq/conclave/core"
-	"github.com/conclavehq/conclave/internal/egress"
+	"github.com/conclavehq/conclave/plugins/egress"
 )
 
 // With H2C, calls to an http:// endpoint are unencrypted HTTP/2 streams;

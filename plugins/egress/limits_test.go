@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclavehq/conclave/core"
-	"github.com/conclavehq/conclave/internal/egress"
-	"github.com/conclavehq/conclave/internal/egress/creds"
+	"github.com/conclavehq/conclave/plugins/egress"
+	"github.com/conclavehq/conclave/plugins/egress/creds"
 )
 
 var static = creds.StaticCredentials{Key: secret}

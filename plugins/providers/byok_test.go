@@ -11,9 +11,9 @@ import (
 
 	"github.com/conclavehq/conclave/adapters/sim"
 	"github.com/conclavehq/conclave/core"
-	"github.com/conclavehq/conclave/internal/byok"
 	"github.com/conclavehq/conclave/internal/config"
-	"github.com/conclavehq/conclave/internal/providers"
+	"github.com/conclavehq/conclave/plugins/byok"
+	"github.com/conclavehq/conclave/plugins/providers"
 )
 
 // memBYOK is an in-memory byok.Lookup.
@@ -33,9 +33,8 @@ func (m *memBYOK) LookupBYOK(_ context.Context, org, provider string) (*byok.Rec
 }
 
 const (
-	orgKey     = "sk-acme-own-openai-key-0123456789"
-	orgRole    = "arn:aws:iam::111122223333:role/acme-bedrock-ext" // "-ext": the simulated STS demands the external id
-	serviceARN = "arn:aws:iam::000000000000:role/conclave-sim"
+	orgKey  = "sk-acme-own-openai-key-0123456789"
+	orgRole = "arn:aws:iam::111122223333:role/acme-bedrock-ext" // "-ext": the simulated STS demands the external id
 )
 
 // newBYOKResolver holds Acme's own OpenAI key and AWS role.
@@ -96,7 +95,7 @@ func TestSeatCallsRunOnTheOrganisationsOwnCredentials(t *testing.T) {
 	require.Equal(t, "byok:aws", call("sim/titan", "org_acme").Source)
 	require.Equal(t, 1, callers()[sim.RoleCaller(orgRole)], "signed with credentials of Acme's assumed role")
 	require.Equal(t, core.SourceService, call("sim/titan", "").Source)
-	require.Equal(t, 1, callers()[sim.RoleCaller(serviceARN)], "signed with the service's role")
+	require.Equal(t, 1, callers()[sim.RoleCaller(p.Simulator().AWSAccount().RoleARN)], "signed with the service's role")
 	require.Equal(t, 2, p.Simulator().Stats().AssumeRole, "one role each, cached")
 	call("sim/titan", "org_acme")
 	require.Equal(t, 2, p.Simulator().Stats().AssumeRole)

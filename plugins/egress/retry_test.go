@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclavehq/conclave/core"
-	"github.com/conclavehq/conclave/internal/egress"
+	"github.com/conclavehq/conclave/plugins/egress"
 )
 
 // recordSleeps makes back-off waits instant and records them.

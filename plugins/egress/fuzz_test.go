@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/conclavehq/conclave/internal/egress"
+	"github.com/conclavehq/conclave/plugins/egress"
 )
 
 // FuzzResolve checks that no adapter path, however odd, leads a request

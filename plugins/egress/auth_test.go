@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclavehq/conclave/core"
-	"github.com/conclavehq/conclave/internal/egress"
-	"github.com/conclavehq/conclave/internal/egress/creds"
-	"github.com/conclavehq/conclave/internal/egress/egresstest"
+	"github.com/conclavehq/conclave/plugins/egress"
+	"github.com/conclavehq/conclave/plugins/egress/creds"
+	"github.com/conclavehq/conclave/plugins/egress/egresstest"
 )
 
 // requireNoForgedHeaders checks that none of the adapter's auth or

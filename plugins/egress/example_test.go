@@ -8,8 +8,8 @@ import (
 	"net/http/httptest"
 
 	"github.com/conclavehq/conclave/core"
-	"github.com/conclavehq/conclave/internal/egress"
-	"github.com/conclavehq/conclave/internal/egress/creds"
+	"github.com/conclavehq/conclave/plugins/egress"
+	"github.com/conclavehq/conclave/plugins/egress/creds"
 )
 
 // echoAdapter is the smallest adapter: it posts the question and answers

@@ -18,9 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclavehq/conclave/core"
-	"github.com/conclavehq/conclave/internal/byok"
-	"github.com/conclavehq/conclave/internal/egress/creds"
-	"github.com/conclavehq/conclave/internal/egress/egresstest"
+	"github.com/conclavehq/conclave/plugins/byok"
+	"github.com/conclavehq/conclave/plugins/egress/creds"
+	"github.com/conclavehq/conclave/plugins/egress/egresstest"
 )
 
 func newKey(t testing.TB) []byte {

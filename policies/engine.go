@@ -1,11 +1,4 @@
-// Package policy evaluates Conclave's Rego authorization policies: it
-// implements core.Authorizer on top of OPA.
-//
-// New loads the policies once (the set embedded from policies/, or the .rego
-// files of a directory), compiles them and prepares the query
-// data.conclave.authz.decision; Decide then evaluates that prepared query
-// for each request. Decide is safe for concurrent use.
-package policy
+package policies
 
 import (
 	"context"
@@ -24,7 +17,6 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 
 	"github.com/conclavehq/conclave/core"
-	"github.com/conclavehq/conclave/policies"
 )
 
 // Query is the query a policy set must answer: an object
@@ -66,7 +58,7 @@ var _ core.Authorizer = (*Engine)(nil)
 // naming the file and line; so does a set that defines no decision, or whose
 // decision does not have the expected shape.
 func New(ctx context.Context, cfg Config) (*Engine, error) {
-	fsys, source, prefix := fs.FS(policies.FS), "embedded policies", "policies"
+	fsys, source, prefix := fs.FS(FS), "embedded policies", "policies"
 	if cfg.Dir != "" {
 		info, err := os.Stat(cfg.Dir)
 		if err != nil {

@@ -25,9 +25,9 @@ import (
 	"github.com/conclavehq/conclave/adapters"
 	"github.com/conclavehq/conclave/adapters/sim"
 	"github.com/conclavehq/conclave/core"
-	"github.com/conclavehq/conclave/internal/byok"
-	"github.com/conclavehq/conclave/internal/egress"
-	"github.com/conclavehq/conclave/internal/egress/creds"
+	"github.com/conclavehq/conclave/plugins/byok"
+	"github.com/conclavehq/conclave/plugins/egress"
+	"github.com/conclavehq/conclave/plugins/egress/creds"
 	"github.com/conclavehq/conclave/plugins/goplugin"
 	"github.com/conclavehq/conclave/plugins/manifest"
 	"github.com/conclavehq/conclave/plugins/wasmhost"
@@ -130,16 +130,7 @@ func Start(ctx context.Context, cfg Config) (_ *Providers, err error) {
 				}
 				cfg.Logger.Info("simulated provider started", slog.String("url", p.sim.URL()), slog.String("profile", scfg.Profile))
 			}
-			e.Endpoint = p.sim.Endpoint(e.Adapter)
-			if e.Adapter == "bedrock" {
-				if e.AWSRegion == "" {
-					e.AWSRegion = "us-east-1"
-				}
-				if e.AWSRoleARN == "" {
-					e.AWSRoleARN = "arn:aws:iam::000000000000:role/conclave-sim"
-				}
-				e.STSEndpoint = p.sim.Endpoint("sts")
-			}
+			p.sim.WireEngine(&e)
 			simKeys[e.ID] = p.simKey
 		}
 		p.engines[e.ID] = &e
@@ -187,8 +178,10 @@ func Start(ctx context.Context, cfg Config) (_ *Providers, err error) {
 	}
 	if p.sim != nil {
 		// The simulator's STS issues session credentials to anyone who
-		// signs AssumeRole; these base credentials identify the service to it.
-		base := credentials.NewStaticCredentialsProvider("AKIASIMULATED0000000", "simulated-base-secret", "")
+		// signs AssumeRole; its account's base credentials identify the
+		// service to it.
+		acct := p.sim.AWSAccount()
+		base := credentials.NewStaticCredentialsProvider(acct.AccessKeyID, acct.SecretAccessKey, "")
 		role, err := creds.NewAWSRoleCredentials(creds.AWSRoleConfig{Base: base})
 		if err != nil {
 			return nil, fmt.Errorf("simulated AWS role credentials: %w", err)
@@ -224,22 +217,16 @@ func (p *Providers) adapterFor(ctx context.Context, cfg *Config, m **manifest.Ma
 		}
 		return a, nil
 	}
-	if *m == nil {
-		if cfg.ManifestPath == "" {
-			return nil, fmt.Errorf("carrier %s needs a plugin manifest (plugins.manifest)", e.Carrier)
-		}
+	if *m == nil && cfg.ManifestPath != "" {
 		loaded, err := manifest.Load(cfg.ManifestPath)
 		if err != nil {
 			return nil, err
 		}
 		*m = loaded
 	}
-	entry, ok := (*m).Get(e.Plugin)
-	if !ok {
-		return nil, fmt.Errorf("plugin %q is not in the manifest %s", e.Plugin, (*m).Path)
-	}
-	if entry.Carrier != e.Carrier || entry.Kind != manifest.KindAdapter {
-		return nil, fmt.Errorf("plugin %q is a %s %s, not a %s adapter", e.Plugin, entry.Carrier, entry.Kind, e.Carrier)
+	entry, err := (*m).AdapterFor(e.Carrier, e.Plugin)
+	if err != nil {
+		return nil, err
 	}
 	switch e.Carrier {
 	case core.CarrierWasm:

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclavehq/conclave/core"
-	"github.com/conclavehq/conclave/internal/egress/creds"
-	"github.com/conclavehq/conclave/internal/egress/egresstest"
+	"github.com/conclavehq/conclave/plugins/egress/creds"
+	"github.com/conclavehq/conclave/plugins/egress/egresstest"
 )
 
 // clock is a settable clock.

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclavehq/conclave/core"
-	"github.com/conclavehq/conclave/internal/egress/creds"
+	"github.com/conclavehq/conclave/plugins/egress/creds"
 )
 
 const secret = "sk-test-9f8e7d6c5b4a39281706"

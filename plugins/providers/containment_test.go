@@ -16,10 +16,10 @@ import (
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/internal/config"
-	"github.com/conclavehq/conclave/internal/egress/creds"
-	"github.com/conclavehq/conclave/internal/providers"
+	"github.com/conclavehq/conclave/plugins/egress/creds"
 	"github.com/conclavehq/conclave/plugins/manifest"
 	"github.com/conclavehq/conclave/plugins/plugintest"
+	"github.com/conclavehq/conclave/plugins/providers"
 	"github.com/conclavehq/conclave/plugins/wasmhost"
 )
 

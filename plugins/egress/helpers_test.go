@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclavehq/conclave/core"
-	"github.com/conclavehq/conclave/internal/egress"
+	"github.com/conclavehq/conclave/plugins/egress"
 )
 
 // secret is the API key the tests inject; it must never reach an adapter,

@@ -16,8 +16,8 @@ import (
 	"github.com/conclavehq/conclave/adapters/sim"
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/internal/config"
-	"github.com/conclavehq/conclave/internal/providers"
 	"github.com/conclavehq/conclave/plugins/plugintest"
+	"github.com/conclavehq/conclave/plugins/providers"
 )
 
 func TestMain(m *testing.M) { plugintest.Main(m) }
@@ -169,14 +169,16 @@ func TestCredentialIsInjectedAndNeverReachesACarrierOrALog(t *testing.T) {
 
 	secret := p.SimulatorKey()
 	require.NotEmpty(t, secret)
+	awsSecret := p.Simulator().AWSAccount().SecretAccessKey
+	require.NotEmpty(t, awsSecret)
 	for id, r := range recorders {
 		require.NotEmpty(t, r.seen, id)
 		require.NotContains(t, string(r.seen), secret, "%s received the credential", id)
-		require.NotContains(t, string(r.seen), "simulated-base-secret", "%s received the AWS base secret", id)
+		require.NotContains(t, string(r.seen), awsSecret, "%s received the AWS base secret", id)
 		require.NotContains(t, strings.ToLower(string(r.seen)), "x-amz-security-token", "%s received a session token header", id)
 	}
 	require.NotContains(t, logs.String(), secret, "a log line carries the credential")
-	require.NotContains(t, logs.String(), "simulated-base-secret")
+	require.NotContains(t, logs.String(), awsSecret, "a log line carries the AWS base secret")
 }
 
 func TestDefaultTimeoutIsBounded(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/conclavehq/conclave/core"
-	"github.com/conclavehq/conclave/internal/egress/creds"
+	"github.com/conclavehq/conclave/plugins/egress/creds"
 )
 
 // Lookup reads an organisation's stored credential for one provider, with

@@ -1,4 +1,4 @@
-package policy_test
+package policies_test
 
 import (
 	"context"
@@ -10,16 +10,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclavehq/conclave/core"
-	"github.com/conclavehq/conclave/internal/policy"
 	"github.com/conclavehq/conclave/policies"
 )
 
 // embedded is one engine over the embedded policies, shared by the tests.
-var embedded = sync.OnceValues(func() (*policy.Engine, error) {
-	return policy.New(context.Background(), policy.Config{})
+var embedded = sync.OnceValues(func() (*policies.Engine, error) {
+	return policies.New(context.Background(), policies.Config{})
 })
 
-func engine(tb testing.TB) *policy.Engine {
+func engine(tb testing.TB) *policies.Engine {
 	tb.Helper()
 	e, err := embedded()
 	require.NoError(tb, err)
@@ -160,7 +159,7 @@ decision := {"allow": false, "code": "mode_not_permitted", "message": "Nothing i
 		// Test files are not loaded: this one would not even compile.
 		"authz_test.rego": "package conclave.authz_test\n\ntest_x if { undefined_function(1) }\n",
 	})
-	e, err := policy.New(t.Context(), policy.Config{Dir: dir})
+	e, err := policies.New(t.Context(), policies.Config{Dir: dir})
 	require.NoError(t, err)
 
 	d, err := e.Decide(t.Context(), &core.AuthzInput{Action: core.ActionModelsRead, Principal: key(), Org: core.OrgForPolicy(ours)})
@@ -174,7 +173,7 @@ func TestDirRecursesAndIgnoresTests(t *testing.T) {
 		"authz.rego":      "package conclave.authz\n\nimport data.conclave.tables\n\ndecision := {\"allow\": input.action in tables.allowed, \"code\": \"forbidden\", \"message\": \"\"}\n",
 		"lib/tables.rego": "package conclave.tables\n\nallowed := {\"models.read\"}\n",
 	})
-	e, err := policy.New(t.Context(), policy.Config{Dir: dir})
+	e, err := policies.New(t.Context(), policies.Config{Dir: dir})
 	require.NoError(t, err)
 	d, err := e.Decide(t.Context(), &core.AuthzInput{Action: core.ActionModelsRead})
 	require.NoError(t, err)
@@ -236,7 +235,7 @@ func TestBrokenDirFailsNew(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			dir := writePolicies(t, tt.files)
-			_, err := policy.New(t.Context(), policy.Config{Dir: dir})
+			_, err := policies.New(t.Context(), policies.Config{Dir: dir})
 			require.Error(t, err)
 			for _, w := range tt.want {
 				require.ErrorContains(t, err, w)
@@ -250,7 +249,7 @@ func TestBrokenDirFailsNew(t *testing.T) {
 
 func TestMissingDirFailsNew(t *testing.T) {
 	t.Parallel()
-	_, err := policy.New(t.Context(), policy.Config{Dir: filepath.Join(t.TempDir(), "nope")})
+	_, err := policies.New(t.Context(), policies.Config{Dir: filepath.Join(t.TempDir(), "nope")})
 	require.Error(t, err)
 }
 
@@ -264,7 +263,7 @@ decision := {"allow": false, "code": "", "message": "no code"} if input.action =
 
 decision := {"allow": "yes"} if input.action == "tests.read"
 `})
-	e, err := policy.New(t.Context(), policy.Config{Dir: dir})
+	e, err := policies.New(t.Context(), policies.Config{Dir: dir})
 	require.NoError(t, err)
 	for action, want := range map[string]string{
 		core.ActionChatCreate:   "without a code",
@@ -282,7 +281,7 @@ decision := {"allow": "yes"} if input.action == "tests.read"
 func TestImpurePoliciesAreNotMemoized(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pure, err := policy.New(ctx, policy.Config{})
+	pure, err := policies.New(ctx, policies.Config{})
 	require.NoError(t, err)
 	require.True(t, pure.Memoized())
 
@@ -296,7 +295,7 @@ denials contains {"rank": 0, "code": "insufficient_scope", "message": "maintenan
 }
 `
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(impure), 0o600))
-	e, err := policy.New(ctx, policy.Config{Dir: dir})
+	e, err := policies.New(ctx, policies.Config{Dir: dir})
 	require.NoError(t, err)
 	require.False(t, e.Memoized())
 }
@@ -318,7 +317,7 @@ func BenchmarkDecide(b *testing.B) {
 		memo int
 	}{{"memo=off", -1}, {"memo=on", 0}} {
 		b.Run(c.name, func(b *testing.B) {
-			e, err := policy.New(ctx, policy.Config{MemoEntries: c.memo})
+			e, err := policies.New(ctx, policies.Config{MemoEntries: c.memo})
 			require.NoError(b, err)
 			b.ReportAllocs()
 			for b.Loop() {
@@ -336,9 +335,9 @@ func BenchmarkDecide(b *testing.B) {
 func TestMemoAnswersLikeEvaluation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	memo, err := policy.New(ctx, policy.Config{MemoEntries: 2})
+	memo, err := policies.New(ctx, policies.Config{MemoEntries: 2})
 	require.NoError(t, err)
-	plain, err := policy.New(ctx, policy.Config{MemoEntries: -1})
+	plain, err := policies.New(ctx, policies.Config{MemoEntries: -1})
 	require.NoError(t, err)
 	inputs := []*core.AuthzInput{
 		{Action: core.ActionModelsRead, Principal: key(), Org: core.OrgForPolicy(ours), Mode: maxMode},

@@ -1,0 +1,32 @@
+package internal_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclavehq/conclave/internal/deptest"
+)
+
+// TestStorageImportRule enforces that only the wiring (cmd) and the
+// storage side — pgstore itself, the River workers that run on its driver
+// and pgtest, which builds the test databases — import pgstore; everything
+// else reaches storage through core's store interfaces.
+func TestStorageImportRule(t *testing.T) {
+	t.Parallel()
+	n := deptest.Check(t, deptest.Rule{
+		Packages:  ".",
+		Except:    []string{"cmd", "internal/pgstore", "internal/jobs", "internal/pgtest"},
+		Forbidden: []string{deptest.Module + "/internal/pgstore"},
+	})
+	require.Positive(t, n, "the rule covers the module")
+}
+
+// TestInternalImportRule enforces that internal/ sits below the carriers
+// and the wiring: nothing in it imports api, mcp or cmd.
+func TestInternalImportRule(t *testing.T) {
+	t.Parallel()
+	m := deptest.Module + "/"
+	n := deptest.Check(t, deptest.Rule{Packages: "internal", Forbidden: []string{m + "api", m + "mcp", m + "cmd"}})
+	require.Positive(t, n, "the rule covers internal")
+}
