@@ -13,13 +13,13 @@ import (
 	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/deliberate"
 	"github.com/conclavehq/conclave/internal/config"
-	"github.com/conclavehq/conclave/plugins/egress"
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
-	"github.com/conclavehq/conclave/policies"
-	"github.com/conclavehq/conclave/plugins/providers"
 	"github.com/conclavehq/conclave/internal/tokens"
+	"github.com/conclavehq/conclave/plugins/egress"
 	"github.com/conclavehq/conclave/plugins/protocol/direct"
+	"github.com/conclavehq/conclave/plugins/providers"
+	"github.com/conclavehq/conclave/policies"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
