@@ -4,8 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/conclavehq/conclave/internal/deptest"
 )
 
@@ -19,13 +17,12 @@ const exampleCarriers = "adapters/example/*/*"
 // engine, api, mcp or the wiring.
 func TestAdapterImportRule(t *testing.T) {
 	t.Parallel()
-	n := deptest.Check(t, deptest.Rule{
+	deptest.Check(t, deptest.Rule{
 		Packages:  "adapters",
 		Except:    []string{exampleCarriers},
 		Only:      []string{"core", "adapters"},
 		Forbidden: slices.Concat(deptest.Storage, deptest.PolicyEngine, deptest.PluginRuntimes),
 	})
-	require.Positive(t, n, "the rule covers adapters")
 }
 
 // TestExampleCarrierImportRule lets the example carriers add the guest side
@@ -34,11 +31,10 @@ func TestAdapterImportRule(t *testing.T) {
 // host: no wasmhost, egress, providers or byok.
 func TestExampleCarrierImportRule(t *testing.T) {
 	t.Parallel()
-	n := deptest.Check(t, deptest.Rule{
+	deptest.Check(t, deptest.Rule{
 		Packages: exampleCarriers,
 		Only: []string{"core", "adapters",
 			"plugins/wasmguest", "plugins/goplugin", "plugins/abi", "plugins/manifest"},
 		Forbidden: slices.Concat(deptest.Storage, deptest.PolicyEngine, []string{"github.com/tetratelabs/wazero"}),
 	})
-	require.Positive(t, n, "the rule covers the example carriers")
 }

@@ -4,8 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/conclavehq/conclave/internal/deptest"
 )
 
@@ -17,9 +15,6 @@ import (
 func TestCarrierImportRule(t *testing.T) {
 	t.Parallel()
 	forbidden := slices.Concat(deptest.Storage, deptest.PolicyEngine, deptest.PluginRuntimes)
-	n := deptest.Check(t, deptest.Rule{Packages: "api", Only: []string{"core", "api"}, Forbidden: forbidden})
-	require.Positive(t, n, "the rule covers api")
-	if n := deptest.Check(t, deptest.Rule{Packages: "mcp", Only: []string{"core", "mcp"}, Forbidden: forbidden}); n == 0 {
-		t.Log("mcp/ has no Go package yet: its rule checked nothing")
-	}
+	deptest.Check(t, deptest.Rule{Packages: "api", Only: []string{"core", "api"}, Forbidden: forbidden})
+	deptest.Check(t, deptest.Rule{Packages: "mcp", Only: []string{"core", "mcp"}, Forbidden: forbidden, Planned: true})
 }

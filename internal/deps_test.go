@@ -3,8 +3,6 @@ package internal_test
 import (
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/conclavehq/conclave/internal/deptest"
 )
 
@@ -14,12 +12,11 @@ import (
 // else reaches storage through core's store interfaces.
 func TestStorageImportRule(t *testing.T) {
 	t.Parallel()
-	n := deptest.Check(t, deptest.Rule{
+	deptest.Check(t, deptest.Rule{
 		Packages:  ".",
 		Except:    []string{"cmd", "internal/pgstore", "internal/jobs", "internal/pgtest"},
 		Forbidden: []string{deptest.Module + "/internal/pgstore"},
 	})
-	require.Positive(t, n, "the rule covers the module")
 }
 
 // TestInternalImportRule enforces that internal/ sits below the carriers
@@ -27,6 +24,5 @@ func TestStorageImportRule(t *testing.T) {
 func TestInternalImportRule(t *testing.T) {
 	t.Parallel()
 	m := deptest.Module + "/"
-	n := deptest.Check(t, deptest.Rule{Packages: "internal", Forbidden: []string{m + "api", m + "mcp", m + "cmd"}})
-	require.Positive(t, n, "the rule covers internal")
+	deptest.Check(t, deptest.Rule{Packages: "internal", Forbidden: []string{m + "api", m + "mcp", m + "cmd"}})
 }

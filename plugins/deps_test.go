@@ -4,8 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/conclavehq/conclave/internal/deptest"
 )
 
@@ -16,9 +14,8 @@ import (
 func TestPluginsImportRule(t *testing.T) {
 	t.Parallel()
 	m := deptest.Module + "/"
-	n := deptest.Check(t, deptest.Rule{
+	deptest.Check(t, deptest.Rule{
 		Packages:  "plugins",
 		Forbidden: slices.Concat([]string{m + "api", m + "mcp", m + "cmd", m + "internal/pgstore"}, deptest.Storage),
 	})
-	require.Positive(t, n, "the rule covers plugins")
 }

@@ -4,8 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/conclavehq/conclave/internal/deptest"
 )
 
@@ -14,10 +12,9 @@ import (
 // wiring.
 func TestPoliciesImportRule(t *testing.T) {
 	t.Parallel()
-	n := deptest.Check(t, deptest.Rule{
+	deptest.Check(t, deptest.Rule{
 		Packages:  "policies",
 		Only:      []string{"core", "policies"},
 		Forbidden: slices.Concat(deptest.Storage, deptest.PluginRuntimes, []string{"github.com/go-chi/chi"}),
 	})
-	require.Positive(t, n, "the rule covers policies")
 }

@@ -61,13 +61,16 @@ type Rule struct {
 	// each with everything below it: full paths, such as Module+"/api" or
 	// "github.com/jackc/pgx". Defaults to none.
 	Forbidden []string
+	// Planned marks a rule written ahead of its folder (mcp/, before it has
+	// Go code): covering no package is then not a failure. Defaults to
+	// false: a rule that covers nothing fails, as a mistyped Packages would.
+	Planned bool
 }
 
 // Check fails t once for each dependency of a covered package that r
-// forbids, naming both. It returns how many packages r covers, so that a
-// rule written ahead of its folder (mcp/, before it has Go code) can say
-// it checked nothing yet.
-func Check(t testing.TB, r Rule) int {
+// forbids, naming both; and once when r covers no package, unless r is
+// Planned.
+func Check(t testing.TB, r Rule) {
 	t.Helper()
 	if r.Packages == "" {
 		t.Fatal("deptest: Rule.Packages is required")
@@ -83,6 +86,12 @@ func Check(t testing.TB, r Rule) int {
 		}
 	}
 	sort.Strings(pkgs)
+	switch {
+	case len(pkgs) == 0 && r.Planned:
+		t.Logf("deptest: %s has no Go package yet; its rule checked nothing", r.Packages)
+	case len(pkgs) == 0:
+		t.Errorf("deptest: no package matches %s", r.Packages)
+	}
 	for _, p := range pkgs {
 		for _, dep := range deps[p] {
 			if why := r.forbids(dep); why != "" {
@@ -90,7 +99,6 @@ func Check(t testing.TB, r Rule) int {
 			}
 		}
 	}
-	return len(pkgs)
 }
 
 // forbids says why r forbids dep, or "" when it does not.

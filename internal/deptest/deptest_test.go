@@ -1,6 +1,7 @@
 package deptest
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -33,4 +34,31 @@ func TestForbids(t *testing.T) {
 	require.NotEmpty(t, r.forbids(Module+"/corex"), "a sibling of core is not core")
 	require.NotEmpty(t, r.forbids("github.com/jackc/pgx/v5/pgconn"), "below a forbidden path")
 	require.Empty(t, Rule{}.forbids(Module+"/cmd/conclave"), "no rule, no limit")
+}
+
+// recorder keeps what Check reports instead of failing the test.
+type recorder struct {
+	testing.TB
+	errs []string
+}
+
+func (r *recorder) Helper()             {}
+func (r *recorder) Logf(string, ...any) {}
+func (r *recorder) Errorf(format string, a ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, a...))
+}
+
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	check := func(r Rule) []string {
+		rec := &recorder{TB: t}
+		Check(rec, r)
+		return rec.errs
+	}
+	require.Equal(t, []string{"deptest: no package matches no-such-folder"}, check(Rule{Packages: "no-such-folder"}),
+		"a rule that covers nothing fails")
+	require.Empty(t, check(Rule{Packages: "no-such-folder", Planned: true}), "unless it is planned")
+	require.Empty(t, check(Rule{Packages: "internal/deptest", Only: []string{"core"}}), "deptest needs only the standard library")
+	require.Contains(t, check(Rule{Packages: "internal/pgstore", Only: []string{"core"}}),
+		"internal/pgstore depends on "+Module+"/plugins/byok, which is outside core")
 }
