@@ -59,10 +59,11 @@
 //
 // # Cost
 //
-// A call's cost at the source is its input tokens at the engine's input
-// price plus its output tokens at the output price, per million tokens,
-// rounded up to a whole micro-dollar. Reasoning tokens are reported but not
-// priced separately: providers count them inside the output tokens.
+// A call's cost at the source is core.CallCost, the one price function:
+// its input tokens at the engine's input price plus its output tokens at the
+// output price, per million tokens, rounded up to a whole micro-dollar.
+// Reasoning tokens are reported but not priced separately: providers count
+// them inside the output tokens.
 //
 // Nothing the engine starts outlives Run: every call runs under a child
 // context that is cancelled when its round closes, and Run waits for them.

@@ -193,7 +193,9 @@ func (r *run) call(ctx context.Context, c Call, sreq *core.SeatRequest) (*core.S
 	if c.Outcome == OutcomeOK && c.Ended.After(c.Started) {
 		r.e.latencyOf(c.Engine).add(c.Ended.Sub(c.Started))
 	}
-	c.Cost = r.e.costOf(c.Engine, c.InputTokens, c.OutputTokens)
+	if eng, ok := r.e.cfg.Catalog.Engine(c.Engine); ok {
+		c.Cost = core.CallCost(c.InputTokens, c.OutputTokens, eng)
+	}
 	r.mu.Lock()
 	r.calls = append(r.calls, c)
 	r.mu.Unlock()
@@ -201,16 +203,6 @@ func (r *run) call(ctx context.Context, c Call, sreq *core.SeatRequest) (*core.S
 		return nil, c.Outcome
 	}
 	return ans, ""
-}
-
-// costOf prices tokens at the engine's per-MTok prices, rounding up.
-func (e *Engine) costOf(engineID string, in, out int) core.Micros {
-	eng, ok := e.cfg.Catalog.Engines()[engineID]
-	if !ok {
-		return 0
-	}
-	total := int64(in)*int64(eng.InputPerMTok) + int64(out)*int64(eng.OutputPerMTok)
-	return core.Micros((total + 999_999) / 1_000_000)
 }
 
 // spent sums the cost of the calls recorded so far, and of those of round n.
