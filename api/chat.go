@@ -63,7 +63,7 @@ type panelBlock struct {
 	Mode                 string                       `json:"mode"`
 	ModeKey              string                       `json:"mode_key"`
 	ModeConfigHash       string                       `json:"mode_config_hash"`
-	Lane                 string                       `json:"lane"`
+	Lane                 core.Lane                    `json:"lane"`
 	Rounds               int                          `json:"rounds"`
 	Seats                int                          `json:"seats"`
 	SeatsAnswered        int                          `json:"seats_answered"`
@@ -85,8 +85,8 @@ type panelBlock struct {
 	LatencyMS            int64                        `json:"latency_ms"`
 	Engines              []string                     `json:"engines"`
 	Substitutions        []deliberate.Substitution    `json:"substitutions"`
-	SeatsUnavailable     []deliberate.Unavailable     `json:"seats_unavailable,omitempty"`
-	StaffUnavailable     []deliberate.Unavailable     `json:"staff_unavailable,omitempty"`
+	SeatsUnavailable     []core.Unavailable           `json:"seats_unavailable,omitempty"`
+	StaffUnavailable     []core.Unavailable           `json:"staff_unavailable,omitempty"`
 	Persisted            bool                         `json:"persisted"`
 }
 
@@ -212,7 +212,7 @@ func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
 // surcharge is the mode's surcharge for the call: its express price on the
 // express lane when it has one, else the price for the classified depth.
 func surcharge(mode *core.Mode, res *deliberate.Result) core.Micros {
-	if res.Lane == deliberate.LaneExpress && mode.Pricing.Express != nil {
+	if res.Lane == core.LaneExpress && mode.Pricing.Express != nil {
 		return *mode.Pricing.Express
 	}
 	return mode.Pricing.SurchargeFor(res.Classification.Depth)
@@ -313,10 +313,10 @@ func receiptFor(mode *core.Mode, hash string, res *deliberate.Result, bill core.
 					call.JudgeScore = &s
 				}
 			}
-			best := c.Round == last && c.Seat == res.BestSeat.Seat && c.Engine == res.BestSeat.Engine && c.Outcome == deliberate.OutcomeOK
+			best := c.Round == last && c.Seat == res.BestSeat.Seat && c.Engine == res.BestSeat.ModelUsed && c.Outcome == deliberate.OutcomeOK
 			call.IsBestSeat = &best
 			if best && rc.BestSeat == nil {
-				rc.BestSeat = &core.BestSeat{ModelUsed: c.Engine, JudgeScore: res.BestSeat.Score, Content: c.Content}
+				rc.BestSeat = &core.BestSeat{ModelUsed: c.Engine, JudgeScore: res.BestSeat.JudgeScore, Content: c.Content}
 			}
 			rc.Seats = append(rc.Seats, call)
 			continue

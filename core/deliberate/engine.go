@@ -153,7 +153,7 @@ type run struct {
 // to the Caller, so that they may run on its own provider credentials
 // (bring-your-own-key); staff calls — judge, synthesis, classifier — name
 // none and always run on the service's.
-func (r *run) call(ctx context.Context, c Call, sreq *core.SeatRequest) (*core.SeatAnswer, string) {
+func (r *run) call(ctx context.Context, c Call, sreq *core.SeatRequest) (*core.SeatAnswer, Outcome) {
 	now := r.e.cfg.Now
 	org := ""
 	if c.Seat != "" {
@@ -170,15 +170,15 @@ func (r *run) call(ctx context.Context, c Call, sreq *core.SeatRequest) (*core.S
 	case err != nil && ctx.Err() != nil:
 		c.Outcome = OutcomeCancelled
 	case err != nil:
-		c.Outcome = string(core.ErrorAdapterFailed)
+		c.Outcome = Outcome(core.ErrorAdapterFailed)
 		var pe *core.ProviderError
 		if errors.As(err, &pe) {
-			c.Outcome = string(pe.Class)
+			c.Outcome = Outcome(pe.Class)
 		}
 	case ans == nil:
-		c.Outcome = string(core.ErrorMalformed)
+		c.Outcome = Outcome(core.ErrorMalformed)
 	case ans.Error != nil:
-		c.Outcome = string(ans.Error.Class)
+		c.Outcome = Outcome(ans.Error.Class)
 		if ctx.Err() != nil {
 			c.Outcome = OutcomeCancelled
 		}
@@ -235,12 +235,12 @@ func (r *run) staffCall(ctx context.Context, role string, round int, sreq *core.
 	if rr.win != nil {
 		return rr.win, rr.engine, ""
 	}
-	reason := s.Engine + " failed: " + rr.primaryWhy
+	reason := s.Engine + " failed: " + string(rr.primaryWhy)
 	if rr.primaryWhy == "" {
 		reason = s.Engine + " was cancelled"
 	}
 	if backup != nil && rr.backupWhy != "" {
-		reason += "; backup " + s.Backup + " failed: " + rr.backupWhy
+		reason += "; backup " + s.Backup + " failed: " + string(rr.backupWhy)
 	}
 	return nil, "", reason
 }
@@ -353,7 +353,7 @@ func (e *Engine) Run(ctx context.Context, req *Request) (*Result, error) {
 		return nil, err
 	}
 	if why != "" {
-		res.StaffUnavailable = append(res.StaffUnavailable, Unavailable{Role: RoleClassifier, Reason: why + "; the heuristic classified"})
+		res.StaffUnavailable = append(res.StaffUnavailable, core.Unavailable{Role: RoleClassifier, Reason: why + "; the heuristic classified"})
 	}
 	res.Classification = Classification{Score: cls.Score, Depth: cls.Depth, TaskType: cls.TaskType, HallucinationRisk: cls.HallucinationRisk, By: cls.By}
 
@@ -389,7 +389,7 @@ func (r *run) finish(res *Result) {
 		res.Usage.CompletionTokens += c.OutputTokens
 		res.Usage.ReasoningTokens += c.ReasoningTokens
 		res.Cost += c.Cost
-		if c.Outcome == string(core.ErrorEgressRefused) {
+		if c.Outcome == Outcome(core.ErrorEgressRefused) {
 			continue // never left the service
 		}
 		if c.Seat != "" {
@@ -440,7 +440,7 @@ func seatRole(i int) string { return fmt.Sprintf("seat-%d", i+1) }
 // express runs the express lane: the first seat alone, no judge, no
 // synthesis.
 func (r *run) express(ctx context.Context, seat core.Seat, res *Result) error {
-	res.Lane = LaneExpress
+	res.Lane = core.LaneExpress
 	res.BestSeatJudgedBy = JudgedByExpressLane
 	res.Seats = 1
 	seats := []*seatState{{role: seatRole(0), seat: seat}}
@@ -459,7 +459,7 @@ func (r *run) express(ctx context.Context, seat core.Seat, res *Result) error {
 	if o.finish == core.FinishLength {
 		res.Finish = FinishLength
 	}
-	res.BestSeat = BestSeat{Seat: o.role, Engine: o.engine}
+	res.BestSeat = core.BestSeat{Seat: o.role, ModelUsed: o.engine, Content: o.text}
 	res.BestSeatRationale = fmt.Sprintf("The question scored %.3g, under the mode's express threshold of %.3g, so %s answered alone.",
 		res.Classification.Score, r.req.Mode.Deliberation.ExpressThreshold, o.role)
 	return nil
@@ -472,7 +472,7 @@ func (r *run) account(outs []*seatOutcome, res *Result) {
 			res.Substitutions = append(res.Substitutions, *o.sub)
 		}
 		if o.closedBy == ClosedByUnavailable {
-			res.SeatsUnavailable = append(res.SeatsUnavailable, Unavailable{Role: o.role, Reason: o.reason})
+			res.SeatsUnavailable = append(res.SeatsUnavailable, core.Unavailable{Role: o.role, Reason: o.reason})
 		}
 	}
 }
@@ -489,7 +489,7 @@ func hasSub(list []Substitution, s Substitution) bool {
 // panel runs the seats' rounds, judging each, then synthesis.
 func (r *run) panel(ctx context.Context, row []core.Seat, cls *classify.Result, res *Result) error {
 	d := r.req.Mode.Deliberation
-	res.Lane = LanePanel
+	res.Lane = core.LanePanel
 	res.Seats = len(row)
 	seats := make([]*seatState, len(row))
 	for i, s := range row {
@@ -572,7 +572,7 @@ func (r *run) panel(ctx context.Context, row []core.Seat, cls *classify.Result, 
 	}
 	res.ContestedPassage = judg.passage
 	best := judg.best
-	res.BestSeat = BestSeat{Seat: best.role, Engine: best.engine, Score: judg.bestScore}
+	res.BestSeat = core.BestSeat{Seat: best.role, ModelUsed: best.engine, JudgeScore: judg.bestScore, Content: best.text}
 	res.BestSeatJudgedBy = judg.by
 	res.BestSeatRationale = judg.rationale(len(res.Rounds))
 
@@ -588,7 +588,7 @@ func (r *run) panel(ctx context.Context, row []core.Seat, cls *classify.Result, 
 		}
 		return nil
 	}
-	res.StaffUnavailable = append(res.StaffUnavailable, Unavailable{Role: RoleSynthesis, Reason: why + "; the best seat's answer was returned"})
+	res.StaffUnavailable = append(res.StaffUnavailable, core.Unavailable{Role: RoleSynthesis, Reason: why + "; the best seat's answer was returned"})
 	res.Answer = best.text
 	if best.finish == core.FinishLength {
 		res.Finish = FinishLength

@@ -141,7 +141,7 @@ func (r *run) seat(ctx context.Context, n int, s *seatState, msgs []core.Message
 			reason := "hedged: the primary had not answered in time"
 			switch {
 			case rr.primaryWhy != "":
-				reason = "the primary failed: " + rr.primaryWhy
+				reason = "the primary failed: " + string(rr.primaryWhy)
 			case primary == nil:
 				reason = "the primary failed in an earlier round"
 			}
@@ -172,7 +172,7 @@ type raced struct {
 	hedged   bool
 	// primaryWhy and backupWhy are the failures' outcomes ("" when that
 	// call did not fail, or was cancelled).
-	primaryWhy, backupWhy string
+	primaryWhy, backupWhy Outcome
 }
 
 // race runs primary (nil: skip to the backup), starts backup (nil: none)
@@ -278,7 +278,7 @@ func (r *run) race(ctx context.Context, primary, backup *Call, sreq *core.SeatRe
 // attempt is one call's end.
 type attempt struct {
 	ans *core.SeatAnswer
-	why string
+	why Outcome
 }
 
 // runBackup runs the backup alone, in place of a failed or absent primary.

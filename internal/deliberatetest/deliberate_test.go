@@ -53,7 +53,7 @@ func checkAccounting(t *testing.T, res *deliberate.Result) {
 func callsOf(res *deliberate.Result) map[string]int {
 	m := map[string]int{}
 	for _, c := range res.Calls {
-		m[c.Role+" "+c.Engine+" "+c.Outcome]++
+		m[c.Role+" "+c.Engine+" "+string(c.Outcome)]++
 	}
 	return m
 }
@@ -62,12 +62,12 @@ func TestExpressLane(t *testing.T) {
 	t.Parallel()
 	res, err := run(t, newEngine(t, nil), testMode(nil), "What is 2 + 2?")
 	require.NoError(t, err)
-	require.Equal(t, deliberate.LaneExpress, res.Lane)
+	require.Equal(t, core.LaneExpress, res.Lane)
 	require.Equal(t, "2 + 2 = 4.", res.Answer)
 	require.Equal(t, deliberate.FinishStop, res.Finish)
 	require.Nil(t, res.Converged)
 	require.Equal(t, deliberate.JudgedByExpressLane, res.BestSeatJudgedBy)
-	require.Equal(t, deliberate.BestSeat{Seat: "seat-1", Engine: "sim/s1"}, res.BestSeat)
+	require.Equal(t, core.BestSeat{Seat: "seat-1", ModelUsed: "sim/s1", Content: res.Answer}, res.BestSeat)
 	require.Equal(t, "heuristic", res.Classification.By)
 	require.Equal(t, core.DepthLight, res.Classification.Depth)
 	require.Equal(t, 1, res.Seats)
@@ -86,7 +86,7 @@ func TestPanelConvergesInOneRound(t *testing.T) {
 	mode := testMode(func(d *core.Deliberation) { d.ExpressThreshold = 0 })
 	res, err := run(t, newEngine(t, nil), mode, "What is 17 * 23?")
 	require.NoError(t, err)
-	require.Equal(t, deliberate.LanePanel, res.Lane)
+	require.Equal(t, core.LanePanel, res.Lane)
 	require.Equal(t, deliberate.FinishStop, res.Finish)
 	require.NotNil(t, res.Converged)
 	require.True(t, *res.Converged)
@@ -100,8 +100,8 @@ func TestPanelConvergesInOneRound(t *testing.T) {
 	require.Equal(t, map[string]int{
 		"seat-1 sim/s1 ok": 1, "seat-2 sim/s2 ok": 1, "seat-3 sim/s3 ok": 1, "judge sim/judge ok": 1, "synthesis sim/synth ok": 1,
 	}, callsOf(res))
-	require.NotNil(t, res.BestSeat.Score)
-	require.GreaterOrEqual(t, *res.BestSeat.Score, 0.8)
+	require.NotNil(t, res.BestSeat.JudgeScore)
+	require.GreaterOrEqual(t, *res.BestSeat.JudgeScore, 0.8)
 	require.Equal(t, res.DivergenceFirstRound, res.DivergenceFinalRound)
 	for _, c := range res.Calls {
 		require.NotContains(t, c.Content, "sim/", "no engine name reaches an answer")
@@ -113,7 +113,7 @@ func TestDisagreementRunsCritiqueRound(t *testing.T) {
 	t.Parallel()
 	res, err := run(t, newEngine(t, nil), testMode(nil), openQ+split)
 	require.NoError(t, err)
-	require.Equal(t, deliberate.LanePanel, res.Lane)
+	require.Equal(t, core.LanePanel, res.Lane)
 	require.Len(t, res.Rounds, 2)
 	require.NotNil(t, res.Converged)
 	require.False(t, *res.Converged)
@@ -228,7 +228,7 @@ func TestSeatUnavailable(t *testing.T) {
 	mode := testMode(func(d *core.Deliberation) { d.Critique = core.CritiqueNever })
 	res, err := run(t, newEngine(t, nil), mode, openQ+" [[sim@s3: error=overloaded]] [[sim@b3: error=auth_refused]]")
 	require.NoError(t, err)
-	require.Equal(t, []deliberate.Unavailable{{Role: "seat-3", Reason: "sim/s3 failed (overloaded); backup sim/b3 failed (auth_refused)"}}, res.SeatsUnavailable)
+	require.Equal(t, []core.Unavailable{{Role: "seat-3", Reason: "sim/s3 failed (overloaded); backup sim/b3 failed (auth_refused)"}}, res.SeatsUnavailable)
 	require.Equal(t, 3, res.Seats)
 	require.Equal(t, 2, res.SeatsAnswered)
 	require.Empty(t, res.Substitutions)
@@ -244,7 +244,7 @@ func TestJudgeFallsBackToHeuristic(t *testing.T) {
 	require.Equal(t, deliberate.JudgedByHeuristic, res.BestSeatJudgedBy)
 	require.Nil(t, res.Converged, "no judge read the round")
 	require.Nil(t, res.DivergenceFinalRound)
-	require.Equal(t, []deliberate.Unavailable{{Role: "judge", Reason: "sim/judge failed: overloaded; backup sim/judgeb failed: rate_limited; the heuristic chose the best seat"}}, res.StaffUnavailable)
+	require.Equal(t, []core.Unavailable{{Role: "judge", Reason: "sim/judge failed: overloaded; backup sim/judgeb failed: rate_limited; the heuristic chose the best seat"}}, res.StaffUnavailable)
 	j := res.Rounds[0].Judgment
 	require.Equal(t, deliberate.JudgedByHeuristic, j.By)
 	require.Len(t, j.Scores, 3)
@@ -260,7 +260,7 @@ func TestSynthesisFallsBackToBestSeat(t *testing.T) {
 	mode := testMode(func(d *core.Deliberation) { d.Critique = core.CritiqueNever })
 	res, err := run(t, newEngine(t, nil), mode, openQ+" [[sim@synth: error=overloaded]] [[sim@synthb: error=bad_request]]")
 	require.NoError(t, err)
-	require.Equal(t, []deliberate.Unavailable{{Role: "synthesis", Reason: "sim/synth failed: overloaded; backup sim/synthb failed: bad_request; the best seat's answer was returned"}}, res.StaffUnavailable)
+	require.Equal(t, []core.Unavailable{{Role: "synthesis", Reason: "sim/synth failed: overloaded; backup sim/synthb failed: bad_request; the best seat's answer was returned"}}, res.StaffUnavailable)
 	var best string
 	for _, c := range res.Calls {
 		if c.Role == res.BestSeat.Seat {
@@ -344,7 +344,7 @@ func TestClassifier(t *testing.T) {
 	out, err := run(t, e, mode, "What is 2 + 2?")
 	require.NoError(t, err)
 	require.Equal(t, "heuristic", out.Classification.By)
-	require.Equal(t, []deliberate.Unavailable{{Role: "classifier", Reason: "sim/clf replied without the expected JSON; the heuristic classified"}}, out.StaffUnavailable)
+	require.Equal(t, []core.Unavailable{{Role: "classifier", Reason: "sim/clf replied without the expected JSON; the heuristic classified"}}, out.StaffUnavailable)
 	require.Equal(t, map[string]int{"classifier sim/clf ok": 1, "seat-1 sim/s1 ok": 1}, callsOf(out))
 	checkAccounting(t, out)
 }
