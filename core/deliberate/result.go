@@ -9,7 +9,7 @@ import (
 // Finish reasons of a deliberation.
 const (
 	FinishStop    = "stop"     // the deliberation ran to its end
-	FinishCostCap = "cost_cap" // a critique round was skipped: it would have passed the mode's cost ceiling
+	FinishCostCap = "cost_cap" // a critique round was skipped: it would have passed the mode's cost ceiling or the call's budget
 	FinishLength  = "length"   // the answer was cut off
 )
 

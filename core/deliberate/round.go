@@ -29,8 +29,11 @@ type seatOutcome struct {
 	hedged   bool
 	text     string
 	finish   string
-	reason   string // why it did not answer
-	sub      *Substitution
+	// outTokens is the answer's output tokens, which project the seat's
+	// next answer.
+	outTokens int
+	reason    string // why it did not answer
+	sub       *Substitution
 }
 
 // round runs one pass of the seats and closes it per the quorum rule. It
@@ -136,7 +139,7 @@ func (r *run) seat(ctx context.Context, n int, s *seatState, msgs []core.Message
 	switch {
 	case rr.win != nil:
 		out.answered, out.closedBy = true, ClosedByAnswered
-		out.text, out.finish = rr.win.Text, rr.win.Finish
+		out.text, out.finish, out.outTokens = rr.win.Text, rr.win.Finish, rr.win.OutputTokens
 		if rr.byBackup {
 			reason := "hedged: the primary had not answered in time"
 			switch {

@@ -285,6 +285,36 @@ func TestCostCapStopsCritique(t *testing.T) {
 	checkAccounting(t, res)
 }
 
+// A call's budget that fits one round stops the critique the mode would
+// run: a real answer from a shorter deliberation, finishing cost_cap.
+func TestBudgetStopsCritique(t *testing.T) {
+	t.Parallel()
+	mode := testMode(func(d *core.Deliberation) { d.MaxRounds = 3 })
+	full, err := run(t, newEngine(t, nil), mode, openQ+split)
+	require.NoError(t, err)
+	require.Len(t, full.Rounds, 3, "the seats never converge")
+	require.Equal(t, deliberate.FinishStop, full.Finish)
+
+	e := newEngine(t, nil)
+	p := plan(t, e, mode, openQ+split)
+	require.Equal(t, core.LanePanel, p.Lane)
+	require.Equal(t, 3, p.MaxRounds)
+	require.Positive(t, p.MinCost)
+	p.Request.Budget = full.Rounds[0].Cost
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := e.Execute(ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, deliberate.FinishCostCap, res.Finish)
+	require.Len(t, res.Rounds, 1)
+	require.Equal(t, full.Rounds[0].Cost, res.Rounds[0].Cost)
+	require.False(t, *res.Converged)
+	require.Equal(t, 1, callsOf(res)["synthesis sim/synth ok"], "the shorter deliberation is still synthesised")
+	require.NotEmpty(t, res.Answer)
+	require.Less(t, res.Cost, full.Cost)
+	checkAccounting(t, res)
+}
+
 func TestSynthesisCutOffIsLength(t *testing.T) {
 	t.Parallel()
 	mode := testMode(func(d *core.Deliberation) { d.Critique = core.CritiqueNever })
@@ -321,19 +351,14 @@ func TestClassifier(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, nil)
 	mode := testMode(func(d *core.Deliberation) { d.Staff["classifier"] = core.Staff{Engine: "sim/clf"} })
-	ctx := context.Background()
 
 	// The simulator answers a plain JSON request with {"answer": …}: no
 	// score, so the heuristic classifies.
-	msgs := []core.Message{{Role: core.RoleUser, Content: openQ}}
-	res, err := e.Classify(ctx, mode, msgs)
-	require.NoError(t, err)
+	res := plan(t, e, mode, openQ).Classification
 	require.Equal(t, "heuristic", res.By)
 	require.Equal(t, core.DepthMedium, res.Depth)
 
-	msgs = []core.Message{{Role: core.RoleUser, Content: openQ + ` [[sim@clf: answer={"score":0.91,"depth":"deep","task_type":"judgement","hallucination_risk":"low"}]]`}}
-	res, err = e.Classify(ctx, mode, msgs)
-	require.NoError(t, err)
+	res = plan(t, e, mode, openQ+` [[sim@clf: answer={"score":0.91,"depth":"deep","task_type":"judgement","hallucination_risk":"low"}]]`).Classification
 	require.Equal(t, "sim/clf", res.By)
 	require.Equal(t, 0.91, res.Score)
 	require.Equal(t, core.DepthDeep, res.Depth)
