@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/classify"
 	"github.com/conclavehq/conclave/core/deliberate"
 )
 
@@ -352,11 +353,12 @@ func TestClassifier(t *testing.T) {
 	e := newEngine(t, nil)
 	mode := testMode(func(d *core.Deliberation) { d.Staff["classifier"] = core.Staff{Engine: "sim/clf"} })
 
-	// The simulator answers a plain JSON request with {"answer": …}: no
-	// score, so the heuristic classifies.
+	// The simulated engine answers the classifier's prompt, on the
+	// heuristic's scale.
 	res := plan(t, e, mode, openQ).Classification
-	require.Equal(t, "heuristic", res.By)
+	require.Equal(t, "sim/clf", res.By)
 	require.Equal(t, core.DepthMedium, res.Depth)
+	require.Equal(t, classify.TaskJudgement, res.TaskType)
 
 	res = plan(t, e, mode, openQ+` [[sim@clf: answer={"score":0.91,"depth":"deep","task_type":"judgement","hallucination_risk":"low"}]]`).Classification
 	require.Equal(t, "sim/clf", res.By)
@@ -365,13 +367,20 @@ func TestClassifier(t *testing.T) {
 	require.Equal(t, "judgement", res.TaskType)
 	require.Equal(t, "low", res.HallucinationRisk)
 
-	// In a run, the fallback is reported as the classifier being unavailable.
-	out, err := run(t, e, mode, "What is 2 + 2?")
-	require.NoError(t, err)
-	require.Equal(t, "heuristic", out.Classification.By)
-	require.Equal(t, []core.Unavailable{{Role: "classifier", Reason: "sim/clf replied without the expected JSON; the heuristic classified"}}, out.StaffUnavailable)
-	require.Equal(t, map[string]int{"classifier sim/clf ok": 1, "seat-1 sim/s1 ok": 1}, callsOf(out))
-	checkAccounting(t, out)
+	// In a run, a classifier engine that fails or replies without the JSON
+	// is reported unavailable, and the heuristic classifies.
+	for _, tc := range []struct{ directive, outcome, reason string }{
+		{`[[sim@clf: answer="It looks easy."]]`, "ok", "sim/clf replied without the expected JSON"},
+		{`[[sim@clf: error=overloaded]]`, "overloaded", "sim/clf failed: overloaded"},
+	} {
+		out, err := run(t, e, mode, "What is 2 + 2? "+tc.directive)
+		require.NoError(t, err)
+		require.Equal(t, "heuristic", out.Classification.By)
+		require.Equal(t, []core.Unavailable{{Role: "classifier", Reason: tc.reason + "; the heuristic classified"}}, out.StaffUnavailable)
+		require.Equal(t, 1, callsOf(out)["classifier sim/clf "+tc.outcome])
+		require.Equal(t, deliberate.RoleClassifier, out.Calls[0].Role)
+		checkAccounting(t, out)
+	}
 }
 
 func TestConfigValidation(t *testing.T) {
