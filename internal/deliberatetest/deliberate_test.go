@@ -348,6 +348,19 @@ func TestCancelMidRound(t *testing.T) {
 	require.Less(t, time.Since(start), time.Second, "cancellation ends the round at once")
 }
 
+func TestCancelWhilePlanning(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, nil)
+	mode := testMode(func(d *core.Deliberation) { d.Staff["classifier"] = core.Staff{Engine: "sim/clf"} })
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	p, err := e.Plan(ctx, request(mode, openQ+" [[sim@clf: delay=300s]]"))
+	require.ErrorIs(t, err, context.Canceled)
+	require.Nil(t, p)
+	require.Less(t, time.Since(start), time.Second, "cancellation ends the classifier's call at once")
+}
+
 func TestClassifier(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, nil)
@@ -380,6 +393,38 @@ func TestClassifier(t *testing.T) {
 		require.Equal(t, 1, callsOf(out)["classifier sim/clf "+tc.outcome])
 		require.Equal(t, deliberate.RoleClassifier, out.Calls[0].Role)
 		checkAccounting(t, out)
+	}
+}
+
+// An estimate plans and stops; a call plans and executes the plan. Both
+// classify a question alike, the call's classifier is asked once, and its
+// result — what the receipt records — carries the plan's classification,
+// lane and classifier call.
+func TestPlanThenExecute(t *testing.T) {
+	t.Parallel()
+	mode := testMode(func(d *core.Deliberation) { d.Staff["classifier"] = core.Staff{Engine: "sim/clf"} })
+	for _, tc := range []struct {
+		q    string
+		lane core.Lane
+	}{{openQ, core.LanePanel}, {"What is 2 + 2?", core.LaneExpress}} {
+		e := newEngine(t, nil)
+		estimate := plan(t, e, mode, tc.q)
+		p := plan(t, e, mode, tc.q)
+		require.Equal(t, estimate.Classification, p.Classification, tc.q)
+		require.Equal(t, "sim/clf", p.Classification.By)
+		require.Equal(t, tc.lane, p.Lane)
+		require.Len(t, p.Calls, 1)
+
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		res, err := e.Execute(ctx, p)
+		cancel()
+		require.NoError(t, err, tc.q)
+		require.Equal(t, p.Classification, res.Classification)
+		require.Equal(t, p.Lane, res.Lane)
+		require.Equal(t, p.Calls[0], res.Calls[0])
+		require.Equal(t, 1, callsOf(res)["classifier sim/clf ok"])
+		require.Empty(t, res.StaffUnavailable)
+		checkAccounting(t, res)
 	}
 }
 
