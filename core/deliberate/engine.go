@@ -68,8 +68,10 @@ type Config struct {
 	SeatMaxTokens int
 	// CountTokens counts a conversation's tokens, for the projected costs
 	// that plan a deliberation and stop its critique rounds (the bill uses
-	// the tokens providers report). Wiring passes internal/tokens.Count.
-	// Defaults to a token per four bytes of content plus four per message.
+	// the tokens providers report). It must be safe for concurrent use.
+	// Defaults to a token per four bytes of content plus four per message:
+	// a projection needs no more, and a real tokenizer (internal/tokens)
+	// would tokenize every prompt of every call again.
 	CountTokens func([]core.Message) int
 	// Seed returns the seed of each deliberation's shuffles. Defaults to a
 	// crypto-random seed.
