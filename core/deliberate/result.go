@@ -115,7 +115,8 @@ type Classification struct {
 	Depth             core.Depth `json:"depth"`
 	TaskType          string     `json:"task_type"`
 	HallucinationRisk string     `json:"hallucination_risk"`
-	// By is "heuristic" or the classifier engine's id.
+	// By is the basis of the classification: the classifier engine's id
+	// when it answered, "heuristic" when the fallback classified.
 	By string `json:"by"`
 }
 
