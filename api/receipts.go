@@ -177,7 +177,7 @@ func receiptView(rc *core.Receipt, transcript bool) *receiptJSON {
 		BilledUSD: core.Dollars(rc.Billed), TokenChargeUSD: core.Dollars(rc.TokenCharge),
 		PlatformFeeUSD: core.Dollars(rc.PlatformFee), QSurchargeUSD: core.Dollars(rc.Surcharge),
 		PromptTokens: rc.PromptTokens, CompletionTokens: rc.CompletionTokens, Rounds: rc.Rounds, SeatCount: rc.SeatCount,
-		Payer: rc.Payer, Lane: nullable(rc.Lane), DifficultyScore: rc.DifficultyScore, TaskType: nullable(rc.TaskType),
+		Payer: rc.Payer, Lane: nullable(string(rc.Lane)), DifficultyScore: rc.DifficultyScore, TaskType: nullable(rc.TaskType),
 		HallucinationRisk: nullable(rc.HallucinationRisk), MinorityInsightLikely: rc.MinorityInsightLikely,
 		Seats: []seatJSON{}, Staff: []staffJSON{}, SeatsUnavailable: nonNilUnavailable(rc.SeatsUnavailable),
 		StaffUnavailable: nonNilUnavailable(rc.StaffUnavailable), LatencyMS: rc.LatencyMS,

@@ -73,6 +73,43 @@ func Ceiling(keyCeiling, modePrice, floor Micros, maxCost *Micros) Micros {
 	return c
 }
 
+// CostBudget is the most real cost (CallCost, summed) a call's engine calls
+// may spend so that its bill stays within ceiling: the largest c with
+// c + CallFee(c, FeeRateServicePPM) + surcharge ≤ ceiling, that is the token
+// charge, the platform fee and the surcharge of c spent on the service's
+// keys. It is 0 when ceiling is 0 or less (no ceiling: there is no budget)
+// and when the surcharge leaves nothing for tokens; a caller tells the two
+// apart by the ceiling it passed.
+//
+// The fee is taken once on the total, as if c were one call. The bill rounds
+// it up per call (CallFee), so calls that together spend exactly the budget
+// may bill up to one micro-dollar per call above the ceiling; and a call run
+// on the caller's own key bills no token charge, so for it the budget is
+// conservative. The cap credit absorbs the former: the bill never passes the
+// ceiling. The price of budgeting on the total is those micro-dollars, in
+// exchange for a budget that does not depend on how many calls spend it.
+func CostBudget(ceiling, surcharge Micros) Micros {
+	avail := int64(ceiling - max(surcharge, 0))
+	if ceiling <= 0 || avail <= 0 {
+		return 0
+	}
+	// c = ⌊avail·P/(P+r)⌋ fits: c·(1+r/P) ≤ avail, and rounding the fee up
+	// adds less than one micro-dollar to a whole number, so it still does.
+	// c+1 does not: (c+1)·(1+r/P) > avail already before rounding. Written
+	// as avail − ⌈avail·r/(P+r)⌉ so that avail·r, not avail·P, is the
+	// largest product (exact to $180M).
+	return Micros(avail - ceilDiv(avail*FeeRateServicePPM, ppm+FeeRateServicePPM))
+}
+
+// CeilingFor is the lowest ceiling whose CostBudget with surcharge is at
+// least realCost: the bill of realCost spent as one call on the service's
+// keys, plus the surcharge (ComputeBill's rules, uncapped). A call whose
+// ceiling is below CeilingFor(the least real cost its question needs,
+// its surcharge) cannot be answered within its ceiling.
+func CeilingFor(realCost, surcharge Micros) Micros {
+	return ComputeBill(BillInput{Calls: []BilledCall{{RealCost: realCost}}, Surcharge: surcharge}).Billed
+}
+
 // BilledCall is one engine call as the bill sees it.
 type BilledCall struct {
 	// RealCost is the call's cost at its source (CallCost).

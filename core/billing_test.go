@@ -92,6 +92,57 @@ func TestCeiling(t *testing.T) {
 	}
 }
 
+func TestCostBudget(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name               string
+		ceiling, surcharge core.Micros
+		want               core.Micros
+	}{
+		{"no ceiling, no budget", 0, 100_000, 0},
+		{"negative ceiling, no budget", -5, 0, 0},
+		{"surcharge takes it all", 100_000, 100_000, 0},
+		{"surcharge above the ceiling", 100_000, 150_000, 0},
+		{"one micro left buys nothing: its fee rounds up to one more", 100_001, 100_000, 0},
+		{"two micros left buy one", 2, 0, 1}, // 1 + fee 1
+		{"fee of one up to 20", 21, 0, 20},   // 20 + 1
+		{"21 would cost 23", 22, 0, 20},      // 21 + fee 2 > 22
+		{"a dollar, no surcharge", 1_000_000, 0, 952_380},
+		{"default ceiling, medium standard surcharge", 2_000_000, 100_000, 1_809_523},
+		{"negative surcharge counts as zero", 1_000_000, -50, 952_380},
+		{"large ceiling stays exact", 100_000 * core.MicrosPerUSD, 0, 95_238_095_238},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := core.CostBudget(tt.ceiling, tt.surcharge)
+			require.Equal(t, tt.want, got)
+			if tt.ceiling <= 0 || got == 0 {
+				return
+			}
+			// The budget is the largest real cost whose bill fits.
+			require.LessOrEqual(t, core.CeilingFor(got, tt.surcharge), tt.ceiling)
+			require.Greater(t, core.CeilingFor(got+1, tt.surcharge), tt.ceiling)
+		})
+	}
+}
+
+// CostBudget and CeilingFor are inverses: the lowest ceiling that budgets a
+// real cost gives back at least that cost, and one micro-dollar less gives
+// back less.
+func TestCeilingForInvertsCostBudget(t *testing.T) {
+	t.Parallel()
+	for _, surcharge := range []core.Micros{0, 1, 50_000, 320_000} {
+		for c := core.Micros(1); c < 5_000; c += 7 {
+			ceiling := core.CeilingFor(c, surcharge)
+			require.Equal(t, c+core.CallFee(c, core.FeeRateServicePPM)+surcharge, ceiling)
+			require.GreaterOrEqual(t, core.CostBudget(ceiling, surcharge), c, "ceiling %d, surcharge %d", ceiling, surcharge)
+			require.Less(t, core.CostBudget(ceiling-1, surcharge), c, "ceiling %d, surcharge %d", ceiling-1, surcharge)
+		}
+	}
+	require.Equal(t, core.Micros(320_000), core.CeilingFor(0, 320_000), "no real cost: the surcharge alone")
+}
+
 func TestComputeBill(t *testing.T) {
 	t.Parallel()
 	svc := func(c core.Micros) core.BilledCall { return core.BilledCall{RealCost: c} }

@@ -36,10 +36,14 @@ type Hold struct {
 	SettledAt *time.Time
 }
 
-// Lanes of a call.
+// Lane is the way a call was answered: by one engine alone, or by a panel.
+type Lane string
+
+// Lanes of a call; their values are the wire's panel.lane and the receipt's
+// lane.
 const (
-	LaneExpress = "express" // one engine answered alone
-	LanePanel   = "panel"
+	LaneExpress Lane = "express" // one engine answered alone
+	LanePanel   Lane = "panel"   // the mode's seats, judged
 )
 
 // Receipt is the accounting of one call, as GET /v1/receipts returns it.
@@ -66,7 +70,7 @@ type Receipt struct {
 	Rounds           *int // rounds fired
 	SeatCount        int  // seats convened
 	Payer            string
-	Lane             string // LaneExpress, LanePanel, or "" when no seat row was recorded
+	Lane             Lane // LaneExpress, LanePanel, or "" when no seat row was recorded
 
 	DifficultyScore       *float64
 	TaskType              string
@@ -92,16 +96,24 @@ type Receipt struct {
 	Response json.RawMessage
 }
 
-// BestSeat is the receipt's winning seat.
+// BestSeat is the seat whose answer was judged best in a call's final
+// round: the deliberation's result names it, and the receipt keeps it.
 type BestSeat struct {
-	ModelUsed  string   `json:"model_used"`
+	// Seat is the seat's role label, "seat-2"; it names no engine.
+	Seat string `json:"seat,omitempty"`
+	// ModelUsed is the engine that answered for the seat.
+	ModelUsed string `json:"model_used"`
+	// JudgeScore is the judge's score of the answer, 0 to 1; nil when no
+	// judge scored it (the express lane, or the heuristic chose).
 	JudgeScore *float64 `json:"judge_score"`
 	// Content is the seat's text; shown only with include_transcript=true.
 	Content string `json:"content,omitempty"`
 }
 
-// Unavailable is a seat or staff engine that could not run.
+// Unavailable is a seat or staff role whose engines could not run, and why
+// (with what was done instead, for a staff role).
 type Unavailable struct {
+	// Role is the seat's role label ("seat-3") or the staff role ("judge").
 	Role   string `json:"role"`
 	Reason string `json:"reason"`
 }

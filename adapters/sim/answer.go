@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"encoding/json"
 	"regexp"
 	"strings"
@@ -28,12 +29,16 @@ func asksForJSON(text string) bool {
 	}
 }
 
-// answer writes the answer text of a call: judge JSON when the prompt holds
-// answer blocks and asks for JSON; a revision when it holds answer blocks
+// answer writes the answer text of a call: a classification when the
+// prompt asks for classifier JSON; judge JSON when the prompt holds answer
+// blocks and asks for JSON; a revision when it holds answer blocks
 // (critique, synthesis); otherwise an answer to the question.
-func (s *Server) answer(c *call, prof EngineProfile) string {
+func (s *Server) answer(ctx context.Context, c *call, prof EngineProfile) string {
 	full := stripDirectives(c.text())
 	wantJSON := c.jsonMode || asksForJSON(full)
+	if wantJSON && asksToClassify(full) {
+		return classifyJSON(ctx, c.lastUser())
+	}
 	head, blocks := answerBlocks(full)
 	if len(blocks) > 0 {
 		q := questionIn(head)

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -99,10 +100,10 @@ type failure struct {
 }
 
 // reply writes the answer to c, shaped by the directives and max tokens.
-func (s *Server) reply(c *call, prof EngineProfile, d directives) reply {
+func (s *Server) reply(ctx context.Context, c *call, prof EngineProfile, d directives) reply {
 	text := d.answer
 	if !d.hasAnswer {
-		text = s.answer(c, prof)
+		text = s.answer(ctx, c, prof)
 	}
 	finish := core.FinishStop
 	if d.tokensOut > 0 {

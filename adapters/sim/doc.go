@@ -18,7 +18,9 @@
 // simulator solves arithmetic, numeric comparisons and syllogisms, writes
 // prose otherwise (engines sometimes reach different conclusions on open
 // questions), answers judge prompts with the judge JSON Conclave's judging
-// protocol expects, and counts tokens as ceil(bytes/4) (see TokenCount).
+// protocol expects, answers classifier prompts with the classification
+// Conclave's deterministic heuristic (core/classify) gives the conversation,
+// and counts tokens as ceil(bytes/4) (see TokenCount).
 // Test directives in the prompt, such as [[sim: error=rate_limited count=2]],
 // force failures, delays, answers and lengths; docs/simulator.md lists
 // them all.

@@ -344,7 +344,7 @@ func (s *Server) serveCall(f format, w http.ResponseWriter, r *http.Request, sta
 		return model, Outcome(fail)
 	}
 
-	rep := s.reply(c, prof, dirs)
+	rep := s.reply(r.Context(), c, prof, dirs)
 	meta := responseMeta{
 		id:      fmt.Sprintf("%016x%08x", rng.Uint64(), rng.Uint32()),
 		created: start.Unix(),

@@ -276,7 +276,7 @@ func (r *chatRun) failed(ctx context.Context, err error) error {
 // surcharge is the mode's surcharge for the call: its express price on the
 // express lane when it has one, else the price for the classified depth.
 func surcharge(mode *core.Mode, res *deliberate.Result) core.Micros {
-	return mode.Pricing.SurchargeFor(res.Classification.Depth, res.Lane == deliberate.LaneExpress)
+	return mode.Pricing.SurchargeFor(res.Classification.Depth, res.Lane == core.LaneExpress)
 }
 
 // billedCalls lists every call's source cost and whether it ran on the

@@ -36,7 +36,7 @@ type Panel struct {
 	Mode                 string                       `json:"mode"`
 	ModeKey              string                       `json:"mode_key"`
 	ModeConfigHash       string                       `json:"mode_config_hash"`
-	Lane                 string                       `json:"lane"`
+	Lane                 core.Lane                    `json:"lane"`
 	Rounds               int                          `json:"rounds"`
 	Seats                int                          `json:"seats"`
 	SeatsAnswered        int                          `json:"seats_answered"`
@@ -58,8 +58,8 @@ type Panel struct {
 	LatencyMS            int64                        `json:"latency_ms"`
 	Engines              []string                     `json:"engines"`
 	Substitutions        []deliberate.Substitution    `json:"substitutions"`
-	SeatsUnavailable     []deliberate.Unavailable     `json:"seats_unavailable,omitempty"`
-	StaffUnavailable     []deliberate.Unavailable     `json:"staff_unavailable,omitempty"`
+	SeatsUnavailable     []core.Unavailable           `json:"seats_unavailable,omitempty"`
+	StaffUnavailable     []core.Unavailable           `json:"staff_unavailable,omitempty"`
 	// Persisted is true once the settlement that stores the answer has
 	// committed, which is before any carrier sends it.
 	Persisted bool `json:"persisted"`

@@ -61,10 +61,10 @@ func receiptFor(mode *core.Mode, hash string, res *deliberate.Result, bill core.
 					call.JudgeScore = &s
 				}
 			}
-			best := c.Round == last && c.Seat == res.BestSeat.Seat && c.Engine == res.BestSeat.Engine && c.Outcome == deliberate.OutcomeOK
+			best := c.Round == last && c.Seat == res.BestSeat.Seat && c.Engine == res.BestSeat.ModelUsed && c.Outcome == deliberate.OutcomeOK
 			call.IsBestSeat = &best
 			if best && rc.BestSeat == nil {
-				rc.BestSeat = &core.BestSeat{ModelUsed: c.Engine, JudgeScore: res.BestSeat.Score, Content: c.Content}
+				rc.BestSeat = &core.BestSeat{ModelUsed: c.Engine, JudgeScore: res.BestSeat.JudgeScore, Content: c.Content}
 			}
 			rc.Seats = append(rc.Seats, call)
 			continue

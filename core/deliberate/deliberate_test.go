@@ -63,23 +63,6 @@ func TestShuffledIsASeededPermutation(t *testing.T) {
 	require.ElementsMatch(t, []int{0, 1, 2, 3, 4}, a)
 }
 
-func TestCostRoundsUp(t *testing.T) {
-	t.Parallel()
-	cat, err := core.NewCatalog([]core.Engine{
-		{ID: "x/e", Family: "x", MaxTier: core.TierPro, Adapter: "openai", InputPerMTok: 3_000_000, OutputPerMTok: 15_000_000},
-		{ID: "x/cheap", Family: "x", MaxTier: core.TierPro, Adapter: "openai", InputPerMTok: 150_000, OutputPerMTok: 600_000},
-	}, nil)
-	require.NoError(t, err)
-	e := &Engine{cfg: Config{Catalog: cat}}
-	require.Equal(t, core.Micros(0), e.costOf("x/e", 0, 0))
-	require.Equal(t, core.Micros(3+15), e.costOf("x/e", 1, 1), "whole micro-dollars: exact")
-	require.Equal(t, core.Micros(1), e.costOf("x/cheap", 1, 0), "0.15 micro-dollars rounds up")
-	require.Equal(t, core.Micros(1), e.costOf("x/cheap", 1, 1), "0.75 rounds up, once per call")
-	require.Equal(t, core.Micros(75), e.costOf("x/cheap", 100, 100), "75 exactly")
-	require.Equal(t, core.Micros(16), e.costOf("x/cheap", 101, 0), "15.15 rounds up")
-	require.Equal(t, core.Micros(0), e.costOf("unknown", 10, 10))
-}
-
 // fakeCaller answers from a table by engine and records every request.
 type fakeCaller struct {
 	mu      sync.Mutex

@@ -1,10 +1,45 @@
 // Package deliberate is the deliberation engine: it classifies a question,
 // sends it down the express lane (one engine alone) or convenes the mode's
 // seats for rounds of parallel answers, judges each round through a
-// core.Protocol, runs critique rounds per the mode's policy, and has the
-// synthesis engine write one answer. It reports everything the response's
-// panel object and the receipt need in a Result, including every engine
-// call it made and what each cost at the source.
+// core.Protocol, runs critique rounds per the mode's policy and budget, and
+// has the synthesis engine write one answer. It reports everything the
+// response's panel object and the receipt need in a Result, including every
+// engine call it made and what each cost at the source.
+//
+// # Plan, then execute
+//
+// Engine.Plan decides a deliberation before any seat fires: it classifies
+// the question (the mode's classifier engine, Config.Fallback when that
+// fails or none is configured), chooses the lane, and projects what the
+// first round will cost and so the least the question needs (Plan.MinCost).
+// A caller can refuse a call whose ceiling is too low for that before
+// spending anything on seats, and the estimate endpoint stops there, so an
+// estimate classifies exactly as a call does. Engine.Execute runs the plan;
+// its Result carries the plan's classification and classifier calls.
+// Engine.Run does both for a caller with nothing to check in between.
+//
+// # Budget
+//
+// Critique rounds stop before one whose projected cost, with the projected
+// synthesis after it, would take what the deliberation has spent (the
+// classifier included) past its limit: the lower of the mode's CostCeiling
+// and the call's Request.Budget, both in real token cost. The result then
+// finishes FinishCostCap: a real answer from a shorter deliberation. The
+// first round always runs; the limit is the caller's to check against
+// Plan.MinCost beforehand.
+//
+// # Projected cost
+//
+// A projection prices calls with core.CallCost from tokens the engine
+// expects. Input: Config.CountTokens of the conversation for a seat's first
+// answer; for a critique answer, that plus every previous answer plus
+// instructions (a constant 300 tokens); for a judge or synthesis call, the
+// question plus the answers it reads plus instructions, on the role's
+// primary engine, one call per round. Output: what the seat wrote last
+// round in a critique round; otherwise the engine's mean output over its
+// last 64 answers in that role once it has 8, else DefaultOutputTokens
+// (512), never above Config.SeatMaxTokens. Projections only decide; the bill
+// uses the tokens providers report.
 //
 // # Rounds
 //
@@ -59,11 +94,13 @@
 //
 // # Cost
 //
-// A call's cost at the source is its input tokens at the engine's input
-// price plus its output tokens at the output price, per million tokens,
-// rounded up to a whole micro-dollar. Reasoning tokens are reported but not
-// priced separately: providers count them inside the output tokens.
+// A call's cost at the source is core.CallCost, the one price function:
+// its input tokens at the engine's input price plus its output tokens at the
+// output price, per million tokens, rounded up to a whole micro-dollar.
+// Reasoning tokens are reported but not priced separately: providers count
+// them inside the output tokens.
 //
-// Nothing the engine starts outlives Run: every call runs under a child
-// context that is cancelled when its round closes, and Run waits for them.
+// Nothing the engine starts outlives Plan, Execute or Run: every call runs
+// under a child context that is cancelled when its round closes, and they
+// wait for them.
 package deliberate

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -65,6 +66,13 @@ type Config struct {
 	// SeatMaxTokens caps every answer (seats, judge, synthesis). Defaults to
 	// 2048.
 	SeatMaxTokens int
+	// CountTokens counts a conversation's tokens, for the projected costs
+	// that plan a deliberation and stop its critique rounds (the bill uses
+	// the tokens providers report). It must be safe for concurrent use.
+	// Defaults to a token per four bytes of content plus four per message:
+	// a projection needs no more, and a real tokenizer (internal/tokens)
+	// would tokenize every prompt of every call again.
+	CountTokens func([]core.Message) int
 	// Seed returns the seed of each deliberation's shuffles. Defaults to a
 	// crypto-random seed.
 	Seed func() int64
@@ -80,6 +88,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.SeatMaxTokens == 0 {
 		c.SeatMaxTokens = 2048
+	}
+	if c.CountTokens == nil {
+		c.CountTokens = approxTokens
 	}
 	if c.Seed == nil {
 		c.Seed = cryptoSeed
@@ -116,6 +127,9 @@ type Engine struct {
 	// lat holds each engine's recent answer latencies (*latencies by
 	// engine id), which set how long its primaries run before a hedge.
 	lat sync.Map
+	// outs holds each engine's recent output tokens per kind of call
+	// (*outputs by outputKey), which project the cost of its next answers.
+	outs sync.Map
 }
 
 // New returns an Engine, or an error naming the missing field.
@@ -129,11 +143,26 @@ func New(cfg Config) (*Engine, error) {
 
 // Request is one deliberation to run.
 type Request struct {
-	Mode      *core.Mode
-	Tier      core.Tier
-	Messages  []core.Message
+	// Mode is the mode called. Required.
+	Mode *core.Mode
+	// Tier selects the mode's row of seats.
+	Tier core.Tier
+	// Messages is the caller's conversation; its last user message is the
+	// question.
+	Messages []core.Message
+	// OrgID is the paying organisation, whose own provider credentials
+	// seat calls may use; "" for none.
 	OrgID     string
 	RequestID string
+	// Budget is the most real cost (core.CallCost summed over every call,
+	// the classifier's included) the deliberation may spend: no critique
+	// round starts whose projection, with the synthesis after it, would
+	// take the spending past the lower of Budget and the mode's
+	// CostCeiling; the result then finishes FinishCostCap. 0 means the call
+	// sets no budget. The call service derives it from the call's ceiling
+	// with core.CostBudget. The first round always runs: a caller refuses a
+	// budget below Plan.MinCost before executing.
+	Budget core.Micros
 }
 
 // run is the state of one deliberation.
@@ -142,8 +171,17 @@ type run struct {
 	req   *Request
 	hedge time.Duration // the hedge delay's floor; 0 for no hedging
 	pct   float64       // the percentile of an engine's latencies that hedges it
-	mu    sync.Mutex
-	calls []Call
+	// promptTokens and questionTokens are the plan's (see Plan).
+	promptTokens, questionTokens int
+	mu                           sync.Mutex
+	calls                        []Call
+}
+
+// newRun starts the state of a deliberation of req, hedged per its mode.
+func (e *Engine) newRun(req *Request) *run {
+	r := &run{e: e, req: req}
+	r.hedgeFor(req.Mode)
+	return r
 }
 
 // call makes one engine call and records it. It returns the answer, or the
@@ -153,7 +191,7 @@ type run struct {
 // to the Caller, so that they may run on its own provider credentials
 // (bring-your-own-key); staff calls — judge, synthesis, classifier — name
 // none and always run on the service's.
-func (r *run) call(ctx context.Context, c Call, sreq *core.SeatRequest) (*core.SeatAnswer, string) {
+func (r *run) call(ctx context.Context, c Call, sreq *core.SeatRequest) (*core.SeatAnswer, Outcome) {
 	now := r.e.cfg.Now
 	org := ""
 	if c.Seat != "" {
@@ -170,15 +208,15 @@ func (r *run) call(ctx context.Context, c Call, sreq *core.SeatRequest) (*core.S
 	case err != nil && ctx.Err() != nil:
 		c.Outcome = OutcomeCancelled
 	case err != nil:
-		c.Outcome = string(core.ErrorAdapterFailed)
+		c.Outcome = Outcome(core.ErrorAdapterFailed)
 		var pe *core.ProviderError
 		if errors.As(err, &pe) {
-			c.Outcome = string(pe.Class)
+			c.Outcome = Outcome(pe.Class)
 		}
 	case ans == nil:
-		c.Outcome = string(core.ErrorMalformed)
+		c.Outcome = Outcome(core.ErrorMalformed)
 	case ans.Error != nil:
-		c.Outcome = string(ans.Error.Class)
+		c.Outcome = Outcome(ans.Error.Class)
 		if ctx.Err() != nil {
 			c.Outcome = OutcomeCancelled
 		}
@@ -193,7 +231,14 @@ func (r *run) call(ctx context.Context, c Call, sreq *core.SeatRequest) (*core.S
 	if c.Outcome == OutcomeOK && c.Ended.After(c.Started) {
 		r.e.latencyOf(c.Engine).add(c.Ended.Sub(c.Started))
 	}
-	c.Cost = r.e.costOf(c.Engine, c.InputTokens, c.OutputTokens)
+	if c.Outcome == OutcomeOK {
+		kind := c.Role
+		if c.Seat != "" {
+			kind = kindSeat
+		}
+		r.e.outputsOf(c.Engine, kind).add(c.OutputTokens)
+	}
+	c.Cost = core.CallCost(c.InputTokens, c.OutputTokens, r.e.engine(c.Engine))
 	r.mu.Lock()
 	r.calls = append(r.calls, c)
 	r.mu.Unlock()
@@ -201,16 +246,6 @@ func (r *run) call(ctx context.Context, c Call, sreq *core.SeatRequest) (*core.S
 		return nil, c.Outcome
 	}
 	return ans, ""
-}
-
-// costOf prices tokens at the engine's per-MTok prices, rounding up.
-func (e *Engine) costOf(engineID string, in, out int) core.Micros {
-	eng, ok := e.cfg.Catalog.Engines()[engineID]
-	if !ok {
-		return 0
-	}
-	total := int64(in)*int64(eng.InputPerMTok) + int64(out)*int64(eng.OutputPerMTok)
-	return core.Micros((total + 999_999) / 1_000_000)
 }
 
 // spent sums the cost of the calls recorded so far, and of those of round n.
@@ -243,12 +278,12 @@ func (r *run) staffCall(ctx context.Context, role string, round int, sreq *core.
 	if rr.win != nil {
 		return rr.win, rr.engine, ""
 	}
-	reason := s.Engine + " failed: " + rr.primaryWhy
+	reason := s.Engine + " failed: " + string(rr.primaryWhy)
 	if rr.primaryWhy == "" {
 		reason = s.Engine + " was cancelled"
 	}
 	if backup != nil && rr.backupWhy != "" {
-		reason += "; backup " + s.Backup + " failed: " + rr.backupWhy
+		reason += "; backup " + s.Backup + " failed: " + string(rr.backupWhy)
 	}
 	return nil, "", reason
 }
@@ -280,25 +315,15 @@ func question(msgs []core.Message) string {
 	return q
 }
 
-// Classify classifies the question with the mode's classifier staff engine,
-// asked for JSON {score, depth, task_type, hallucination_risk}; on any
-// failure or unreadable reply it falls back to Config.Fallback. Result.By is
-// the engine's id or the fallback's.
-func (e *Engine) Classify(ctx context.Context, mode *core.Mode, messages []core.Message) (*classify.Result, error) {
-	if mode == nil {
-		mode = &core.Mode{}
-	}
-	r := &run{e: e, req: &Request{Mode: mode, Messages: messages}}
-	r.hedgeFor(mode)
-	res, _, err := r.classify(ctx)
-	return res, err
-}
-
 const classifierSystem = `You classify how hard a question is for a panel of language models. Reply with one JSON object only:
 {"score":0.0,"depth":"light|medium|deep","task_type":"arithmetic|lookup|formatting|verbatim|code|creative|analysis|judgement|open_question","hallucination_risk":"low|medium|high"}
 score runs from 0 (trivial, one checkable answer) to 1 (hardest: informed opinions differ). Depth is light under 0.35, medium under 0.65, deep above.`
 
-// classify returns the classification and, when the engine failed, why.
+// classify classifies the question with the mode's classifier staff engine,
+// asked for JSON {score, depth, task_type, hallucination_risk}; on any
+// failure or unreadable reply it falls back to Config.Fallback. It returns
+// the classification (whose By is the engine's id or the fallback's) and,
+// when the engine failed, why.
 func (r *run) classify(ctx context.Context) (*classify.Result, string, error) {
 	fb := func(why string) (*classify.Result, string, error) {
 		res, err := r.e.cfg.Fallback.Classify(ctx, r.req.Messages)
@@ -342,34 +367,36 @@ func (r *run) classify(ctx context.Context) (*classify.Result, string, error) {
 	return res, "", nil
 }
 
-// Run runs one deliberation. When ctx ends it returns ctx.Err(). On
-// ErrModeUnavailable or ErrUpstream it also returns the partial Result, whose
-// Calls account for what the failed deliberation consumed.
-func (e *Engine) Run(ctx context.Context, req *Request) (*Result, error) {
-	if req == nil || req.Mode == nil {
-		return nil, fmt.Errorf("%w: no request or mode", ErrUpstream)
+// Execute runs a plan: the express lane's one seat, or the panel's rounds,
+// judged, with critique rounds while the mode's policy, the judge and the
+// budget (Request.Budget, the mode's CostCeiling) allow, then synthesis.
+// The Result carries the plan's classification, and its Calls begin with
+// the plan's classifier calls. When ctx ends it returns ctx.Err() and no
+// Result; nothing it started outlives it. On ErrModeUnavailable or
+// ErrUpstream it also returns the partial Result, whose Calls account for
+// what the failed deliberation consumed. It is safe for concurrent use;
+// execute a plan at most once.
+func (e *Engine) Execute(ctx context.Context, p *Plan) (*Result, error) {
+	if p == nil || p.Request.Mode == nil {
+		return nil, fmt.Errorf("%w: no plan or mode", ErrUpstream)
 	}
+	req := &p.Request
 	row := req.Mode.Deliberation.Seats[req.Tier]
 	if len(row) == 0 {
 		return nil, fmt.Errorf("%w: mode %q has no seats for tier %q", ErrModeUnavailable, req.Mode.ID, req.Tier)
 	}
-	r := &run{e: e, req: req}
-	r.hedgeFor(req.Mode)
-	res := &Result{Finish: FinishStop, Substitutions: []Substitution{}}
-	cls, why, err := r.classify(ctx)
-	if err != nil {
-		return nil, err
+	r := e.newRun(req)
+	r.calls = slices.Clone(p.Calls)
+	r.promptTokens, r.questionTokens = p.promptTokens, p.questionTokens
+	res := &Result{
+		Finish: FinishStop, Classification: p.Classification, Substitutions: []Substitution{},
+		StaffUnavailable: slices.Clone(p.StaffUnavailable),
 	}
-	if why != "" {
-		res.StaffUnavailable = append(res.StaffUnavailable, Unavailable{Role: RoleClassifier, Reason: why + "; the heuristic classified"})
-	}
-	res.Classification = Classification{Score: cls.Score, Depth: cls.Depth, TaskType: cls.TaskType, HallucinationRisk: cls.HallucinationRisk, By: cls.By}
-
-	d := req.Mode.Deliberation
-	if d.ExpressThreshold > 0 && cls.Score < d.ExpressThreshold {
+	var err error
+	if p.Lane == core.LaneExpress {
 		err = r.express(ctx, row[0], res)
 	} else {
-		err = r.panel(ctx, row, cls, res)
+		err = r.panel(ctx, row, p.MaxRounds, res)
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -379,6 +406,19 @@ func (e *Engine) Run(ctx context.Context, req *Request) (*Result, error) {
 		return res, err
 	}
 	return res, nil
+}
+
+// Run plans one deliberation and executes the plan (Plan, then Execute),
+// for a caller that checks nothing in between. When ctx ends it returns
+// ctx.Err() and no Result. On ErrModeUnavailable or ErrUpstream it also
+// returns the partial Result of a deliberation that started, whose Calls
+// account for what it consumed. It is safe for concurrent use.
+func (e *Engine) Run(ctx context.Context, req *Request) (*Result, error) {
+	p, err := e.Plan(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return e.Execute(ctx, p)
 }
 
 // finish fills what is summed from the calls.
@@ -397,7 +437,7 @@ func (r *run) finish(res *Result) {
 		res.Usage.CompletionTokens += c.OutputTokens
 		res.Usage.ReasoningTokens += c.ReasoningTokens
 		res.Cost += c.Cost
-		if c.Outcome == string(core.ErrorEgressRefused) {
+		if c.Outcome == Outcome(core.ErrorEgressRefused) {
 			continue // never left the service
 		}
 		if c.Seat != "" {
@@ -448,7 +488,7 @@ func seatRole(i int) string { return fmt.Sprintf("seat-%d", i+1) }
 // express runs the express lane: the first seat alone, no judge, no
 // synthesis.
 func (r *run) express(ctx context.Context, seat core.Seat, res *Result) error {
-	res.Lane = LaneExpress
+	res.Lane = core.LaneExpress
 	res.BestSeatJudgedBy = JudgedByExpressLane
 	res.Seats = 1
 	seats := []*seatState{{role: seatRole(0), seat: seat}}
@@ -467,7 +507,7 @@ func (r *run) express(ctx context.Context, seat core.Seat, res *Result) error {
 	if o.finish == core.FinishLength {
 		res.Finish = FinishLength
 	}
-	res.BestSeat = BestSeat{Seat: o.role, Engine: o.engine}
+	res.BestSeat = core.BestSeat{Seat: o.role, ModelUsed: o.engine, Content: o.text}
 	res.BestSeatRationale = fmt.Sprintf("The question scored %.3g, under the mode's express threshold of %.3g, so %s answered alone.",
 		res.Classification.Score, r.req.Mode.Deliberation.ExpressThreshold, o.role)
 	return nil
@@ -480,7 +520,7 @@ func (r *run) account(outs []*seatOutcome, res *Result) {
 			res.Substitutions = append(res.Substitutions, *o.sub)
 		}
 		if o.closedBy == ClosedByUnavailable {
-			res.SeatsUnavailable = append(res.SeatsUnavailable, Unavailable{Role: o.role, Reason: o.reason})
+			res.SeatsUnavailable = append(res.SeatsUnavailable, core.Unavailable{Role: o.role, Reason: o.reason})
 		}
 	}
 }
@@ -494,19 +534,15 @@ func hasSub(list []Substitution, s Substitution) bool {
 	return false
 }
 
-// panel runs the seats' rounds, judging each, then synthesis.
-func (r *run) panel(ctx context.Context, row []core.Seat, cls *classify.Result, res *Result) error {
+// panel runs up to maxRounds of the seats' rounds, judging each, then
+// synthesis.
+func (r *run) panel(ctx context.Context, row []core.Seat, maxRounds int, res *Result) error {
 	d := r.req.Mode.Deliberation
-	res.Lane = LanePanel
+	res.Lane = core.LanePanel
 	res.Seats = len(row)
 	seats := make([]*seatState, len(row))
 	for i, s := range row {
 		seats[i] = &seatState{role: seatRole(i), seat: s}
-	}
-	maxRounds := 1
-	switch {
-	case d.Critique == core.CritiqueAlways, d.Critique == core.CritiqueDeep && cls.Depth == core.DepthDeep:
-		maxRounds = max(1, d.MaxRounds)
 	}
 	hedge := r.hedge
 	quorum := d.Quorum
@@ -515,20 +551,19 @@ func (r *run) panel(ctx context.Context, row []core.Seat, cls *classify.Result, 
 	var final []*seatOutcome
 	var judg *judged
 	for n := 1; n <= maxRounds; n++ {
-		if n > 1 {
-			if judg != nil && judg.converged != nil && *judg.converged {
-				break
-			}
-			spent, last := r.spent(n - 1)
-			if d.CostCeiling > 0 && spent+last > d.CostCeiling {
-				res.Finish = FinishCostCap
-				break
-			}
-		}
 		var live []*seatState
 		for _, s := range seats {
 			if !s.gone {
 				live = append(live, s)
+			}
+		}
+		if n > 1 {
+			if judg != nil && judg.converged != nil && *judg.converged {
+				break
+			}
+			if !r.critiqueFits(n-1, live, final) {
+				res.Finish = FinishCostCap
+				break
 			}
 		}
 		prompt := r.firstPrompt
@@ -580,7 +615,7 @@ func (r *run) panel(ctx context.Context, row []core.Seat, cls *classify.Result, 
 	}
 	res.ContestedPassage = judg.passage
 	best := judg.best
-	res.BestSeat = BestSeat{Seat: best.role, Engine: best.engine, Score: judg.bestScore}
+	res.BestSeat = core.BestSeat{Seat: best.role, ModelUsed: best.engine, JudgeScore: judg.bestScore, Content: best.text}
 	res.BestSeatJudgedBy = judg.by
 	res.BestSeatRationale = judg.rationale(len(res.Rounds))
 
@@ -596,7 +631,7 @@ func (r *run) panel(ctx context.Context, row []core.Seat, cls *classify.Result, 
 		}
 		return nil
 	}
-	res.StaffUnavailable = append(res.StaffUnavailable, Unavailable{Role: RoleSynthesis, Reason: why + "; the best seat's answer was returned"})
+	res.StaffUnavailable = append(res.StaffUnavailable, core.Unavailable{Role: RoleSynthesis, Reason: why + "; the best seat's answer was returned"})
 	res.Answer = best.text
 	if best.finish == core.FinishLength {
 		res.Finish = FinishLength

@@ -93,12 +93,12 @@ func (r *run) judge(ctx context.Context, n int, answers []*seatOutcome, seed int
 		}
 	}
 	if why != "" && !hasStaff(res.StaffUnavailable, RoleJudge) {
-		res.StaffUnavailable = append(res.StaffUnavailable, Unavailable{Role: RoleJudge, Reason: why + "; the heuristic chose the best seat"})
+		res.StaffUnavailable = append(res.StaffUnavailable, core.Unavailable{Role: RoleJudge, Reason: why + "; the heuristic chose the best seat"})
 	}
 	return medoid(n, answers, why), nil
 }
 
-func hasStaff(list []Unavailable, role string) bool {
+func hasStaff(list []core.Unavailable, role string) bool {
 	for _, u := range list {
 		if u.Role == role {
 			return true

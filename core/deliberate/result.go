@@ -9,14 +9,8 @@ import (
 // Finish reasons of a deliberation.
 const (
 	FinishStop    = "stop"     // the deliberation ran to its end
-	FinishCostCap = "cost_cap" // a critique round was skipped: it would have passed the mode's cost ceiling
+	FinishCostCap = "cost_cap" // a critique round was skipped: it would have passed the mode's cost ceiling or the call's budget
 	FinishLength  = "length"   // the answer was cut off
-)
-
-// Lanes.
-const (
-	LaneExpress = "express" // one engine alone
-	LanePanel   = "panel"   // the mode's seats, judged
 )
 
 // Who chose the best seat.
@@ -48,10 +42,14 @@ const (
 	RoleHedge      = "hedge"
 )
 
+// Outcome is how one engine call ended: OutcomeOK, OutcomeCancelled, or
+// the failure's core.ErrorClass ("overloaded", "malformed", …).
+type Outcome string
+
 // Call outcomes besides an error class.
 const (
-	OutcomeOK        = "ok"
-	OutcomeCancelled = "cancelled"
+	OutcomeOK        Outcome = "ok"
+	OutcomeCancelled Outcome = "cancelled"
 )
 
 // Result is what one deliberation produced: the answer and the account of
@@ -61,8 +59,8 @@ type Result struct {
 	Answer string `json:"answer"`
 	// Finish is FinishStop, FinishCostCap or FinishLength.
 	Finish string `json:"finish"`
-	// Lane is LaneExpress or LanePanel.
-	Lane string `json:"lane"`
+	// Lane is core.LaneExpress or core.LanePanel.
+	Lane core.Lane `json:"lane"`
 	// Classification is how hard the question was judged to be.
 	Classification Classification `json:"classification"`
 	// Seats is how many seats were convened (1 on the express lane).
@@ -78,8 +76,9 @@ type Result struct {
 	// ContestedPassage is the passage that carried the split in the final
 	// round, when the judge named one.
 	ContestedPassage *ContestedPassage `json:"contested_passage"`
-	// BestSeat is the seat whose answer was judged best in the final round.
-	BestSeat BestSeat `json:"best_seat"`
+	// BestSeat is the seat whose answer was judged best in the final round,
+	// with its text.
+	BestSeat core.BestSeat `json:"best_seat"`
 	// BestSeatJudgedBy is JudgedByExpressLane, JudgedByHeuristic or JudgedByLLM.
 	BestSeatJudgedBy string `json:"best_seat_judged_by"`
 	// BestSeatRationale is one sentence on which seat won and why; it names
@@ -98,10 +97,10 @@ type Result struct {
 	// Substitutions lists seats whose answer came from their backup.
 	Substitutions []Substitution `json:"substitutions"`
 	// SeatsUnavailable lists seats that could not run at all.
-	SeatsUnavailable []Unavailable `json:"seats_unavailable,omitempty"`
+	SeatsUnavailable []core.Unavailable `json:"seats_unavailable,omitempty"`
 	// StaffUnavailable lists staff roles (judge, synthesis, classifier) whose
 	// engines could not run, and what was done instead.
-	StaffUnavailable []Unavailable `json:"staff_unavailable,omitempty"`
+	StaffUnavailable []core.Unavailable `json:"staff_unavailable,omitempty"`
 	// Calls is every engine call made, in the order they started.
 	Calls []Call `json:"calls"`
 	// Usage sums the tokens of every call.
@@ -116,7 +115,8 @@ type Classification struct {
 	Depth             core.Depth `json:"depth"`
 	TaskType          string     `json:"task_type"`
 	HallucinationRisk string     `json:"hallucination_risk"`
-	// By is "heuristic" or the classifier engine's id.
+	// By is the basis of the classification: the classifier engine's id
+	// when it answered, "heuristic" when the fallback classified.
 	By string `json:"by"`
 }
 
@@ -125,15 +125,6 @@ type ContestedPassage struct {
 	Seat  string `json:"seat"` // the seat's role label, "seat-2"
 	Quote string `json:"quote"`
 	Why   string `json:"why"`
-}
-
-// BestSeat names the winning seat.
-type BestSeat struct {
-	Seat   string `json:"seat"`
-	Engine string `json:"engine"`
-	// Score is the judge's score of its answer, 0 to 1; nil when no judge
-	// scored it.
-	Score *float64 `json:"score"`
 }
 
 // Round is one pass of the seats.
@@ -186,12 +177,6 @@ type Substitution struct {
 	Reason   string `json:"reason"`
 }
 
-// Unavailable is a seat or staff role that could not run.
-type Unavailable struct {
-	Role   string `json:"role"`
-	Reason string `json:"reason"`
-}
-
 // Call is one engine call.
 type Call struct {
 	// Role is "seat-N", RoleHedge (a seat's backup raced against its slow
@@ -223,7 +208,7 @@ type Call struct {
 	// (core.IsBYOKSource). Staff calls are always "service".
 	Source string `json:"source"`
 	// Outcome is OutcomeOK, OutcomeCancelled or the failure's error class.
-	Outcome string `json:"outcome"`
+	Outcome Outcome `json:"outcome"`
 	// Finish is the provider's finish reason of an answered call.
 	Finish string `json:"finish,omitempty"`
 	// Content is the answer's text, for the receipt's transcript.

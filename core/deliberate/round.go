@@ -29,8 +29,11 @@ type seatOutcome struct {
 	hedged   bool
 	text     string
 	finish   string
-	reason   string // why it did not answer
-	sub      *Substitution
+	// outTokens is the answer's output tokens, which project the seat's
+	// next answer.
+	outTokens int
+	reason    string // why it did not answer
+	sub       *Substitution
 }
 
 // round runs one pass of the seats and closes it per the quorum rule. It
@@ -136,12 +139,12 @@ func (r *run) seat(ctx context.Context, n int, s *seatState, msgs []core.Message
 	switch {
 	case rr.win != nil:
 		out.answered, out.closedBy = true, ClosedByAnswered
-		out.text, out.finish = rr.win.Text, rr.win.Finish
+		out.text, out.finish, out.outTokens = rr.win.Text, rr.win.Finish, rr.win.OutputTokens
 		if rr.byBackup {
 			reason := "hedged: the primary had not answered in time"
 			switch {
 			case rr.primaryWhy != "":
-				reason = "the primary failed: " + rr.primaryWhy
+				reason = "the primary failed: " + string(rr.primaryWhy)
 			case primary == nil:
 				reason = "the primary failed in an earlier round"
 			}
@@ -172,7 +175,7 @@ type raced struct {
 	hedged   bool
 	// primaryWhy and backupWhy are the failures' outcomes ("" when that
 	// call did not fail, or was cancelled).
-	primaryWhy, backupWhy string
+	primaryWhy, backupWhy Outcome
 }
 
 // race runs primary (nil: skip to the backup), starts backup (nil: none)
@@ -278,7 +281,7 @@ func (r *run) race(ctx context.Context, primary, backup *Call, sreq *core.SeatRe
 // attempt is one call's end.
 type attempt struct {
 	ans *core.SeatAnswer
-	why string
+	why Outcome
 }
 
 // runBackup runs the backup alone, in place of a failed or absent primary.

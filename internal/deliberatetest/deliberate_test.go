@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/classify"
 	"github.com/conclavehq/conclave/core/deliberate"
 )
 
@@ -53,7 +54,7 @@ func checkAccounting(t *testing.T, res *deliberate.Result) {
 func callsOf(res *deliberate.Result) map[string]int {
 	m := map[string]int{}
 	for _, c := range res.Calls {
-		m[c.Role+" "+c.Engine+" "+c.Outcome]++
+		m[c.Role+" "+c.Engine+" "+string(c.Outcome)]++
 	}
 	return m
 }
@@ -62,12 +63,12 @@ func TestExpressLane(t *testing.T) {
 	t.Parallel()
 	res, err := run(t, newEngine(t, nil), testMode(nil), "What is 2 + 2?")
 	require.NoError(t, err)
-	require.Equal(t, deliberate.LaneExpress, res.Lane)
+	require.Equal(t, core.LaneExpress, res.Lane)
 	require.Equal(t, "2 + 2 = 4.", res.Answer)
 	require.Equal(t, deliberate.FinishStop, res.Finish)
 	require.Nil(t, res.Converged)
 	require.Equal(t, deliberate.JudgedByExpressLane, res.BestSeatJudgedBy)
-	require.Equal(t, deliberate.BestSeat{Seat: "seat-1", Engine: "sim/s1"}, res.BestSeat)
+	require.Equal(t, core.BestSeat{Seat: "seat-1", ModelUsed: "sim/s1", Content: res.Answer}, res.BestSeat)
 	require.Equal(t, "heuristic", res.Classification.By)
 	require.Equal(t, core.DepthLight, res.Classification.Depth)
 	require.Equal(t, 1, res.Seats)
@@ -86,7 +87,7 @@ func TestPanelConvergesInOneRound(t *testing.T) {
 	mode := testMode(func(d *core.Deliberation) { d.ExpressThreshold = 0 })
 	res, err := run(t, newEngine(t, nil), mode, "What is 17 * 23?")
 	require.NoError(t, err)
-	require.Equal(t, deliberate.LanePanel, res.Lane)
+	require.Equal(t, core.LanePanel, res.Lane)
 	require.Equal(t, deliberate.FinishStop, res.Finish)
 	require.NotNil(t, res.Converged)
 	require.True(t, *res.Converged)
@@ -100,8 +101,8 @@ func TestPanelConvergesInOneRound(t *testing.T) {
 	require.Equal(t, map[string]int{
 		"seat-1 sim/s1 ok": 1, "seat-2 sim/s2 ok": 1, "seat-3 sim/s3 ok": 1, "judge sim/judge ok": 1, "synthesis sim/synth ok": 1,
 	}, callsOf(res))
-	require.NotNil(t, res.BestSeat.Score)
-	require.GreaterOrEqual(t, *res.BestSeat.Score, 0.8)
+	require.NotNil(t, res.BestSeat.JudgeScore)
+	require.GreaterOrEqual(t, *res.BestSeat.JudgeScore, 0.8)
 	require.Equal(t, res.DivergenceFirstRound, res.DivergenceFinalRound)
 	for _, c := range res.Calls {
 		require.NotContains(t, c.Content, "sim/", "no engine name reaches an answer")
@@ -113,7 +114,7 @@ func TestDisagreementRunsCritiqueRound(t *testing.T) {
 	t.Parallel()
 	res, err := run(t, newEngine(t, nil), testMode(nil), openQ+split)
 	require.NoError(t, err)
-	require.Equal(t, deliberate.LanePanel, res.Lane)
+	require.Equal(t, core.LanePanel, res.Lane)
 	require.Len(t, res.Rounds, 2)
 	require.NotNil(t, res.Converged)
 	require.False(t, *res.Converged)
@@ -228,7 +229,7 @@ func TestSeatUnavailable(t *testing.T) {
 	mode := testMode(func(d *core.Deliberation) { d.Critique = core.CritiqueNever })
 	res, err := run(t, newEngine(t, nil), mode, openQ+" [[sim@s3: error=overloaded]] [[sim@b3: error=auth_refused]]")
 	require.NoError(t, err)
-	require.Equal(t, []deliberate.Unavailable{{Role: "seat-3", Reason: "sim/s3 failed (overloaded); backup sim/b3 failed (auth_refused)"}}, res.SeatsUnavailable)
+	require.Equal(t, []core.Unavailable{{Role: "seat-3", Reason: "sim/s3 failed (overloaded); backup sim/b3 failed (auth_refused)"}}, res.SeatsUnavailable)
 	require.Equal(t, 3, res.Seats)
 	require.Equal(t, 2, res.SeatsAnswered)
 	require.Empty(t, res.Substitutions)
@@ -244,7 +245,7 @@ func TestJudgeFallsBackToHeuristic(t *testing.T) {
 	require.Equal(t, deliberate.JudgedByHeuristic, res.BestSeatJudgedBy)
 	require.Nil(t, res.Converged, "no judge read the round")
 	require.Nil(t, res.DivergenceFinalRound)
-	require.Equal(t, []deliberate.Unavailable{{Role: "judge", Reason: "sim/judge failed: overloaded; backup sim/judgeb failed: rate_limited; the heuristic chose the best seat"}}, res.StaffUnavailable)
+	require.Equal(t, []core.Unavailable{{Role: "judge", Reason: "sim/judge failed: overloaded; backup sim/judgeb failed: rate_limited; the heuristic chose the best seat"}}, res.StaffUnavailable)
 	j := res.Rounds[0].Judgment
 	require.Equal(t, deliberate.JudgedByHeuristic, j.By)
 	require.Len(t, j.Scores, 3)
@@ -260,7 +261,7 @@ func TestSynthesisFallsBackToBestSeat(t *testing.T) {
 	mode := testMode(func(d *core.Deliberation) { d.Critique = core.CritiqueNever })
 	res, err := run(t, newEngine(t, nil), mode, openQ+" [[sim@synth: error=overloaded]] [[sim@synthb: error=bad_request]]")
 	require.NoError(t, err)
-	require.Equal(t, []deliberate.Unavailable{{Role: "synthesis", Reason: "sim/synth failed: overloaded; backup sim/synthb failed: bad_request; the best seat's answer was returned"}}, res.StaffUnavailable)
+	require.Equal(t, []core.Unavailable{{Role: "synthesis", Reason: "sim/synth failed: overloaded; backup sim/synthb failed: bad_request; the best seat's answer was returned"}}, res.StaffUnavailable)
 	var best string
 	for _, c := range res.Calls {
 		if c.Role == res.BestSeat.Seat {
@@ -282,6 +283,36 @@ func TestCostCapStopsCritique(t *testing.T) {
 	require.Len(t, res.Rounds, 1)
 	require.False(t, *res.Converged)
 	require.NotEmpty(t, res.Answer)
+	checkAccounting(t, res)
+}
+
+// A call's budget that fits one round stops the critique the mode would
+// run: a real answer from a shorter deliberation, finishing cost_cap.
+func TestBudgetStopsCritique(t *testing.T) {
+	t.Parallel()
+	mode := testMode(func(d *core.Deliberation) { d.MaxRounds = 3 })
+	full, err := run(t, newEngine(t, nil), mode, openQ+split)
+	require.NoError(t, err)
+	require.Len(t, full.Rounds, 3, "the seats never converge")
+	require.Equal(t, deliberate.FinishStop, full.Finish)
+
+	e := newEngine(t, nil)
+	p := plan(t, e, mode, openQ+split)
+	require.Equal(t, core.LanePanel, p.Lane)
+	require.Equal(t, 3, p.MaxRounds)
+	require.Positive(t, p.MinCost)
+	p.Request.Budget = full.Rounds[0].Cost
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := e.Execute(ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, deliberate.FinishCostCap, res.Finish)
+	require.Len(t, res.Rounds, 1)
+	require.Equal(t, full.Rounds[0].Cost, res.Rounds[0].Cost)
+	require.False(t, *res.Converged)
+	require.Equal(t, 1, callsOf(res)["synthesis sim/synth ok"], "the shorter deliberation is still synthesised")
+	require.NotEmpty(t, res.Answer)
+	require.Less(t, res.Cost, full.Cost)
 	checkAccounting(t, res)
 }
 
@@ -317,36 +348,84 @@ func TestCancelMidRound(t *testing.T) {
 	require.Less(t, time.Since(start), time.Second, "cancellation ends the round at once")
 }
 
+func TestCancelWhilePlanning(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, nil)
+	mode := testMode(func(d *core.Deliberation) { d.Staff["classifier"] = core.Staff{Engine: "sim/clf"} })
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	p, err := e.Plan(ctx, request(mode, openQ+" [[sim@clf: delay=300s]]"))
+	require.ErrorIs(t, err, context.Canceled)
+	require.Nil(t, p)
+	require.Less(t, time.Since(start), time.Second, "cancellation ends the classifier's call at once")
+}
+
 func TestClassifier(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, nil)
 	mode := testMode(func(d *core.Deliberation) { d.Staff["classifier"] = core.Staff{Engine: "sim/clf"} })
-	ctx := context.Background()
 
-	// The simulator answers a plain JSON request with {"answer": …}: no
-	// score, so the heuristic classifies.
-	msgs := []core.Message{{Role: core.RoleUser, Content: openQ}}
-	res, err := e.Classify(ctx, mode, msgs)
-	require.NoError(t, err)
-	require.Equal(t, "heuristic", res.By)
+	// The simulated engine answers the classifier's prompt, on the
+	// heuristic's scale.
+	res := plan(t, e, mode, openQ).Classification
+	require.Equal(t, "sim/clf", res.By)
 	require.Equal(t, core.DepthMedium, res.Depth)
+	require.Equal(t, classify.TaskJudgement, res.TaskType)
 
-	msgs = []core.Message{{Role: core.RoleUser, Content: openQ + ` [[sim@clf: answer={"score":0.91,"depth":"deep","task_type":"judgement","hallucination_risk":"low"}]]`}}
-	res, err = e.Classify(ctx, mode, msgs)
-	require.NoError(t, err)
+	res = plan(t, e, mode, openQ+` [[sim@clf: answer={"score":0.91,"depth":"deep","task_type":"judgement","hallucination_risk":"low"}]]`).Classification
 	require.Equal(t, "sim/clf", res.By)
 	require.Equal(t, 0.91, res.Score)
 	require.Equal(t, core.DepthDeep, res.Depth)
 	require.Equal(t, "judgement", res.TaskType)
 	require.Equal(t, "low", res.HallucinationRisk)
 
-	// In a run, the fallback is reported as the classifier being unavailable.
-	out, err := run(t, e, mode, "What is 2 + 2?")
-	require.NoError(t, err)
-	require.Equal(t, "heuristic", out.Classification.By)
-	require.Equal(t, []deliberate.Unavailable{{Role: "classifier", Reason: "sim/clf replied without the expected JSON; the heuristic classified"}}, out.StaffUnavailable)
-	require.Equal(t, map[string]int{"classifier sim/clf ok": 1, "seat-1 sim/s1 ok": 1}, callsOf(out))
-	checkAccounting(t, out)
+	// In a run, a classifier engine that fails or replies without the JSON
+	// is reported unavailable, and the heuristic classifies.
+	for _, tc := range []struct{ directive, outcome, reason string }{
+		{`[[sim@clf: answer="It looks easy."]]`, "ok", "sim/clf replied without the expected JSON"},
+		{`[[sim@clf: error=overloaded]]`, "overloaded", "sim/clf failed: overloaded"},
+	} {
+		out, err := run(t, e, mode, "What is 2 + 2? "+tc.directive)
+		require.NoError(t, err)
+		require.Equal(t, "heuristic", out.Classification.By)
+		require.Equal(t, []core.Unavailable{{Role: "classifier", Reason: tc.reason + "; the heuristic classified"}}, out.StaffUnavailable)
+		require.Equal(t, 1, callsOf(out)["classifier sim/clf "+tc.outcome])
+		require.Equal(t, deliberate.RoleClassifier, out.Calls[0].Role)
+		checkAccounting(t, out)
+	}
+}
+
+// An estimate plans and stops; a call plans and executes the plan. Both
+// classify a question alike, the call's classifier is asked once, and its
+// result — what the receipt records — carries the plan's classification,
+// lane and classifier call.
+func TestPlanThenExecute(t *testing.T) {
+	t.Parallel()
+	mode := testMode(func(d *core.Deliberation) { d.Staff["classifier"] = core.Staff{Engine: "sim/clf"} })
+	for _, tc := range []struct {
+		q    string
+		lane core.Lane
+	}{{openQ, core.LanePanel}, {"What is 2 + 2?", core.LaneExpress}} {
+		e := newEngine(t, nil)
+		estimate := plan(t, e, mode, tc.q)
+		p := plan(t, e, mode, tc.q)
+		require.Equal(t, estimate.Classification, p.Classification, tc.q)
+		require.Equal(t, "sim/clf", p.Classification.By)
+		require.Equal(t, tc.lane, p.Lane)
+		require.Len(t, p.Calls, 1)
+
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		res, err := e.Execute(ctx, p)
+		cancel()
+		require.NoError(t, err, tc.q)
+		require.Equal(t, p.Classification, res.Classification)
+		require.Equal(t, p.Lane, res.Lane)
+		require.Equal(t, p.Calls[0], res.Calls[0])
+		require.Equal(t, 1, callsOf(res)["classifier sim/clf ok"])
+		require.Empty(t, res.StaffUnavailable)
+		checkAccounting(t, res)
+	}
 }
 
 func TestConfigValidation(t *testing.T) {

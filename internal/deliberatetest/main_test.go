@@ -113,11 +113,26 @@ func newEngine(t testing.TB, edit func(*deliberate.Config)) *deliberate.Engine {
 	return e
 }
 
+// request is a deliberation of one question on the mode, at the plus tier.
+func request(mode *core.Mode, q string) *deliberate.Request {
+	return &deliberate.Request{Mode: mode, Tier: core.TierPlus, OrgID: "org-test", RequestID: "req-test",
+		Messages: []core.Message{{Role: core.RoleUser, Content: q}}}
+}
+
 // run deliberates one question on the mode.
 func run(t testing.TB, e *deliberate.Engine, mode *core.Mode, q string) (*deliberate.Result, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return e.Run(ctx, &deliberate.Request{Mode: mode, Tier: core.TierPlus, OrgID: "org-test", RequestID: "req-test",
-		Messages: []core.Message{{Role: core.RoleUser, Content: q}}})
+	return e.Run(ctx, request(mode, q))
+}
+
+// plan plans one question on the mode.
+func plan(t testing.TB, e *deliberate.Engine, mode *core.Mode, q string) *deliberate.Plan {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := e.Plan(ctx, request(mode, q))
+	require.NoError(t, err)
+	return p
 }
