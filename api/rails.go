@@ -21,11 +21,11 @@ import (
 // is refused with 503 service_unavailable, never let through unmetered.
 
 // admit runs the call's rails in one trip to the store (see
-// core.Rails.Admit) with the key's rate and the organisation's slot limit
+// core.Admission.Admit) with the key's rate and the organisation's slot limit
 // filled in. On a refusal other than ErrClaimed it has answered the
 // request and returns nil; on ErrClaimed it returns the admission for the
 // caller to answer. An admitted call holds a slot, given back by release.
-func (h *handler) admit(w http.ResponseWriter, r *http.Request, p *principal, ap *core.AdmitParams) (*core.Admission, *slotLease) {
+func (h *handler) admit(w http.ResponseWriter, r *http.Request, p *principal, ap *core.AdmitParams) (*core.AdmitResult, *slotLease) {
 	ap.KeyID, ap.OrgID, ap.RequestID, ap.Lease = p.key.ID, p.org.ID, RequestID(r.Context()), h.cfg.Lease
 	if ap.PerMinute = p.key.RPM; ap.PerMinute == 0 {
 		ap.PerMinute = h.cfg.RPM
@@ -137,7 +137,7 @@ func requestHash(v any) []byte {
 // third of a lease, so a call's leases lapse only when its process died.
 // Its goroutine runs only while calls are live.
 type leaseKeeper struct {
-	rails core.Rails
+	rails core.Admission
 	lease time.Duration
 	log   *slog.Logger
 
@@ -146,7 +146,7 @@ type leaseKeeper struct {
 	running bool
 }
 
-func newLeaseKeeper(rails core.Rails, lease time.Duration, log *slog.Logger) *leaseKeeper {
+func newLeaseKeeper(rails core.Admission, lease time.Duration, log *slog.Logger) *leaseKeeper {
 	return &leaseKeeper{rails: rails, lease: lease, log: log, live: map[string]struct{}{}}
 }
 
@@ -211,4 +211,4 @@ func holdError(err error, ceiling core.Micros) error {
 
 // errNoRails is returned by New when neither Deps.Rails nor the store
 // provides the rails.
-var errNoRails = errors.New("api: Rails is required (the store does not implement core.Rails)")
+var errNoRails = errors.New("api: Rails is required (the store does not implement core.Admission)")

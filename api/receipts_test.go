@@ -430,7 +430,7 @@ func TestReceiptUnavailableAfterAnEstimate(t *testing.T) {
 }
 
 // failingOutcomes cannot record anything.
-type failingOutcomes struct{ core.OutcomeStore }
+type failingOutcomes struct{ core.Outcomes }
 
 func (failingOutcomes) RecordOutcome(context.Context, *core.CallOutcome) error {
 	return errors.New("the outcome store is down")
@@ -442,7 +442,7 @@ func TestEstimateAnswersWhenItsOutcomeCannotBeRecorded(t *testing.T) {
 	t.Parallel()
 	logs := &logtest.Buffer{}
 	tb := setupWith(t, "Down", func(d *api.Deps) {
-		d.Outcomes = failingOutcomes{d.Store.(core.OutcomeStore)}
+		d.Outcomes = failingOutcomes{d.Store.(core.Outcomes)}
 		d.Logger = slog.New(slog.NewJSONHandler(logs, nil))
 	}).testBundle
 

@@ -100,8 +100,8 @@ func (c Config) validate() error {
 type Deps struct {
 	Store core.Store
 	// Rails keeps the rate, concurrency and idempotency counters. Defaults
-	// to Store when it implements core.Rails.
-	Rails   core.Rails
+	// to Store when it implements core.Admission.
+	Rails   core.Admission
 	Authz   core.Authorizer
 	Catalog *core.Catalog
 	// Ready reports whether the service can take traffic (database reachable,
@@ -124,8 +124,8 @@ type Deps struct {
 	TokensOver func(messages []core.Message, limit int) (n int, over bool)
 	// Outcomes records and reads what became of calls without a receipt
 	// (GET /v1/receipts answers them with the receipt-unavailable form).
-	// Defaults to Store when it implements core.OutcomeStore.
-	Outcomes core.OutcomeStore
+	// Defaults to Store when it implements core.Outcomes.
+	Outcomes core.Outcomes
 }
 
 // Classifier is what the API needs of a question classifier.
@@ -136,7 +136,7 @@ type Classifier interface {
 type handler struct {
 	cfg     Config
 	store   core.Store
-	rails   core.Rails
+	rails   core.Admission
 	leases  *leaseKeeper
 	authz   core.Authorizer
 	catalog *core.Catalog
@@ -149,7 +149,7 @@ type handler struct {
 	classifier  Classifier
 	deliberator Deliberator
 	tokensOver  func([]core.Message, int) (int, bool)
-	outcomes    core.OutcomeStore // nil: outcomes are neither recorded nor read
+	outcomes    core.Outcomes // nil: outcomes are neither recorded nor read
 	router      *chi.Mux
 }
 
@@ -169,14 +169,14 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 		return nil, errors.New("api: TokensOver is required with a Deliberator")
 	}
 	if d.Rails == nil {
-		rails, ok := d.Store.(core.Rails)
+		rails, ok := d.Store.(core.Admission)
 		if !ok {
 			return nil, errNoRails
 		}
 		d.Rails = rails
 	}
 	if d.Outcomes == nil {
-		d.Outcomes, _ = d.Store.(core.OutcomeStore)
+		d.Outcomes, _ = d.Store.(core.Outcomes)
 	}
 	if d.Classifier == nil {
 		d.Classifier = classify.Heuristic{}

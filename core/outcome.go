@@ -36,9 +36,9 @@ type CallOutcome struct {
 	CreatedAt time.Time
 }
 
-// OutcomeStore records and reads CallOutcomes. internal/pgstore.Store
-// implements it.
-type OutcomeStore interface {
+// Outcomes holds what became of calls that have no receipt (CallOutcome).
+// Every method is safe for concurrent use.
+type Outcomes interface {
 	// RecordOutcome stores o unless an outcome for o.RequestID is already
 	// stored, in which case it changes nothing and returns nil: the first
 	// outcome of a request stands.

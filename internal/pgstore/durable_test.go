@@ -196,7 +196,7 @@ func TestSettlementWhoseWaitForTheDiskFails(t *testing.T) {
 		{"not confirmed", "SELECT 1/0", core.ErrOutcomeUnknown},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, pool, org := newRailsStore(t)
+			s, pool, org := newAdmissionStore(t)
 			pgstore.SetDurableMarks(s, "SELECT 1/0", tc.confirm, 300*time.Millisecond)
 			h, err := s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: "req_mark", Amount: 100_000})
 			require.NoError(t, err)

@@ -261,7 +261,7 @@ func TestExpireTrialRacingItselfDeductsOnce(t *testing.T) {
 	requireBalanceEqualsJournal(t, b.pool)
 }
 
-// call is a call in flight as the rails record it: a hold, a concurrency
+// call is a call in flight as admission records it: a hold, a concurrency
 // slot and an in-flight idempotency claim, all for one request.
 type call struct {
 	org, requestID, holdID string
@@ -333,7 +333,7 @@ func (b *jobsBundle) requireAbandoned(t *testing.T, c call) {
 	require.Equal(t, core.OutcomeAbandonedReason, reason)
 }
 
-func TestSweepHoldsReleasesTheHoldsOfDeadCallsAndFreesTheirRails(t *testing.T) {
+func TestSweepHoldsReleasesTheHoldsOfDeadCallsAndFreesTheirSlotsAndClaims(t *testing.T) {
 	t.Parallel()
 	b := setupJobs(t)
 	org := b.org(t, "Sweep", 0)

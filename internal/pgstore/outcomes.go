@@ -19,10 +19,7 @@ ON CONFLICT (request_id) DO NOTHING`
   FROM call_outcomes WHERE request_id = $1 AND org_id = $2`
 )
 
-// Store implements core.OutcomeStore.
-var _ core.OutcomeStore = (*Store)(nil)
-
-// RecordOutcome implements core.OutcomeStore.
+// RecordOutcome implements core.Outcomes.
 func (s *Store) RecordOutcome(ctx context.Context, o *core.CallOutcome) error {
 	switch {
 	case o.RequestID == "":
@@ -38,7 +35,7 @@ func (s *Store) RecordOutcome(ctx context.Context, o *core.CallOutcome) error {
 	return nil
 }
 
-// GetOutcome implements core.OutcomeStore. The organisation is part of the
+// GetOutcome implements core.Outcomes. The organisation is part of the
 // query, so another organisation's outcome is never read.
 func (s *Store) GetOutcome(ctx context.Context, orgID, requestID string) (*core.CallOutcome, error) {
 	var o core.CallOutcome
@@ -48,3 +45,5 @@ func (s *Store) GetOutcome(ctx context.Context, orgID, requestID string) (*core.
 	}
 	return &o, nil
 }
+
+var _ core.Outcomes = (*Store)(nil)

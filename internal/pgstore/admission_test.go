@@ -17,7 +17,7 @@ import (
 	"github.com/conclavehq/conclave/internal/pgtest"
 )
 
-// takeRate, acquireSlot and claimKey run admit_call with one rail each.
+// takeRate, acquireSlot and claimKey run admit_call with one check each.
 func takeRate(ctx context.Context, s *pgstore.Store, keyID string, perMinute int) (bool, time.Duration, error) {
 	a, err := s.Admit(ctx, &core.AdmitParams{KeyID: keyID, PerMinute: perMinute})
 	if err != nil {
@@ -82,11 +82,11 @@ func wins(t *testing.T, n int, try func(i int) (bool, error)) int {
 	return won
 }
 
-func newRailsStore(t *testing.T) (*pgstore.Store, *pgxpool.Pool, *core.Org) {
+func newAdmissionStore(t *testing.T) (*pgstore.Store, *pgxpool.Pool, *core.Org) {
 	t.Helper()
 	pool := pgtest.NewPool(t)
 	s := pgstore.New(pool)
-	org, _, err := s.CreateOrg(context.Background(), &core.CreateOrgParams{Name: "Rails"})
+	org, _, err := s.CreateOrg(context.Background(), &core.CreateOrgParams{Name: "Admission"})
 	require.NoError(t, err)
 	return s, pool, org
 }
@@ -96,7 +96,7 @@ func newRailsStore(t *testing.T) (*pgstore.Store, *pgxpool.Pool, *core.Org) {
 func TestTakeRateAdmitsExactlyTheBudget(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _, _ := newRailsStore(t)
+	s, _, _ := newAdmissionStore(t)
 	for i := range 6 {
 		ok, _, err := takeRate(ctx, s, "key_a", 6)
 		require.NoError(t, err)
@@ -117,7 +117,7 @@ func TestTakeRateAdmitsExactlyTheBudget(t *testing.T) {
 func TestTakeRateIsExactUnderConcurrency(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _, _ := newRailsStore(t)
+	s, _, _ := newAdmissionStore(t)
 	admitted := wins(t, 40, func(int) (bool, error) {
 		ok, _, err := takeRate(ctx, s, "key_c", 25)
 		return ok, err
@@ -130,7 +130,7 @@ func TestTakeRateIsExactUnderConcurrency(t *testing.T) {
 func TestConcurrencySlots(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, pool, org := newRailsStore(t)
+	s, pool, org := newAdmissionStore(t)
 	won := wins(t, 20, func(i int) (bool, error) {
 		return acquireSlot(ctx, s, org.ID, fmt.Sprintf("req_%d", i), 5, time.Minute)
 	})
@@ -169,7 +169,7 @@ func hashOf(s string) []byte {
 func TestIdempotencyClaims(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, pool, org := newRailsStore(t)
+	s, pool, org := newAdmissionStore(t)
 	claim := func(key, requestID string) (bool, *core.Claim) {
 		t.Helper()
 		won, c, err := claimKey(ctx, s, core.AdmitParams{OrgID: org.ID, IdempotencyKey: key, RequestHash: hashOf(requestID), RequestID: requestID, Lease: time.Minute})
@@ -227,7 +227,7 @@ func TestIdempotencyClaims(t *testing.T) {
 func TestIdempotencyClaimIsAtomic(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _, org := newRailsStore(t)
+	s, _, org := newAdmissionStore(t)
 	won := wins(t, 30, func(i int) (bool, error) {
 		won, _, err := claimKey(ctx, s, core.AdmitParams{OrgID: org.ID, IdempotencyKey: "same", RequestHash: hashOf("b"), RequestID: fmt.Sprintf("req_%d", i), Lease: time.Minute})
 		return won, err
@@ -240,7 +240,7 @@ func TestIdempotencyClaimIsAtomic(t *testing.T) {
 func TestRenewLeases(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, pool, org := newRailsStore(t)
+	s, pool, org := newAdmissionStore(t)
 	for _, id := range []string{"req_live", "req_dead"} {
 		ok, err := acquireSlot(ctx, s, org.ID, id, 5, time.Second)
 		require.NoError(t, err)
@@ -273,7 +273,7 @@ func TestRenewLeases(t *testing.T) {
 func TestHoldSpendRules(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, pool, org := newRailsStore(t)
+	s, pool, org := newAdmissionStore(t)
 	quota := core.Micros(3_000_000)
 	h1, err := s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: "req_q1", Amount: 2_000_000, MonthlyQuota: &quota})
 	require.NoError(t, err)
@@ -312,7 +312,7 @@ func TestHoldSpendRules(t *testing.T) {
 func TestOrgLimitsAndVerification(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _, org := newRailsStore(t)
+	s, _, org := newAdmissionStore(t)
 	require.True(t, org.Verified(), "organisations are created verified unless asked")
 	u, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Pending", Unverified: true})
 	require.NoError(t, err)
@@ -342,7 +342,7 @@ func TestOrgLimitsAndVerification(t *testing.T) {
 func TestSettleRefusesALostClaim(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, pool, org := newRailsStore(t)
+	s, pool, org := newAdmissionStore(t)
 	won, _, err := claimKey(ctx, s, core.AdmitParams{OrgID: org.ID, IdempotencyKey: "k", RequestHash: hashOf("a"), RequestID: "req_slow", Lease: time.Minute})
 	require.NoError(t, err)
 	require.True(t, won)
@@ -366,7 +366,7 @@ func TestSettleRefusesALostClaim(t *testing.T) {
 func TestConcurrencySlotsWithALargeLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, pool, org := newRailsStore(t)
+	s, pool, org := newAdmissionStore(t)
 	won := wins(t, 50, func(i int) (bool, error) {
 		return acquireSlot(ctx, s, org.ID, fmt.Sprintf("req_%d", i), 1_000_000, time.Minute)
 	})
@@ -386,7 +386,7 @@ func TestConcurrencySlotsWithALargeLimit(t *testing.T) {
 func TestRefusedSlotProbesLockNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, pool, org := newRailsStore(t)
+	s, pool, org := newAdmissionStore(t)
 	const limit = 65 // above 64: random probes of taken slots first
 	for i := range limit {
 		ok, err := acquireSlot(ctx, s, org.ID, fmt.Sprintf("req_%d", i), limit, time.Minute)
@@ -411,7 +411,7 @@ func TestRefusedSlotProbesLockNothing(t *testing.T) {
 func TestAdmitCommitsAsynchronouslyInItsTransactionOnly(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	_, pool, org := newRailsStore(t)
+	_, pool, org := newAdmissionStore(t)
 	conn, err := pool.Acquire(ctx)
 	require.NoError(t, err)
 	defer conn.Release()
@@ -447,7 +447,7 @@ func TestAdmitCommitsAsynchronouslyInItsTransactionOnly(t *testing.T) {
 func TestAdmitRefusedAfterItsOwnRowsKeepsNone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, pool, org := newRailsStore(t)
+	s, pool, org := newAdmissionStore(t)
 	leftovers := func(requestID string) (rows int, held int64) {
 		t.Helper()
 		require.NoError(t, pool.QueryRow(ctx, `SELECT
@@ -457,7 +457,7 @@ func TestAdmitRefusedAfterItsOwnRowsKeepsNone(t *testing.T) {
 			  (SELECT held_micros FROM balances WHERE org_id = $2)`, requestID, org.ID).Scan(&rows, &held))
 		return rows, held
 	}
-	admit := func(requestID string, amount core.Micros) (*core.Admission, error) {
+	admit := func(requestID string, amount core.Micros) (*core.AdmitResult, error) {
 		return s.Admit(ctx, &core.AdmitParams{KeyID: "key_race", PerMinute: 1, OrgID: org.ID, RequestID: requestID,
 			SlotLimit: 5, Lease: time.Minute, IdempotencyKey: "idem-" + requestID, RequestHash: hashOf(requestID),
 			Hold: core.PlaceHoldParams{Amount: amount}})
@@ -472,7 +472,7 @@ func TestAdmitRefusedAfterItsOwnRowsKeepsNone(t *testing.T) {
 	_, err = tx.Exec(ctx, `INSERT INTO rate_limits (key_id, tat) VALUES ('key_race', clock_timestamp() + interval '1 minute')`)
 	require.NoError(t, err)
 	type result struct {
-		a   *core.Admission
+		a   *core.AdmitResult
 		err error
 	}
 	done := make(chan result, 1)
@@ -526,8 +526,8 @@ func TestAdmitRefusedAfterItsOwnRowsKeepsNone(t *testing.T) {
 func TestAdmitRefusesTheRateBeforeTheSlot(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, pool, org := newRailsStore(t)
-	admit := func(requestID string) *core.Admission {
+	s, pool, org := newAdmissionStore(t)
+	admit := func(requestID string) *core.AdmitResult {
 		t.Helper()
 		a, err := s.Admit(ctx, &core.AdmitParams{KeyID: "key_order", PerMinute: 1, OrgID: org.ID, RequestID: requestID,
 			SlotLimit: 1, Lease: time.Minute, IdempotencyKey: "idem-" + requestID, RequestHash: hashOf(requestID)})
@@ -551,7 +551,7 @@ func TestAdmitRefusesTheRateBeforeTheSlot(t *testing.T) {
 func TestSlotsLostWithACrashLeaveCallsWhole(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, pool, org := newRailsStore(t)
+	s, pool, org := newAdmissionStore(t)
 	var persistence string
 	require.NoError(t, pool.QueryRow(ctx, `
 		SELECT string_agg(relname || '=' || relpersistence::text, ' ' ORDER BY relname) FROM pg_class
