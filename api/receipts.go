@@ -157,7 +157,7 @@ func (h *handler) getReceipt(w http.ResponseWriter, r *http.Request) {
 		o, err := h.outcomes.GetOutcome(r.Context(), org, id)
 		switch {
 		case err == nil:
-			writeJSON(w, http.StatusOK, receiptUnavailable{OK: true, RequestID: o.RequestID, Status: o.Status, Reason: o.Reason})
+			writeJSON(w, http.StatusOK, receiptUnavailable{OK: true, RequestID: o.RequestID, Status: string(o.Status), Reason: o.Reason})
 			return
 		case !errors.Is(err, core.ErrNotFound):
 			writeError(w, r, core.Errorf(core.CodeServiceUnavailable, "The receipt could not be read. Retry shortly.").WithCause(err))
@@ -188,7 +188,7 @@ func parseIncludeTranscript(r *http.Request) (bool, error) {
 // recordOutcome stores what became of a call that will have no receipt, so
 // that GET /v1/receipts answers its id with the receipt-unavailable form.
 // It is best-effort: a failure is logged and the call's own answer stands.
-func (h *handler) recordOutcome(r *http.Request, status, reason string) {
+func (h *handler) recordOutcome(r *http.Request, status core.OutcomeStatus, reason string) {
 	if h.outcomes == nil {
 		return
 	}

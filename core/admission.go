@@ -54,19 +54,22 @@ type Admission interface {
 	SettleCall(ctx context.Context, p *SettleCallParams) (*Balance, error)
 }
 
+// ClaimState is the state of an idempotency claim, as stored.
+type ClaimState string
+
 // Idempotency claim states.
 const (
-	ClaimInFlight  = "in_flight" // the claiming call is running
-	ClaimSucceeded = "succeeded" // a repeat replays the stored answer
-	ClaimCapped    = "capped"    // a repeat runs and bills again
-	ClaimStopped   = "stopped"   // stopped mid-charge (launch endpoints)
+	ClaimInFlight  ClaimState = "in_flight" // the claiming call is running
+	ClaimSucceeded ClaimState = "succeeded" // a repeat replays the stored answer
+	ClaimCapped    ClaimState = "capped"    // a repeat runs and bills again
+	ClaimStopped   ClaimState = "stopped"   // stopped mid-charge (launch endpoints)
 )
 
 // Claim describes the call that holds an idempotency key another call asked
 // for (see AdmitResult.Claim). A key is taken when it is new, or its earlier
 // call ended capped, or that call's in-flight lease lapsed.
 type Claim struct {
-	State       string
+	State       ClaimState
 	RequestID   string
 	RequestHash []byte
 }
@@ -147,5 +150,5 @@ type SettleCallParams struct {
 	// request took the key) is refused with ErrConflict and charges
 	// nothing: the key's other call bills.
 	IdempotencyKey string
-	ClaimState     string
+	ClaimState     ClaimState
 }

@@ -93,7 +93,7 @@ func (s *Store) Admit(ctx context.Context, p *core.AdmitParams) (*core.AdmitResu
 		a.Refused = core.ErrNoSlot
 	case "claimed":
 		a.Refused = core.ErrClaimed
-		a.Claim = &core.Claim{State: *claimState, RequestID: *claimReqID, RequestHash: claimHash}
+		a.Claim = &core.Claim{State: core.ClaimState(*claimState), RequestID: *claimReqID, RequestHash: claimHash}
 	case "quota":
 		a.Refused = core.ErrQuotaExceeded
 	case "allowance":

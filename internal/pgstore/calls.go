@@ -96,7 +96,7 @@ func (s *Store) SettleCall(ctx context.Context, p *core.SettleCallParams) (*core
 			return nil, fmt.Errorf("settling hold %s: %w", p.HoldID, err)
 		}
 	}
-	batch.Queue(q("SettleCallFn"), p.HoldID, p.OrgID, requestID, int64(p.Billed), p.IdempotencyKey, p.ClaimState)
+	batch.Queue(q("SettleCallFn"), p.HoldID, p.OrgID, requestID, int64(p.Billed), p.IdempotencyKey, string(p.ClaimState))
 	batch.Queue(q("Commit"))
 	batch.Queue(s.marks.settleSQL())
 	conn, err := s.pool.Acquire(ctx)
@@ -198,7 +198,7 @@ func (s *Store) confirmSettled(ctx context.Context, holdID, orgID string, markEr
 		if err == nil {
 			var h *core.Hold
 			if h, err = scanHold(br.QueryRow()); err == nil {
-				state = h.State
+				state = string(h.State)
 			} else if errors.Is(err, core.ErrNotFound) {
 				err = nil
 			}
@@ -207,7 +207,7 @@ func (s *Store) confirmSettled(ctx context.Context, holdID, orgID string, markEr
 			err = cerr
 		}
 		switch {
-		case err == nil && state == core.HoldSettled:
+		case err == nil && state == string(core.HoldSettled):
 			return nil
 		case err == nil:
 			return fmt.Errorf("the settlement was lost with the database (the hold is %s): %w", state, markErr)

@@ -29,7 +29,7 @@ func (s *Store) RecordOutcome(ctx context.Context, o *core.CallOutcome) error {
 	case o.Endpoint == "" || o.Status == "" || o.Reason == "":
 		return fmt.Errorf("recording outcome of %s: endpoint, status and reason are required", o.RequestID)
 	}
-	if _, err := s.pool.Exec(ctx, insertOutcomeSQL, o.RequestID, o.OrgID, o.Endpoint, o.Status, o.Reason); err != nil {
+	if _, err := s.pool.Exec(ctx, insertOutcomeSQL, o.RequestID, o.OrgID, o.Endpoint, string(o.Status), o.Reason); err != nil {
 		return fmt.Errorf("recording outcome of %s: %w", o.RequestID, translate(err))
 	}
 	return nil
