@@ -308,35 +308,6 @@ func TestHoldSpendRules(t *testing.T) {
 	require.NotErrorIs(t, err, core.ErrNoBilling, "a topped-up organisation has billing set up")
 }
 
-// Organisation limits and verification round-trip.
-func TestOrgLimitsAndVerification(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	s, _, org := newAdmissionStore(t)
-	require.True(t, org.Verified(), "organisations are created verified unless asked")
-	u, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Pending", Unverified: true})
-	require.NoError(t, err)
-	require.False(t, u.Verified())
-	u, err = s.SetOrgVerified(ctx, u.ID, true)
-	require.NoError(t, err)
-	require.True(t, u.Verified())
-
-	conc, quota := 12, core.Micros(50_000_000)
-	o, err := s.SetOrgLimits(ctx, &core.SetOrgLimitsParams{OrgID: org.ID, Concurrency: &conc, MonthlyQuota: &quota})
-	require.NoError(t, err)
-	require.Equal(t, 12, o.Concurrency)
-	require.Equal(t, quota, *o.MonthlyQuota)
-	o, err = s.SetOrgLimits(ctx, &core.SetOrgLimitsParams{OrgID: org.ID, Concurrency: new(0)})
-	require.NoError(t, err)
-	require.Equal(t, 0, o.Concurrency, "zero clears the override")
-	require.Equal(t, quota, *o.MonthlyQuota, "a nil field is left as it is")
-	got, err := s.GetOrg(ctx, org.ID)
-	require.NoError(t, err)
-	require.Equal(t, quota, *got.MonthlyQuota)
-	_, err = s.SetOrgLimits(ctx, &core.SetOrgLimitsParams{OrgID: "org_missing", Concurrency: &conc})
-	require.ErrorIs(t, err, core.ErrNotFound)
-}
-
 // A call whose claim lapsed and was taken by a repeat cannot bill: the
 // repeat bills instead, so the key is billed once.
 func TestSettleRefusesALostClaim(t *testing.T) {
