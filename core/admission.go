@@ -86,7 +86,9 @@ type AdmitParams struct {
 	Lease     time.Duration
 
 	IdempotencyKey string // "" skips the claim
-	RequestHash    []byte
+	// RequestHash is the SHA-256 of what the call asks, kept with the
+	// claim so that a repeat can be told from another request on the key.
+	RequestHash []byte
 
 	// Hold, when Amount is positive, reserves it as PlaceHold does, with
 	// the same spend rules.

@@ -45,7 +45,9 @@ type CallOutcome struct {
 type Outcomes interface {
 	// RecordOutcome stores o unless an outcome for o.RequestID is already
 	// stored, in which case it changes nothing and returns nil: the first
-	// outcome of a request stands.
+	// outcome of a request stands. An outcome without its request id,
+	// organisation, endpoint, status or reason, or of an organisation that
+	// does not exist, is refused with an error.
 	RecordOutcome(ctx context.Context, o *CallOutcome) error
 	// GetOutcome returns the organisation's outcome for a request; an id
 	// with none, or another organisation's, returns ErrNotFound.

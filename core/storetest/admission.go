@@ -11,14 +11,182 @@ import (
 	"github.com/conclavehq/conclave/core"
 )
 
-// RunAdmission is the section of core.Admission: the hold's life (placed,
-// settled, released) and the money it moves.
+// RunAdmission is the section of core.Admission: what Admit refuses (the
+// key's rate, the organisation's slots, the idempotency claim, the money),
+// that a refused call keeps nothing, the leases of live calls, and the
+// hold's life (placed, settled, released) with the money it moves.
 func RunAdmission[S interface {
 	core.Orgs
 	core.Ledger
 	core.Admission
 }](t *testing.T, newStore func(t *testing.T) S) {
 	ctx := context.Background()
+
+	admit := func(t *testing.T, s core.Admission, p core.AdmitParams) *core.AdmitResult {
+		t.Helper()
+		a, err := s.Admit(ctx, &p)
+		require.NoError(t, err)
+		return a
+	}
+
+	// The rate admits the minute's whole budget at once, then refuses
+	// with the wait until the next request fits; other keys are counted
+	// apart.
+	t.Run("RateRefusesPastTheBudget", func(t *testing.T) {
+		t.Parallel()
+		s := newStore(t)
+		for i := range 6 {
+			a := admit(t, s, core.AdmitParams{KeyID: "key_a", PerMinute: 6})
+			require.NoError(t, a.Refused, "request %d of a budget of 6", i+1)
+		}
+		a := admit(t, s, core.AdmitParams{KeyID: "key_a", PerMinute: 6})
+		require.ErrorIs(t, a.Refused, core.ErrRateLimited, "the 7th request of a budget of 6 within the minute")
+		require.Greater(t, a.RetryAfter, time.Duration(0))
+		require.LessOrEqual(t, a.RetryAfter, 10*time.Second, "one emission interval at 6 per minute")
+		a = admit(t, s, core.AdmitParams{KeyID: "key_b", PerMinute: 6})
+		require.NoError(t, a.Refused, "another key has its own budget")
+	})
+
+	// Slots: the limit refuses the next call, and a slot given back (by
+	// ReleaseSlot, by releasing the call's hold, by settling it) is free.
+	t.Run("SlotLimitRefusesAndAReleasedSlotFrees", func(t *testing.T) {
+		t.Parallel()
+		s, org := newOrg(t, newStore, "Caller")
+		slot := func(requestID string, amount core.Micros) *core.AdmitResult {
+			t.Helper()
+			return admit(t, s, core.AdmitParams{OrgID: org.ID, RequestID: requestID, SlotLimit: 2, Lease: time.Minute,
+				Hold: core.PlaceHoldParams{Amount: amount}})
+		}
+		require.NoError(t, slot("req_1", 0).Refused)
+		require.NoError(t, slot("req_2", 0).Refused)
+		refused := slot("req_3", 1_000)
+		require.ErrorIs(t, refused.Refused, core.ErrNoSlot)
+		require.Nil(t, refused.Hold)
+		require.Zero(t, balance(t, s, org.ID).Held, "a call refused a slot holds no money")
+
+		require.NoError(t, s.ReleaseSlot(ctx, org.ID, "req_1"))
+		require.NoError(t, s.ReleaseSlot(ctx, org.ID, "req_1"), "releasing a free slot does nothing")
+		held := slot("req_3", 1_000)
+		require.NoError(t, held.Refused, "a released slot is free")
+		require.ErrorIs(t, slot("req_4", 1_000).Refused, core.ErrNoSlot)
+
+		require.NoError(t, s.ReleaseHold(ctx, held.Hold.ID, org.ID))
+		settled := slot("req_4", 1_000)
+		require.NoError(t, settled.Refused, "releasing a hold frees its call's slot")
+		_, err := s.SettleCall(ctx, &core.SettleCallParams{HoldID: settled.Hold.ID, OrgID: org.ID, Billed: 500})
+		require.NoError(t, err)
+		require.NoError(t, slot("req_5", 0).Refused, "settling a call frees its slot")
+		require.ErrorIs(t, slot("req_6", 0).Refused, core.ErrNoSlot)
+
+		other := createOrg(t, s, "Other")
+		a := admit(t, s, core.AdmitParams{OrgID: other.ID, RequestID: "req_7", SlotLimit: 2, Lease: time.Minute})
+		require.NoError(t, a.Refused, "another organisation has its own slots")
+	})
+
+	// The idempotency claim: a repeat of a key in flight is refused with
+	// the first call's claim; a released claim runs again; a settled call's
+	// claim is kept (succeeded) or taken again (capped); organisations do
+	// not share keys.
+	t.Run("IdempotencyClaim", func(t *testing.T) {
+		t.Parallel()
+		s, org := newOrg(t, newStore, "Caller")
+		claim := func(orgID, key, requestID string) *core.AdmitResult {
+			t.Helper()
+			return admit(t, s, core.AdmitParams{OrgID: orgID, RequestID: requestID, Lease: time.Minute,
+				IdempotencyKey: key, RequestHash: hashOf(requestID)})
+		}
+		require.NoError(t, claim(org.ID, "k1", "req_1").Refused)
+		a := claim(org.ID, "k1", "req_2")
+		require.ErrorIs(t, a.Refused, core.ErrClaimed)
+		require.Equal(t, &core.Claim{State: core.ClaimInFlight, RequestID: "req_1", RequestHash: hashOf("req_1")}, a.Claim)
+
+		require.NoError(t, s.ReleaseClaim(ctx, org.ID, "k1", "req_2"), "only the holder's release counts")
+		require.ErrorIs(t, claim(org.ID, "k1", "req_3").Refused, core.ErrClaimed)
+		require.NoError(t, s.ReleaseClaim(ctx, org.ID, "k1", "req_1"))
+		require.NoError(t, claim(org.ID, "k1", "req_4").Refused, "a released claim runs again")
+
+		settle := func(key, requestID string, state core.ClaimState) {
+			t.Helper()
+			h, err := s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: requestID, Amount: 1_000})
+			require.NoError(t, err)
+			_, err = s.SettleCall(ctx, &core.SettleCallParams{HoldID: h.ID, OrgID: org.ID, Billed: 500,
+				IdempotencyKey: key, ClaimState: state})
+			require.NoError(t, err)
+		}
+		settle("k1", "req_4", core.ClaimSucceeded)
+		a = claim(org.ID, "k1", "req_5")
+		require.ErrorIs(t, a.Refused, core.ErrClaimed)
+		require.Equal(t, core.ClaimSucceeded, a.Claim.State, "a repeat of a succeeded call replays it")
+		require.Equal(t, "req_4", a.Claim.RequestID)
+
+		require.NoError(t, claim(org.ID, "k2", "req_6").Refused)
+		settle("k2", "req_6", core.ClaimCapped)
+		require.NoError(t, claim(org.ID, "k2", "req_7").Refused, "a capped call's key runs again")
+
+		other := createOrg(t, s, "Other")
+		require.NoError(t, claim(other.ID, "k1", "req_8").Refused, "organisations do not share keys")
+	})
+
+	// A call refused anywhere keeps nothing it took before the refusal:
+	// refused for its money, it holds no money, no slot and no claim.
+	t.Run("RefusedHoldLeavesNothingHeld", func(t *testing.T) {
+		t.Parallel()
+		s, org := newOrg(t, newStore, "Caller")
+		first, err := s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: "req_first", Amount: 4_000_000})
+		require.NoError(t, err)
+		call := func(requestID string, amount core.Micros) *core.AdmitResult {
+			t.Helper()
+			return admit(t, s, core.AdmitParams{KeyID: "key_1", PerMinute: 100, OrgID: org.ID, RequestID: requestID,
+				SlotLimit: 1, Lease: time.Minute, IdempotencyKey: "k", RequestHash: hashOf(requestID),
+				Hold: core.PlaceHoldParams{Amount: amount}})
+		}
+		a := call("req_broke", core.TrialCredit-4_000_000+1)
+		require.ErrorIs(t, a.Refused, core.ErrInsufficientFunds)
+		require.Nil(t, a.Hold)
+		b := balance(t, s, org.ID)
+		require.Equal(t, first.Amount, b.Held, "only the first call's hold")
+		require.Equal(t, core.TrialCredit, b.Balance)
+
+		a = call("req_fits", core.TrialCredit-4_000_000)
+		require.NoError(t, a.Refused, "the refused call kept neither the slot nor the key")
+		require.Equal(t, core.TrialCredit, balance(t, s, org.ID).Held)
+		require.Len(t, requireJournalMatches(t, s, org.ID), 1, "only the trial grant")
+	})
+
+	// RenewLeases keeps a live call's slot and claim past their first
+	// lease; a call that is not renewed lets them lapse, and another call
+	// takes them.
+	t.Run("RenewLeasesKeepsALiveCallsLeases", func(t *testing.T) {
+		t.Parallel()
+		s, org := newOrg(t, newStore, "Caller")
+		const lease = 500 * time.Millisecond
+		call := func(requestID, key string) *core.AdmitResult {
+			t.Helper()
+			return admit(t, s, core.AdmitParams{OrgID: org.ID, RequestID: requestID, SlotLimit: 2, Lease: lease,
+				IdempotencyKey: key, RequestHash: hashOf(requestID), Hold: core.PlaceHoldParams{Amount: 1_000}})
+		}
+		require.NoError(t, call("req_live", "k_live").Refused)
+		require.NoError(t, call("req_dead", "k_dead").Refused)
+		require.NoError(t, s.RenewLeases(ctx, []string{"req_live"}, time.Hour))
+		require.NoError(t, s.RenewLeases(ctx, nil, time.Hour), "renewing no call does nothing")
+
+		require.Eventually(t, func() bool {
+			a, err := s.Admit(ctx, &core.AdmitParams{OrgID: org.ID, RequestID: "req_retry", Lease: time.Minute,
+				IdempotencyKey: "k_dead", RequestHash: hashOf("req_retry")})
+			return err == nil && a.Refused == nil
+		}, 10*time.Second, 20*time.Millisecond, "the claim of a call not renewed lapses")
+
+		a := call("req_next", "k_live")
+		require.ErrorIs(t, a.Refused, core.ErrClaimed, "the live call's claim is kept")
+		require.Equal(t, core.ClaimInFlight, a.Claim.State)
+		require.Equal(t, "req_live", a.Claim.RequestID)
+		slot := func(requestID string) error {
+			t.Helper()
+			return admit(t, s, core.AdmitParams{OrgID: org.ID, RequestID: requestID, SlotLimit: 2, Lease: time.Minute}).Refused
+		}
+		require.NoError(t, slot("req_x"), "the lapsed slot is taken")
+		require.ErrorIs(t, slot("req_y"), core.ErrNoSlot, "the live call's slot is kept")
+	})
 
 	t.Run("HoldFitsOrIsRefused", func(t *testing.T) {
 		t.Parallel()

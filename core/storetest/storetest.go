@@ -15,6 +15,7 @@ package storetest
 
 import (
 	"context"
+	"crypto/sha256"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -29,6 +30,7 @@ func Run(t *testing.T, newStore func(t *testing.T) core.Store) {
 	t.Run("Keys", func(t *testing.T) { t.Parallel(); RunKeys(t, newStore) })
 	t.Run("Admission", func(t *testing.T) { t.Parallel(); RunAdmission(t, newStore) })
 	t.Run("Receipts", func(t *testing.T) { t.Parallel(); RunReceipts(t, newStore) })
+	t.Run("Outcomes", func(t *testing.T) { t.Parallel(); RunOutcomes(t, newStore) })
 }
 
 // newOrg returns a new store and an organisation created in it.
@@ -64,6 +66,12 @@ func requireJournalMatches(t *testing.T, s core.Ledger, orgID string) []*core.Po
 	requireBalanced(t, postings)
 	require.Equal(t, balance(t, s, orgID).Balance, orgLegSum(postings, orgID), "balance equals journal")
 	return postings
+}
+
+// hashOf is the SHA-256 of s, as a request's hash.
+func hashOf(s string) []byte {
+	h := sha256.Sum256([]byte(s))
+	return h[:]
 }
 
 func requireBalanced(t *testing.T, postings []*core.Posting) {
