@@ -147,7 +147,7 @@ func (h *handler) getReceipt(w http.ResponseWriter, r *http.Request) {
 	case a.Receipt != nil:
 		writeJSON(w, http.StatusOK, receiptResponse{OK: true, ReceiptAvailable: true, Receipt: receiptView(a.Receipt, transcript)})
 	default:
-		writeJSON(w, http.StatusOK, receiptUnavailable{OK: true, RequestID: a.Outcome.RequestID, Status: a.Outcome.Status, Reason: a.Outcome.Reason})
+		writeJSON(w, http.StatusOK, receiptUnavailable{OK: true, RequestID: a.Outcome.RequestID, Status: string(a.Outcome.Status), Reason: a.Outcome.Reason})
 	}
 }
 

@@ -430,7 +430,7 @@ func TestReceiptUnavailableAfterAnEstimate(t *testing.T) {
 }
 
 // failingOutcomes cannot record anything.
-type failingOutcomes struct{ core.OutcomeStore }
+type failingOutcomes struct{ core.Outcomes }
 
 func (failingOutcomes) RecordOutcome(context.Context, *core.CallOutcome) error {
 	return errors.New("the outcome store is down")

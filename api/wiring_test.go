@@ -32,9 +32,9 @@ type limits struct {
 // services and the REST handler as cmd/conclave does.
 type parts struct {
 	store       *pgstore.Store
-	admission   core.Rails        // defaults to store
-	settlement  calls.Settlement  // defaults to store
-	outcomes    core.OutcomeStore // defaults to store
+	admission   core.Admission   // defaults to store
+	settlement  calls.Settlement // defaults to store
+	outcomes    core.Outcomes    // defaults to store
 	authz       core.Authorizer
 	catalog     *core.Catalog
 	ready       func(context.Context) error // defaults to store.Ready

@@ -2,7 +2,7 @@ package core
 
 // Billing rules: what one call costs at its source, the ceiling on its bill,
 // and the bill itself. These are pure functions over Micros; the store only
-// moves the amounts they compute (see Store.PlaceHold and Store.SettleCall).
+// moves the amounts they compute (see Admission.PlaceHold and Admission.SettleCall).
 
 // DefaultCeilingFloor is the lowest default per-call bill ceiling: a call's
 // ceiling is the higher of this and the price of the mode called, unless the

@@ -14,12 +14,15 @@ const TrialPeriod = 30 * 24 * time.Hour
 // the PostingTrialGrant for the part never spent.
 const PostingTrialExpiry = "trial_expiry"
 
-// The CallOutcome the hold sweeper records for a call whose hold expired
-// while still held: its process stopped (crashed, was killed, lost the
-// database) before it settled, so the caller never got an answer and
-// nothing is billed. Holds are placed by chat completions only.
+// OutcomeAbandoned is the status of the CallOutcome the hold sweeper records
+// for a call whose hold expired while still held: its process stopped
+// (crashed, was killed, lost the database) before it settled, so the caller
+// never got an answer and nothing is billed. Holds are placed by chat
+// completions only.
+const OutcomeAbandoned OutcomeStatus = "abandoned"
+
+// The reason and endpoint of an OutcomeAbandoned outcome.
 const (
-	OutcomeAbandoned         = "abandoned"
 	OutcomeAbandonedReason   = "the call's process stopped before it settled; nothing was billed"
 	OutcomeAbandonedEndpoint = "/v1/chat/completions"
 )

@@ -15,11 +15,14 @@ var ErrAboveHold = errors.New("charge above the hold")
 // hold sweeper releases only those of calls that died.
 const DefaultHoldTTL = 10 * time.Minute
 
+// HoldState is the state of a Hold, as stored.
+type HoldState string
+
 // Hold states.
 const (
-	HoldHeld     = "held"     // reserving money for a call in flight
-	HoldSettled  = "settled"  // the call was billed; the hold is gone
-	HoldReleased = "released" // the call was not billed; the hold is gone
+	HoldHeld     HoldState = "held"     // reserving money for a call in flight
+	HoldSettled  HoldState = "settled"  // the call was billed; the hold is gone
+	HoldReleased HoldState = "released" // the call was not billed; the hold is gone
 )
 
 // Hold is money reserved for one call, up to the call's bill ceiling, from
@@ -29,7 +32,7 @@ type Hold struct {
 	OrgID     string
 	RequestID string
 	Amount    Micros
-	State     string // HoldHeld, HoldSettled or HoldReleased
+	State     HoldState
 	CreatedAt time.Time
 	ExpiresAt time.Time
 	// SettledAt is when the hold left HoldHeld (settled or released).

@@ -5,14 +5,29 @@ import (
 	"time"
 )
 
-// Store is the system of record. Its one implementation is Postgres
-// (internal/pgstore); core/storetest holds the conformance suite any
-// implementation must pass. Every method is safe for concurrent use.
+// Store is the system of record: every store interface below in one, for
+// wiring in cmd. Its one implementation is PostgreSQL (internal/pgstore);
+// core/storetest holds the conformance suite, one section per interface,
+// that any implementation must pass. A part of the program that uses the
+// store asks for the small interfaces it needs, not for Store. Every method
+// is safe for concurrent use.
 //
 // Methods that read by id return ErrNotFound for an id that does not exist.
 // Every balance change is a Posting whose legs sum to zero, written in the same
 // transaction as the balance row it changes.
 type Store interface {
+	Orgs
+	Ledger
+	Keys
+	Admission
+	Receipts
+	Outcomes
+	Pinger
+}
+
+// Orgs holds organisations: who they are, their plan, limits and standing.
+// Its methods are safe for concurrent use.
+type Orgs interface {
 	// CreateOrg creates an organisation and grants it the trial credit
 	// (TrialCredit), journaled. A Ticker of "" is derived from the name.
 	// A ticker already in use returns ErrConflict.
@@ -26,49 +41,51 @@ type Store interface {
 	SetOrgLimits(ctx context.Context, p *SetOrgLimitsParams) (*Org, error)
 	// SetOrgVerified marks the organisation verified (or not).
 	SetOrgVerified(ctx context.Context, orgID string, verified bool) (*Org, error)
+}
 
+// Ledger holds the organisations' money: each one's balance row and the
+// append-only journal whose postings explain it. Money held for calls and
+// charged by them moves through Admission; the ledger records it. Its
+// methods are safe for concurrent use.
+type Ledger interface {
 	// AddFunds credits a prepaid top-up to the organisation, journaled.
 	AddFunds(ctx context.Context, p *AddFundsParams) (*Balance, error)
 	GetBalance(ctx context.Context, orgID string) (*Balance, error)
 	// ListPostings returns the organisation's journal, oldest first.
 	ListPostings(ctx context.Context, orgID string) ([]*Posting, error)
+}
 
-	// CreateKey stores a key by its hash. The secret never reaches the store.
+// Keys holds API keys by their hash. The secret never reaches the store.
+// Its methods are safe for concurrent use.
+type Keys interface {
+	// CreateKey stores a key by its hash. A key for an organisation that
+	// does not exist returns ErrNotFound.
 	CreateKey(ctx context.Context, p *CreateKeyParams) (*Key, error)
 	// KeyByHash finds a key and its organisation by the key's SHA-256.
 	KeyByHash(ctx context.Context, hash []byte) (*Key, *Org, error)
+	// RevokeKey marks the key revoked for good; its record is kept, and
+	// revoking it again changes nothing.
 	RevokeKey(ctx context.Context, id string) (*Key, error)
+	// ListKeys returns the organisation's keys, oldest first, revoked ones
+	// included.
 	ListKeys(ctx context.Context, orgID string) ([]*Key, error)
+}
 
-	// PlaceHold reserves Amount of the organisation's available money
-	// (balance − held) for the call RequestID, with one conditional update.
-	// When the amount does not fit it returns ErrInsufficientFunds (or
-	// ErrNoBilling, which wraps it, when the organisation has no money
-	// source left) and changes nothing; the spend rules of the params
-	// return ErrQuotaExceeded or ErrVerificationRequired. A RequestID that already has a hold returns
-	// ErrConflict.
-	PlaceHold(ctx context.Context, p *PlaceHoldParams) (*Hold, error)
-	// SettleCall closes a hold in one transaction: the hold is released, the
-	// billed amount (never more than the hold: ErrAboveHold) is charged,
-	// trial credit first, and journaled as a PostingCallCharge, and the
-	// receipt with its seat and staff rows is written. A hold that is not
-	// HoldHeld returns ErrConflict and charges nothing; a hold of another
-	// organisation returns ErrNotFound. The request's concurrency slot is
-	// freed in the same transaction.
-	SettleCall(ctx context.Context, p *SettleCallParams) (*Balance, error)
-	// ReleaseHold frees a hold without charging anything (the call failed
-	// and is not billed), and the request's concurrency slot with it. Releasing a released hold does nothing; releasing
-	// a settled one returns ErrConflict.
-	ReleaseHold(ctx context.Context, holdID, orgID string) error
+// Receipts holds the receipts of billed calls. A receipt is written by
+// Admission.SettleCall, in the transaction that charges the call. It is
+// safe for concurrent use.
+type Receipts interface {
 	// GetReceipt returns the organisation's receipt for a call; another
 	// organisation's request id returns ErrNotFound.
 	GetReceipt(ctx context.Context, orgID, requestID string) (*Receipt, error)
+}
 
-	// Ping reports whether the store can serve requests now.
+// Pinger reports whether a store can serve requests now.
+type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
-// CreateOrgParams are the inputs of Store.CreateOrg.
+// CreateOrgParams are the inputs of Orgs.CreateOrg.
 type CreateOrgParams struct {
 	Name   string
 	Ticker string // optional; derived from Name when empty
@@ -78,7 +95,7 @@ type CreateOrgParams struct {
 	Unverified bool
 }
 
-// SetOrgLimitsParams are the inputs of Store.SetOrgLimits. A nil field is
+// SetOrgLimitsParams are the inputs of Orgs.SetOrgLimits. A nil field is
 // left unchanged; a zero Concurrency or a negative MonthlyQuota clears it
 // back to the default (no override, no quota).
 type SetOrgLimitsParams struct {
@@ -87,26 +104,26 @@ type SetOrgLimitsParams struct {
 	MonthlyQuota *Micros
 }
 
-// SetOrgSuspendedParams are the inputs of Store.SetOrgSuspended.
+// SetOrgSuspendedParams are the inputs of Orgs.SetOrgSuspended.
 type SetOrgSuspendedParams struct {
 	OrgID     string
 	Suspended bool
 }
 
-// SetOrgPlanParams are the inputs of Store.SetOrgPlan.
+// SetOrgPlanParams are the inputs of Orgs.SetOrgPlan.
 type SetOrgPlanParams struct {
 	OrgID string
 	Plan  string
 }
 
-// AddFundsParams are the inputs of Store.AddFunds.
+// AddFundsParams are the inputs of Ledger.AddFunds.
 type AddFundsParams struct {
 	OrgID  string
 	Amount Micros // must be positive
 	Memo   string
 }
 
-// CreateKeyParams are the inputs of Store.CreateKey.
+// CreateKeyParams are the inputs of Keys.CreateKey.
 type CreateKeyParams struct {
 	OrgID          string
 	Hash           []byte
@@ -120,43 +137,6 @@ type CreateKeyParams struct {
 	MaxInputTokens int
 	Ceiling        Micros
 	ExpiresAt      *time.Time
-}
-
-// PlaceHoldParams are the inputs of Store.PlaceHold.
-type PlaceHoldParams struct {
-	OrgID     string
-	RequestID string
-	Amount    Micros        // must be positive; normally the call's Ceiling
-	TTL       time.Duration // DefaultHoldTTL when zero
-	// MonthlyQuota, when set, refuses the hold with ErrQuotaExceeded if the
-	// organisation's spend this calendar month (UTC; settled bills plus
-	// live holds) and Amount would pass it.
-	MonthlyQuota *Micros
-	// ActivationAllowance, when positive, refuses the hold with
-	// ErrVerificationRequired if the organisation's spend over its life
-	// (settled bills plus live holds) and Amount would pass it. It is set
-	// for unverified organisations only.
-	ActivationAllowance Micros
-}
-
-// SettleCallParams are the inputs of Store.SettleCall.
-type SettleCallParams struct {
-	HoldID string
-	OrgID  string
-	// Billed is what the call costs the caller (Bill.Billed); zero charges
-	// nothing. It must not exceed the hold.
-	Billed Micros
-	// Receipt, when not nil, is written in the same transaction. Its OrgID
-	// and an empty RequestID are filled from the hold; its Billed must equal
-	// Billed.
-	Receipt *Receipt
-	// IdempotencyKey, when set, moves the call's in-flight claim on that key
-	// to ClaimState (ClaimSucceeded or ClaimCapped) in the same transaction.
-	// A call whose claim is no longer its own (its lease lapsed and another
-	// request took the key) is refused with ErrConflict and charges
-	// nothing: the key's other call bills.
-	IdempotencyKey string
-	ClaimState     string
 }
 
 // Journal accounts. A leg moves money into (positive) or out of (negative)

@@ -434,7 +434,7 @@ func keyCreateParams(fs *flag.FlagSet, args []string) (*core.CreateKeyParams, er
 }
 
 // createKey makes the secret, stores its hash, and prints the secret once.
-func createKey(ctx context.Context, s core.Store, p *core.CreateKeyParams, w io.Writer, asJSON bool) error {
+func createKey(ctx context.Context, s core.Keys, p *core.CreateKeyParams, w io.Writer, asJSON bool) error {
 	secret, hash := core.NewKeySecret(p.Test)
 	p.Hash, p.Hint = hash, core.KeyHint(secret)
 	k, err := s.CreateKey(ctx, p)

@@ -28,9 +28,9 @@ type KeyLookup interface {
 	KeyByHash(ctx context.Context, hash []byte) (*core.Key, *core.Org, error)
 }
 
-// Meter spends one request of a key's rate; core.Rails satisfies it.
+// Meter spends one request of a key's rate; core.Admission satisfies it.
 type Meter interface {
-	Admit(ctx context.Context, p *core.AdmitParams) (*core.Admission, error)
+	Admit(ctx context.Context, p *core.AdmitParams) (*core.AdmitResult, error)
 }
 
 // Config configures a Service.

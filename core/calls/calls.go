@@ -109,14 +109,14 @@ type Deps struct {
 	Access *access.Service
 	// Admission runs a call's admission in one trip to the store and keeps
 	// its leases. Required.
-	Admission core.Rails
+	Admission core.Admission
 	// Settlement settles or releases a call's hold. Required.
 	Settlement Settlement
 	// Receipts reads stored receipts (replays, GET receipts). Required.
 	Receipts Receipts
 	// Outcomes records and reads what became of calls without a receipt.
 	// Defaults to none: outcomes are neither recorded nor read.
-	Outcomes core.OutcomeStore
+	Outcomes core.Outcomes
 	// Catalog holds the modes. Required.
 	Catalog *core.Catalog
 	// Deliberator runs chat completions; without one Chat answers

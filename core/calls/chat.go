@@ -121,12 +121,12 @@ func (s *Service) checkInput(p *access.Principal, messages []core.Message) error
 }
 
 // admit runs the call's admission in one trip to the store (see
-// core.Rails.Admit) with the key's rate and the organisation's slot limit
+// core.Admission.Admit) with the key's rate and the organisation's slot limit
 // filled in. A refusal is returned as the spec's error, except that a call
 // whose idempotency key another call holds is returned admitted with
 // Refused set to core.ErrClaimed. An admitted call holds a slot whose
 // lease this process keeps until release.
-func (s *Service) admit(ctx context.Context, p *access.Principal, c Call, ap *core.AdmitParams) (*core.Admission, error) {
+func (s *Service) admit(ctx context.Context, p *access.Principal, c Call, ap *core.AdmitParams) (*core.AdmitResult, error) {
 	ap.KeyID, ap.OrgID, ap.RequestID, ap.Lease = p.Key.ID, p.Org.ID, c.RequestID, s.cfg.Lease
 	ap.PerMinute = s.d.Access.RPM(p)
 	ap.SlotLimit = s.d.Access.SlotLimit(p)

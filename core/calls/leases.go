@@ -14,7 +14,7 @@ import (
 // third of a lease, so a call's leases lapse only when its process died.
 // It runs from start to stop; a tick with no live call costs nothing.
 type leaseKeeper struct {
-	admission core.Rails
+	admission core.Admission
 	lease     time.Duration
 	log       *slog.Logger
 
@@ -26,7 +26,7 @@ type leaseKeeper struct {
 	done     chan struct{}
 }
 
-func newLeaseKeeper(admission core.Rails, lease time.Duration, log *slog.Logger) *leaseKeeper {
+func newLeaseKeeper(admission core.Admission, lease time.Duration, log *slog.Logger) *leaseKeeper {
 	return &leaseKeeper{admission: admission, lease: lease, log: log, live: map[string]struct{}{},
 		quit: make(chan struct{}), done: make(chan struct{})}
 }

@@ -110,7 +110,7 @@ func (s *Service) Receipt(ctx context.Context, p *access.Principal, requestID st
 // recordOutcome stores what became of a call that will have no receipt, so
 // that GET receipts answers its id with the receipt-unavailable form. It is
 // best-effort: a failure is logged and the call's own answer stands.
-func (s *Service) recordOutcome(ctx context.Context, p *access.Principal, c Call, status, reason string) {
+func (s *Service) recordOutcome(ctx context.Context, p *access.Principal, c Call, status core.OutcomeStatus, reason string) {
 	if s.d.Outcomes == nil || c.RequestID == "" {
 		return
 	}

@@ -166,7 +166,7 @@ func TestRiverRunsTheHoldSweepAndTheReaper(t *testing.T) {
 	b.runner(t, Config{HoldGrace: 10 * time.Second})
 
 	require.Eventually(t, func() bool { return b.balance(t, org).Held == 0 }, 20*time.Second, 50*time.Millisecond, "the hold was released")
-	var status string
+	var status core.OutcomeStatus
 	require.NoError(t, b.pool.QueryRow(b.ctx, "SELECT status FROM call_outcomes WHERE request_id = 'req_dead'").Scan(&status))
 	require.Equal(t, core.OutcomeAbandoned, status)
 	require.Equal(t, core.TrialCredit, b.balance(t, org).Balance, "nothing billed")

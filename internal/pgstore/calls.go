@@ -22,7 +22,7 @@ func scanHold(row pgx.Row) (*core.Hold, error) {
 	return &h, nil
 }
 
-// PlaceHold implements core.Store.
+// PlaceHold implements core.Admission.
 func (s *Store) PlaceHold(ctx context.Context, p *core.PlaceHoldParams) (*core.Hold, error) {
 	if p.Amount <= 0 {
 		return nil, fmt.Errorf("placing hold: amount %s is not positive", p.Amount)
@@ -58,7 +58,7 @@ func closedHoldError(ctx context.Context, tx interface {
 	return h, fmt.Errorf("%w: hold is %s", core.ErrConflict, h.State)
 }
 
-// SettleCall implements core.Store.
+// SettleCall implements core.Admission.
 func (s *Store) SettleCall(ctx context.Context, p *core.SettleCallParams) (*core.Balance, error) {
 	if p.Billed < 0 {
 		return nil, fmt.Errorf("settling hold %s: billed %s is negative", p.HoldID, p.Billed)
@@ -96,7 +96,7 @@ func (s *Store) SettleCall(ctx context.Context, p *core.SettleCallParams) (*core
 			return nil, fmt.Errorf("settling hold %s: %w", p.HoldID, err)
 		}
 	}
-	batch.Queue(q("SettleCallFn"), p.HoldID, p.OrgID, requestID, int64(p.Billed), p.IdempotencyKey, p.ClaimState)
+	batch.Queue(q("SettleCallFn"), p.HoldID, p.OrgID, requestID, int64(p.Billed), p.IdempotencyKey, string(p.ClaimState))
 	batch.Queue(q("Commit"))
 	batch.Queue(s.marks.settleSQL())
 	conn, err := s.pool.Acquire(ctx)
@@ -198,7 +198,7 @@ func (s *Store) confirmSettled(ctx context.Context, holdID, orgID string, markEr
 		if err == nil {
 			var h *core.Hold
 			if h, err = scanHold(br.QueryRow()); err == nil {
-				state = h.State
+				state = string(h.State)
 			} else if errors.Is(err, core.ErrNotFound) {
 				err = nil
 			}
@@ -207,7 +207,7 @@ func (s *Store) confirmSettled(ctx context.Context, holdID, orgID string, markEr
 			err = cerr
 		}
 		switch {
-		case err == nil && state == core.HoldSettled:
+		case err == nil && state == string(core.HoldSettled):
 			return nil
 		case err == nil:
 			return fmt.Errorf("the settlement was lost with the database (the hold is %s): %w", state, markErr)
@@ -240,7 +240,7 @@ func journal(ctx context.Context, tx pgx.Tx, orgID, kind, memo, to string, amoun
 	return nil
 }
 
-// ReleaseHold implements core.Store.
+// ReleaseHold implements core.Admission.
 func (s *Store) ReleaseHold(ctx context.Context, holdID, orgID string) error {
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
 		var amount int64
@@ -390,7 +390,7 @@ func validReceiptCall(c *core.ReceiptCall) error {
 	return nil
 }
 
-// GetReceipt implements core.Store.
+// GetReceipt implements core.Receipts.
 func (s *Store) GetReceipt(ctx context.Context, orgID, requestID string) (*core.Receipt, error) {
 	var r core.Receipt
 	var capCredit *int64
@@ -459,3 +459,5 @@ func nullString(s string) any {
 	}
 	return s
 }
+
+var _ core.Receipts = (*Store)(nil)

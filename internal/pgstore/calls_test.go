@@ -48,7 +48,7 @@ func TestHoldRulesAreEnforcedByTheDatabase(t *testing.T) {
 func TestSettleRefusesAReceiptForAnotherRequest(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, pool, org := newRailsStore(t)
+	s, pool, org := newAdmissionStore(t)
 	h, err := s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: "req_mine", Amount: 100_000})
 	require.NoError(t, err)
 	r := benchReceipt("req_other")
@@ -69,7 +69,7 @@ func TestSettleRefusesAReceiptForAnotherRequest(t *testing.T) {
 func TestSettleWithAReceiptTwiceBillsOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, pool, org := newRailsStore(t)
+	s, pool, org := newAdmissionStore(t)
 	h, err := s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: "req_twice", Amount: 100_000})
 	require.NoError(t, err)
 	r := benchReceipt("req_twice")
@@ -217,7 +217,7 @@ func normaliseTimes(calls []core.ReceiptCall) []core.ReceiptCall {
 func TestInvalidReceiptCallsAreRefused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, pool, org := newRailsStore(t)
+	s, pool, org := newAdmissionStore(t)
 	for name, spoil := range map[string]func(c *core.ReceiptCall){
 		"negative tokens": func(c *core.ReceiptCall) { c.TokensOut = -1 },
 		"negative cost":   func(c *core.ReceiptCall) { c.RealCost = -1 },

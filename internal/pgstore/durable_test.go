@@ -95,7 +95,7 @@ func (c *crashable) crash(t *testing.T) *pgx.Conn {
 func settled(t *testing.T, db *pgx.Conn, orgID, holdID, requestID string, billed core.Micros) bool {
 	t.Helper()
 	ctx := context.Background()
-	var state string
+	var state core.HoldState
 	var billedMicros *int64
 	require.NoError(t, db.QueryRow(ctx, "SELECT state, billed_micros FROM holds WHERE id = $1", holdID).Scan(&state, &billedMicros))
 	var balance, held, charged int64
@@ -139,7 +139,7 @@ func TestSettlementIsDurableWhenSettleCallReturns(t *testing.T) {
 
 	after := c.crash(t)
 	require.True(t, settled(t, after, org.ID, a.Hold.ID, "req_durable", r.Billed), "the settlement survived the crash")
-	var claim string
+	var claim core.ClaimState
 	require.NoError(t, after.QueryRow(ctx, "SELECT state FROM idempotency_keys WHERE org_id = $1 AND key = 'k-durable'", org.ID).Scan(&claim))
 	require.Equal(t, core.ClaimSucceeded, claim)
 }
@@ -196,7 +196,7 @@ func TestSettlementWhoseWaitForTheDiskFails(t *testing.T) {
 		{"not confirmed", "SELECT 1/0", core.ErrOutcomeUnknown},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, pool, org := newRailsStore(t)
+			s, pool, org := newAdmissionStore(t)
 			pgstore.SetDurableMarks(s, "SELECT 1/0", tc.confirm, 300*time.Millisecond)
 			h, err := s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: "req_mark", Amount: 100_000})
 			require.NoError(t, err)
@@ -207,7 +207,7 @@ func TestSettlementWhoseWaitForTheDiskFails(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, core.TrialCredit-40_000, bal.Balance)
 			}
-			var state string
+			var state core.HoldState
 			require.NoError(t, pool.QueryRow(ctx, "SELECT state FROM holds WHERE id = $1", h.ID).Scan(&state))
 			require.Equal(t, core.HoldSettled, state, "committed either way")
 		})

@@ -290,7 +290,7 @@ func (s *Store) releaseExpiredHold(ctx context.Context, p *SweepParams, res *Swe
 		}
 		claims = int(tag.RowsAffected())
 		tag, err = tx.Exec(ctx, jq("RecordOutcome"), r.RequestID, r.OrgID, core.OutcomeAbandonedEndpoint,
-			core.OutcomeAbandoned, core.OutcomeAbandonedReason)
+			string(core.OutcomeAbandoned), core.OutcomeAbandonedReason)
 		if err != nil {
 			return translate(err)
 		}

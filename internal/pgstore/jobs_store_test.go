@@ -261,7 +261,7 @@ func TestExpireTrialRacingItselfDeductsOnce(t *testing.T) {
 	requireBalanceEqualsJournal(t, b.pool)
 }
 
-// call is a call in flight as the rails record it: a hold, a concurrency
+// call is a call in flight as admission records it: a hold, a concurrency
 // slot and an in-flight idempotency claim, all for one request.
 type call struct {
 	org, requestID, holdID string
@@ -287,12 +287,12 @@ func (b *jobsBundle) startCall(t *testing.T, org, requestID string, slot int, am
 
 // claim inserts an idempotency claim locked for lockedFor and last updated
 // age ago.
-func (b *jobsBundle) claim(t *testing.T, org, key, requestID, state string, lockedFor, age time.Duration) {
+func (b *jobsBundle) claim(t *testing.T, org, key, requestID string, state core.ClaimState, lockedFor, age time.Duration) {
 	t.Helper()
 	hash := sha256.Sum256([]byte(key))
 	_, err := b.pool.Exec(b.ctx, `INSERT INTO idempotency_keys (org_id, key, request_hash, request_id, state, locked_until, updated_at)
 		VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 microsecond', now() - $7 * interval '1 microsecond')`,
-		org, key, hash[:], requestID, state, lockedFor.Microseconds(), age.Microseconds())
+		org, key, hash[:], requestID, string(state), lockedFor.Microseconds(), age.Microseconds())
 	require.NoError(t, err)
 }
 
@@ -303,9 +303,9 @@ func (b *jobsBundle) count(t *testing.T, sql string, args ...any) int {
 	return n
 }
 
-func (b *jobsBundle) holdState(t *testing.T, c call) string {
+func (b *jobsBundle) holdState(t *testing.T, c call) core.HoldState {
 	t.Helper()
-	var state string
+	var state core.HoldState
 	require.NoError(t, b.pool.QueryRow(b.ctx, "SELECT state FROM holds WHERE id = $1", c.holdID).Scan(&state))
 	return state
 }
@@ -325,7 +325,8 @@ func (b *jobsBundle) requireAbandoned(t *testing.T, c call) {
 	require.Equal(t, core.HoldReleased, b.holdState(t, c))
 	require.Zero(t, b.count(t, "SELECT count(*) FROM concurrency_slots WHERE request_id = $1", c.requestID), "the slot is free")
 	require.Zero(t, b.count(t, "SELECT count(*) FROM idempotency_keys WHERE request_id = $1", c.requestID), "a retry with the key runs again")
-	var endpoint, status, reason string
+	var endpoint, reason string
+	var status core.OutcomeStatus
 	require.NoError(t, b.pool.QueryRow(b.ctx, "SELECT endpoint, status, reason FROM call_outcomes WHERE request_id = $1 AND org_id = $2",
 		c.requestID, c.org).Scan(&endpoint, &status, &reason))
 	require.Equal(t, core.OutcomeAbandonedEndpoint, endpoint)
@@ -333,7 +334,7 @@ func (b *jobsBundle) requireAbandoned(t *testing.T, c call) {
 	require.Equal(t, core.OutcomeAbandonedReason, reason)
 }
 
-func TestSweepHoldsReleasesTheHoldsOfDeadCallsAndFreesTheirRails(t *testing.T) {
+func TestSweepHoldsReleasesTheHoldsOfDeadCallsAndFreesTheirSlotsAndClaims(t *testing.T) {
 	t.Parallel()
 	b := setupJobs(t)
 	org := b.org(t, "Sweep", 0)
@@ -511,7 +512,7 @@ func TestReapIdempotencyKeysDeletesFinishedClaimsPastRetention(t *testing.T) {
 	t.Parallel()
 	b := setupJobs(t)
 	org := b.org(t, "Reaper", 0)
-	for i, state := range []string{core.ClaimSucceeded, core.ClaimCapped, core.ClaimStopped, core.ClaimSucceeded, core.ClaimCapped} {
+	for i, state := range []core.ClaimState{core.ClaimSucceeded, core.ClaimCapped, core.ClaimStopped, core.ClaimSucceeded, core.ClaimCapped} {
 		b.claim(t, org, fmt.Sprintf("old-%d", i), fmt.Sprintf("req_old_%d", i), state, -25*time.Hour, 25*time.Hour)
 	}
 	b.claim(t, org, "recent", "req_recent", core.ClaimSucceeded, -time.Hour, time.Hour)

@@ -19,10 +19,7 @@ ON CONFLICT (request_id) DO NOTHING`
   FROM call_outcomes WHERE request_id = $1 AND org_id = $2`
 )
 
-// Store implements core.OutcomeStore.
-var _ core.OutcomeStore = (*Store)(nil)
-
-// RecordOutcome implements core.OutcomeStore.
+// RecordOutcome implements core.Outcomes.
 func (s *Store) RecordOutcome(ctx context.Context, o *core.CallOutcome) error {
 	switch {
 	case o.RequestID == "":
@@ -32,13 +29,13 @@ func (s *Store) RecordOutcome(ctx context.Context, o *core.CallOutcome) error {
 	case o.Endpoint == "" || o.Status == "" || o.Reason == "":
 		return fmt.Errorf("recording outcome of %s: endpoint, status and reason are required", o.RequestID)
 	}
-	if _, err := s.pool.Exec(ctx, insertOutcomeSQL, o.RequestID, o.OrgID, o.Endpoint, o.Status, o.Reason); err != nil {
+	if _, err := s.pool.Exec(ctx, insertOutcomeSQL, o.RequestID, o.OrgID, o.Endpoint, string(o.Status), o.Reason); err != nil {
 		return fmt.Errorf("recording outcome of %s: %w", o.RequestID, translate(err))
 	}
 	return nil
 }
 
-// GetOutcome implements core.OutcomeStore. The organisation is part of the
+// GetOutcome implements core.Outcomes. The organisation is part of the
 // query, so another organisation's outcome is never read.
 func (s *Store) GetOutcome(ctx context.Context, orgID, requestID string) (*core.CallOutcome, error) {
 	var o core.CallOutcome
@@ -48,3 +45,5 @@ func (s *Store) GetOutcome(ctx context.Context, orgID, requestID string) (*core.
 	}
 	return &o, nil
 }
+
+var _ core.Outcomes = (*Store)(nil)

@@ -1,6 +1,7 @@
 // Package pgstore is Conclave's system of record on PostgreSQL through pgx v5:
 // numbered migrations embedded in the binary (Migrate), named queries kept in
-// queries.sql, and Store, the implementation of core.Store.
+// queries.sql, and Store, which implements core.Store: organisations, the
+// ledger, keys, admission, receipts and call outcomes.
 package pgstore
 
 import (
@@ -16,7 +17,8 @@ import (
 	"github.com/conclavehq/conclave/core"
 )
 
-// Store implements core.Store on a pgx pool. It is safe for concurrent use.
+// Store implements core.Store, and with it each of core's small store
+// interfaces, on a pgx pool. It is safe for concurrent use.
 type Store struct {
 	pool *pgxpool.Pool
 	// marks overrides how SettleCall makes a settlement durable; only
@@ -90,7 +92,7 @@ func keyCols(k *core.Key) []any {
 		&k.Hint, &k.ExpiresAt, &k.RevokedAt, &k.CreatedAt}
 }
 
-// CreateOrg implements core.Store.
+// CreateOrg implements core.Orgs.
 func (s *Store) CreateOrg(ctx context.Context, p *core.CreateOrgParams) (*core.Org, *core.Balance, error) {
 	plan := p.Plan
 	if plan == "" {
@@ -151,22 +153,22 @@ func credit(ctx context.Context, tx pgx.Tx, orgID, kind, memo, from string, amou
 	return scanBalance(tx.QueryRow(ctx, q("CreditBalance"), orgID, int64(amount), int64(trialPart)))
 }
 
-// GetOrg implements core.Store.
+// GetOrg implements core.Orgs.
 func (s *Store) GetOrg(ctx context.Context, id string) (*core.Org, error) {
 	return scanOrg(s.pool.QueryRow(ctx, q("GetOrg"), id))
 }
 
-// OrgByTicker implements core.Store.
+// OrgByTicker implements core.Orgs.
 func (s *Store) OrgByTicker(ctx context.Context, ticker string) (*core.Org, error) {
 	return scanOrg(s.pool.QueryRow(ctx, q("OrgByTicker"), ticker))
 }
 
-// SetOrgSuspended implements core.Store.
+// SetOrgSuspended implements core.Orgs.
 func (s *Store) SetOrgSuspended(ctx context.Context, p *core.SetOrgSuspendedParams) (*core.Org, error) {
 	return scanOrg(s.pool.QueryRow(ctx, q("SetOrgSuspended"), p.OrgID, p.Suspended))
 }
 
-// SetOrgPlan implements core.Store.
+// SetOrgPlan implements core.Orgs.
 func (s *Store) SetOrgPlan(ctx context.Context, p *core.SetOrgPlanParams) (*core.Org, error) {
 	if p.Plan == "" {
 		return nil, errors.New("setting plan: plan is empty")
@@ -174,7 +176,7 @@ func (s *Store) SetOrgPlan(ctx context.Context, p *core.SetOrgPlanParams) (*core
 	return scanOrg(s.pool.QueryRow(ctx, q("SetOrgPlan"), p.OrgID, p.Plan))
 }
 
-// SetOrgLimits implements core.Store.
+// SetOrgLimits implements core.Orgs.
 func (s *Store) SetOrgLimits(ctx context.Context, p *core.SetOrgLimitsParams) (*core.Org, error) {
 	var conc, quota any
 	if p.Concurrency != nil && *p.Concurrency > 0 {
@@ -186,12 +188,12 @@ func (s *Store) SetOrgLimits(ctx context.Context, p *core.SetOrgLimitsParams) (*
 	return scanOrg(s.pool.QueryRow(ctx, q("SetOrgLimits"), p.OrgID, p.Concurrency != nil, conc, p.MonthlyQuota != nil, quota))
 }
 
-// SetOrgVerified implements core.Store.
+// SetOrgVerified implements core.Orgs.
 func (s *Store) SetOrgVerified(ctx context.Context, orgID string, verified bool) (*core.Org, error) {
 	return scanOrg(s.pool.QueryRow(ctx, q("SetOrgVerified"), orgID, verified))
 }
 
-// AddFunds implements core.Store.
+// AddFunds implements core.Ledger.
 func (s *Store) AddFunds(ctx context.Context, p *core.AddFundsParams) (*core.Balance, error) {
 	if p.Amount <= 0 {
 		return nil, fmt.Errorf("adding funds: amount %s is not positive", p.Amount)
@@ -212,12 +214,12 @@ func (s *Store) AddFunds(ctx context.Context, p *core.AddFundsParams) (*core.Bal
 	return bal, nil
 }
 
-// GetBalance implements core.Store.
+// GetBalance implements core.Ledger.
 func (s *Store) GetBalance(ctx context.Context, orgID string) (*core.Balance, error) {
 	return scanBalance(s.pool.QueryRow(ctx, q("GetBalance"), orgID))
 }
 
-// ListPostings implements core.Store.
+// ListPostings implements core.Ledger.
 func (s *Store) ListPostings(ctx context.Context, orgID string) ([]*core.Posting, error) {
 	rows, err := s.pool.Query(ctx, q("ListPostings"), orgID)
 	if err != nil {
@@ -240,7 +242,7 @@ func (s *Store) ListPostings(ctx context.Context, orgID string) ([]*core.Posting
 	return out, translate(rows.Err())
 }
 
-// CreateKey implements core.Store.
+// CreateKey implements core.Keys.
 func (s *Store) CreateKey(ctx context.Context, p *core.CreateKeyParams) (*core.Key, error) {
 	scopes := p.Scopes
 	if scopes == nil {
@@ -264,7 +266,7 @@ func (s *Store) CreateKey(ctx context.Context, p *core.CreateKeyParams) (*core.K
 	return &k, nil
 }
 
-// KeyByHash implements core.Store.
+// KeyByHash implements core.Keys.
 func (s *Store) KeyByHash(ctx context.Context, hash []byte) (*core.Key, *core.Org, error) {
 	var k core.Key
 	var o core.Org
@@ -275,7 +277,7 @@ func (s *Store) KeyByHash(ctx context.Context, hash []byte) (*core.Key, *core.Or
 	return &k, &o, nil
 }
 
-// RevokeKey implements core.Store.
+// RevokeKey implements core.Keys.
 func (s *Store) RevokeKey(ctx context.Context, id string) (*core.Key, error) {
 	var k core.Key
 	if err := s.pool.QueryRow(ctx, q("RevokeKey"), id).Scan(keyCols(&k)...); err != nil {
@@ -284,7 +286,7 @@ func (s *Store) RevokeKey(ctx context.Context, id string) (*core.Key, error) {
 	return &k, nil
 }
 
-// ListKeys implements core.Store.
+// ListKeys implements core.Keys.
 func (s *Store) ListKeys(ctx context.Context, orgID string) ([]*core.Key, error) {
 	rows, err := s.pool.Query(ctx, q("ListKeys"), orgID)
 	if err != nil {
@@ -302,7 +304,7 @@ func (s *Store) ListKeys(ctx context.Context, orgID string) ([]*core.Key, error)
 	return out, translate(rows.Err())
 }
 
-// Ping implements core.Store.
+// Ping implements core.Pinger.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
 // Ready reports whether the database is reachable and every embedded
@@ -358,4 +360,10 @@ func (n *nullMicros) Scan(src any) error {
 	return nil
 }
 
-var _ core.Store = (*Store)(nil)
+var (
+	_ core.Orgs   = (*Store)(nil)
+	_ core.Ledger = (*Store)(nil)
+	_ core.Keys   = (*Store)(nil)
+	_ core.Pinger = (*Store)(nil)
+	_ core.Store  = (*Store)(nil)
+)

@@ -8,13 +8,11 @@ import (
 	"github.com/conclavehq/conclave/core"
 )
 
-var _ core.Rails = (*Store)(nil)
-
 // rateWindow is the span a per-minute budget covers: a key may spend its
 // whole budget at once, then one request per emission interval.
 const rateWindow = time.Minute
 
-// ReleaseSlot implements core.Rails.
+// ReleaseSlot implements core.Admission.
 func (s *Store) ReleaseSlot(ctx context.Context, orgID, requestID string) error {
 	if _, err := s.pool.Exec(ctx, q("FreeSlot"), orgID, requestID); err != nil {
 		return fmt.Errorf("releasing the slot of %s: %w", requestID, translate(err))
@@ -22,7 +20,7 @@ func (s *Store) ReleaseSlot(ctx context.Context, orgID, requestID string) error 
 	return nil
 }
 
-// ReleaseClaim implements core.Rails.
+// ReleaseClaim implements core.Admission.
 func (s *Store) ReleaseClaim(ctx context.Context, orgID, key, requestID string) error {
 	if _, err := s.pool.Exec(ctx, q("ReleaseClaim"), orgID, key, requestID); err != nil {
 		return fmt.Errorf("releasing the idempotency claim of %s: %w", requestID, translate(err))
@@ -30,7 +28,7 @@ func (s *Store) ReleaseClaim(ctx context.Context, orgID, key, requestID string) 
 	return nil
 }
 
-// RenewLeases implements core.Rails.
+// RenewLeases implements core.Admission.
 func (s *Store) RenewLeases(ctx context.Context, requestIDs []string, lease time.Duration) error {
 	if len(requestIDs) == 0 {
 		return nil
@@ -42,8 +40,8 @@ func (s *Store) RenewLeases(ctx context.Context, requestIDs []string, lease time
 	return nil
 }
 
-// Admit implements core.Rails with one call of admit_call.
-func (s *Store) Admit(ctx context.Context, p *core.AdmitParams) (*core.Admission, error) {
+// Admit implements core.Admission with one call of admit_call.
+func (s *Store) Admit(ctx context.Context, p *core.AdmitParams) (*core.AdmitResult, error) {
 	var interval, tolerance time.Duration
 	if p.PerMinute > 0 {
 		interval = rateWindow / time.Duration(p.PerMinute)
@@ -79,7 +77,7 @@ func (s *Store) Admit(ctx context.Context, p *core.AdmitParams) (*core.Admission
 	if err != nil {
 		return nil, fmt.Errorf("admitting %s: %w", p.RequestID, translate(err))
 	}
-	a := &core.Admission{}
+	a := &core.AdmitResult{}
 	switch outcome {
 	case "ok":
 		if p.Hold.Amount > 0 {
@@ -95,7 +93,7 @@ func (s *Store) Admit(ctx context.Context, p *core.AdmitParams) (*core.Admission
 		a.Refused = core.ErrNoSlot
 	case "claimed":
 		a.Refused = core.ErrClaimed
-		a.Claim = &core.Claim{State: *claimState, RequestID: *claimReqID, RequestHash: claimHash}
+		a.Claim = &core.Claim{State: core.ClaimState(*claimState), RequestID: *claimReqID, RequestHash: claimHash}
 	case "quota":
 		a.Refused = core.ErrQuotaExceeded
 	case "allowance":
@@ -111,3 +109,5 @@ func (s *Store) Admit(ctx context.Context, p *core.AdmitParams) (*core.Admission
 	}
 	return a, nil
 }
+
+var _ core.Admission = (*Store)(nil)
