@@ -16,7 +16,11 @@ import (
 // simulator cannot force — after spending money at the providers.
 type failingDeliberator struct{}
 
-func (failingDeliberator) Run(context.Context, *deliberate.Request) (*deliberate.Result, error) {
+func (failingDeliberator) Plan(_ context.Context, req *deliberate.Request) (*deliberate.Plan, error) {
+	return &deliberate.Plan{Request: *req, Lane: core.LanePanel}, nil
+}
+
+func (failingDeliberator) Execute(context.Context, *deliberate.Plan) (*deliberate.Result, error) {
 	return &deliberate.Result{Calls: []deliberate.Call{{Role: "seat-1", Cost: 12_345}}}, fmt.Errorf("%w: no seat answered", deliberate.ErrUpstream)
 }
 

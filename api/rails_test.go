@@ -372,7 +372,11 @@ func TestUnconfirmedBillIsAnInternalErrorAndTheRetryReplays(t *testing.T) {
 // panicky is a deliberator with a fault.
 type panicky struct{}
 
-func (panicky) Run(context.Context, *deliberate.Request) (*deliberate.Result, error) {
+func (panicky) Plan(_ context.Context, req *deliberate.Request) (*deliberate.Plan, error) {
+	return &deliberate.Plan{Request: *req, Lane: core.LanePanel}, nil
+}
+
+func (panicky) Execute(context.Context, *deliberate.Plan) (*deliberate.Result, error) {
 	panic("a fault in the service")
 }
 

@@ -21,9 +21,12 @@ import (
 	"github.com/conclavehq/conclave/core/deliberate"
 )
 
-// Deliberator runs a deliberation; *deliberate.Engine is one.
+// Deliberator plans a deliberation (classifies the question, picks the
+// lane, projects its first round's cost; no seat fires) and executes the
+// plan; *deliberate.Engine is one.
 type Deliberator interface {
-	Run(ctx context.Context, req *deliberate.Request) (*deliberate.Result, error)
+	Plan(ctx context.Context, req *deliberate.Request) (*deliberate.Plan, error)
+	Execute(ctx context.Context, p *deliberate.Plan) (*deliberate.Result, error)
 }
 
 // Classifier classifies questions for estimates.
@@ -122,8 +125,9 @@ type Deps struct {
 	// Deliberator runs chat completions; without one Chat answers
 	// service_unavailable.
 	Deliberator Deliberator
-	// Classifier classifies questions for estimates. Defaults to the
-	// deterministic classify.Heuristic.
+	// Classifier classifies questions for estimates when there is no
+	// Deliberator (whose plan classifies them otherwise, exactly as a call
+	// does). Defaults to the deterministic classify.Heuristic.
 	Classifier Classifier
 	// TokensOver reports whether messages exceed a limit of input tokens,
 	// and how many there are when they do. Required.

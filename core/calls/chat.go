@@ -3,6 +3,7 @@ package calls
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -214,9 +215,23 @@ func (r *chatRun) run(ctx context.Context) (*ChatResult, error) {
 			r.giveBack(ctx)
 		}
 	}()
-	res, err := s.d.Deliberator.Run(ctx, &deliberate.Request{
+	plan, err := s.d.Deliberator.Plan(ctx, &deliberate.Request{
 		Mode: r.mode, Tier: r.req.Tier, Messages: r.req.Messages, OrgID: r.p.Org.ID, RequestID: r.c.RequestID,
 	})
+	if err != nil {
+		return nil, r.failed(ctx, err)
+	}
+	// The call's ceiling budgets the deliberation: what is left of it after
+	// the surcharge and the fee, in real token cost, bounds the rounds. A
+	// ceiling that cannot buy what the question needs at all is refused
+	// before any seat fires.
+	sur := r.mode.Pricing.SurchargeFor(plan.Classification.Depth, plan.Lane == core.LaneExpress)
+	if need := core.CeilingFor(plan.MinCost, sur); r.ceiling < need {
+		s.recordOutcome(ctx, r.p, r.c, core.OutcomeRefused, "the call's ceiling was below what the mode needs for the question; no seat fired and nothing was billed")
+		return nil, belowMinimum(r.mode, plan, r.ceiling, need, sur)
+	}
+	plan.Request.Budget = core.CostBudget(r.ceiling, sur)
+	res, err := s.d.Deliberator.Execute(ctx, plan)
 	if err != nil {
 		return nil, r.failed(ctx, err)
 	}
@@ -271,6 +286,18 @@ func (r *chatRun) failed(ctx context.Context, err error) error {
 	}
 	s.recordOutcome(ctx, r.p, r.c, core.OutcomeFailed, "the deliberation failed; nothing was billed")
 	return core.Errorf(core.CodeUpstreamProviderError, "The deliberation failed; nothing was billed. Retry with the same request.").WithCause(err)
+}
+
+// belowMinimum refuses a call whose ceiling cannot pay for the least the
+// mode does with its question.
+func belowMinimum(mode *core.Mode, plan *deliberate.Plan, ceiling, need, sur core.Micros) *core.Error {
+	what := fmt.Sprintf("its $%s surcharge for a %s question plus one round of its panel", sur, plan.Classification.Depth)
+	if plan.Lane == core.LaneExpress {
+		what = fmt.Sprintf("its $%s express price", sur)
+	}
+	return core.Errorf(core.CodeInvalidMaxCostUSD,
+		"This call's ceiling of $%s is below what %s needs for this question: at least $%s (%s). Raise panel.max_cost_usd (or the key's ceiling); no seat fired and nothing was billed.",
+		ceiling, mode.ID, need, what).WithParam("panel.max_cost_usd")
 }
 
 // surcharge is the mode's surcharge for the call: its express price on the

@@ -8,6 +8,7 @@ import (
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
 	"github.com/conclavehq/conclave/core/classify"
+	"github.com/conclavehq/conclave/core/deliberate"
 )
 
 // Estimate is what a real call would make of a question — its
@@ -21,8 +22,63 @@ type Estimate struct {
 	TaskType          string
 	HallucinationRisk string
 	EstimatedPrice    core.Micros
+	// Lane is the lane a call would take: the express price is quoted for
+	// the express lane.
+	Lane core.Lane
+	// DeliberationValue is the verdict on whether a panel helps; its Basis
+	// names what classified the question: the mode's classifier engine, or
+	// "heuristic" when the deterministic fallback did.
 	DeliberationValue classify.Value
 	Total, Classify   time.Duration
+}
+
+// classification is what an estimate reports of a question.
+type classification struct {
+	score          float64
+	depth          core.Depth
+	taskType, risk string
+	lane           core.Lane
+	value          classify.Value
+}
+
+// classify classifies as a real call would: the deliberator's plan (the
+// mode's classifier engine, the deterministic fallback when it fails, the
+// lane from the mode's express threshold), or the Classifier when the
+// service runs no deliberations.
+func (s *Service) classify(ctx context.Context, mode *core.Mode, messages []core.Message) (*classification, error) {
+	if s.d.Deliberator == nil {
+		c, err := s.d.Classifier.Classify(ctx, messages)
+		if err != nil {
+			return nil, err
+		}
+		return &classification{score: c.Score, depth: c.Depth, taskType: c.TaskType, risk: c.HallucinationRisk,
+			lane: core.LanePanel, value: c.Value}, nil
+	}
+	plan, err := s.d.Deliberator.Plan(ctx, &deliberate.Request{Mode: mode, Tier: planTier(mode), Messages: messages})
+	if err != nil {
+		return nil, err
+	}
+	c := plan.Classification
+	v := plan.Value
+	if c.By != "" {
+		v.Basis = c.By
+	}
+	return &classification{score: c.Score, depth: c.Depth, taskType: c.TaskType, risk: c.HallucinationRisk,
+		lane: plan.Lane, value: v}, nil
+}
+
+// planTier is the tier an estimate plans at: the default when the mode
+// seats it, else the mode's first tier that has seats.
+func planTier(mode *core.Mode) core.Tier {
+	if len(mode.Deliberation.Seats[core.DefaultTier]) > 0 {
+		return core.DefaultTier
+	}
+	for _, t := range []core.Tier{core.TierExperience, core.TierPlus, core.TierPro} {
+		if len(mode.Deliberation.Seats[t]) > 0 {
+			return t
+		}
+	}
+	return core.DefaultTier
 }
 
 // Estimate classifies req's question for p. It is free, but counted
@@ -38,16 +94,16 @@ func (s *Service) Estimate(ctx context.Context, p *access.Principal, c Call, req
 	}
 	defer s.releaseSlot(ctx, p.Org.ID, c.RequestID)
 	cstart := time.Now()
-	cls, err := s.d.Classifier.Classify(ctx, req.Messages)
+	cls, err := s.classify(ctx, mode, req.Messages)
 	if err != nil {
 		return nil, core.Errorf(core.CodeClassificationFailed, "The question could not be classified; nothing was billed. Retry shortly.").WithCause(err)
 	}
 	classified := time.Since(cstart)
 	s.recordOutcome(ctx, p, c, core.OutcomeEstimated, "an estimate classifies the prompt without convening a panel")
 	return &Estimate{
-		RequestID: c.RequestID, Mode: mode, Depth: cls.Depth, DifficultyScore: math.Round(cls.Score*1000) / 1000,
-		TaskType: cls.TaskType, HallucinationRisk: cls.HallucinationRisk,
-		EstimatedPrice:    mode.Pricing.SurchargeFor(cls.Depth, false),
-		DeliberationValue: cls.Value, Total: time.Since(start), Classify: classified,
+		RequestID: c.RequestID, Mode: mode, Depth: cls.depth, DifficultyScore: math.Round(cls.score*1000) / 1000,
+		TaskType: cls.taskType, HallucinationRisk: cls.risk, Lane: cls.lane,
+		EstimatedPrice:    mode.Pricing.SurchargeFor(cls.depth, cls.lane == core.LaneExpress),
+		DeliberationValue: cls.value, Total: time.Since(start), Classify: classified,
 	}, nil
 }
