@@ -105,3 +105,20 @@ func TestEstimateClassifiesAsTheCallDoes(t *testing.T) {
 		}
 	}
 }
+
+// cappedBody is a chat body whose deliberation costs more than its ceiling
+// although the ceiling covers what the plan projected: every answer is far
+// longer (2,000 tokens) than the 512 projected, and the ceiling is exactly
+// the question's minimum, learnt from a refusal. The bill is capped at the
+// ceiling and the cap credit covers the rest. It returns the ceiling.
+func cappedBody(t *testing.T, cb *chatBundle, mode, question string) (string, core.Micros) {
+	t.Helper()
+	question += " [[sim: tokens_out=2000]]"
+	r := cb.do(t, "POST", "/v1/chat/completions", cb.key, chatBody(mode, question, `,"panel":{"max_cost_usd":0.000001}`))
+	requireError(t, r, 400, core.CodeInvalidMaxCostUSD, "invalid_request_error")
+	m := minimumRe.FindStringSubmatch(r.body["error"].(map[string]any)["message"].(string))
+	require.Len(t, m, 2, r.raw)
+	ceiling, err := core.ParseUSD(m[1])
+	require.NoError(t, err)
+	return chatBody(mode, question, `,"panel":{"max_cost_usd":`+ceiling.String()+`}`), ceiling
+}

@@ -288,12 +288,12 @@ func TestChatModeUnavailableIsNotBilled(t *testing.T) {
 func TestChatCappedBilling(t *testing.T) {
 	t.Parallel()
 	cb := setupChat(t)
-	r := cb.do(t, "POST", "/v1/chat/completions", cb.key, chatBody("conclave-standard",
-		"Should we adopt trunk-based development? Compare the risks and recommend a strategy.", `,"panel":{"max_cost_usd":0.01}`))
+	body, ceiling := cappedBody(t, cb, "conclave-standard", "Should we adopt trunk-based development? Compare the risks and recommend a strategy.")
+	r := cb.do(t, "POST", "/v1/chat/completions", cb.key, body)
 	require.Equal(t, 200, r.status, r.raw)
 	panel := r.body["panel"].(map[string]any)
 	require.Equal(t, true, panel["capped"])
-	require.Equal(t, 0.01, panel["billed_usd"])
+	require.Equal(t, ceiling, billedMicros(t, r))
 	require.Positive(t, panel["cap_credit_usd"])
-	cb.requireBalanceMoved(t, core.TrialCredit, 10_000)
+	cb.requireBalanceMoved(t, core.TrialCredit, ceiling)
 }

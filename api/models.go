@@ -6,6 +6,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/calls"
 )
 
 // ownedBy is the constant owner of every listed mode.
@@ -45,13 +46,13 @@ type modelPricing struct {
 	QSurchargeExpressUSD *core.Dollars               `json:"q_surcharge_express_usd"`
 }
 
-func (h *handler) modelEntry(m *core.Mode) modelEntry {
-	fam := h.catalog.Families(m)
+func (h *handler) modelEntry(v *calls.ModeView) modelEntry {
+	m, fam := v.Mode, v.Families
 	e := modelEntry{
 		ID: m.ID, Object: "model", Created: h.started.Unix(), OwnedBy: ownedBy,
 		Conclave: modelBlock{
 			ModeKey: m.Key, Name: m.Name, Ticker: optional(m.Ticker), Description: optional(m.Description),
-			UseWhen: m.UseWhen, PriceTier: optional(m.PriceTier), ModeConfigHash: h.catalog.ConfigHash(m),
+			UseWhen: m.UseWhen, PriceTier: optional(m.PriceTier), ModeConfigHash: v.ConfigHash,
 			Providers: fam, ProviderFamilies: fam, IncludesDeliberation: m.IncludesDeliberation,
 			Tiers: core.ModeForPolicy(m).Tiers,
 		},
@@ -102,5 +103,5 @@ func (h *handler) getModel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, h.modelEntry(m))
+	writeJSON(w, http.StatusOK, h.modelEntry(h.calls.View(m)))
 }

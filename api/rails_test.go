@@ -87,7 +87,7 @@ func TestIdempotentReplay(t *testing.T) {
 func TestIdempotentCappedRunsAgain(t *testing.T) {
 	t.Parallel()
 	cb := setupChat(t)
-	body := chatBody("conclave-standard", hardQuestion, `,"panel":{"max_cost_usd":0.01}`)
+	body, ceiling := cappedBody(t, cb, "conclave-standard", hardQuestion)
 	first := cb.do(t, "POST", "/v1/chat/completions", cb.key, body, "Idempotency-Key", "capped-1")
 	require.Equal(t, 200, first.status, first.raw)
 	require.Equal(t, true, first.body["panel"].(map[string]any)["capped"])
@@ -97,7 +97,7 @@ func TestIdempotentCappedRunsAgain(t *testing.T) {
 	require.NotContains(t, panel, "replayed")
 	require.Equal(t, true, panel["capped"])
 	require.NotEqual(t, first.body["panel"].(map[string]any)["request_id"], panel["request_id"])
-	cb.requireBalanceMoved(t, core.TrialCredit, 20_000)
+	cb.requireBalanceMoved(t, core.TrialCredit, 2*ceiling)
 }
 
 // A call that failed unbilled frees its key: the retry runs.

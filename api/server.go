@@ -49,8 +49,6 @@ type Deps struct {
 	Access *access.Service
 	// Calls runs billed calls, estimates and receipt reads. Required.
 	Calls *calls.Service
-	// Catalog describes the modes GET /v1/models lists. Required.
-	Catalog *core.Catalog
 	// Ready reports whether the service can take traffic (database reachable,
 	// migrations applied); /readyz answers from it. Required.
 	Ready func(ctx context.Context) error
@@ -65,7 +63,6 @@ type handler struct {
 	cfg     Config
 	access  *access.Service
 	calls   *calls.Service
-	catalog *core.Catalog
 	ready   func(ctx context.Context) error
 	log     *slog.Logger
 	metrics *metrics
@@ -79,8 +76,8 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if d.Access == nil || d.Calls == nil || d.Catalog == nil || d.Ready == nil {
-		return nil, errors.New("api: Access, Calls, Catalog and Ready are required")
+	if d.Access == nil || d.Calls == nil || d.Ready == nil {
+		return nil, errors.New("api: Access, Calls and Ready are required")
 	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
@@ -93,7 +90,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	h := &handler{
-		cfg: cfg, access: d.Access, calls: d.Calls, catalog: d.Catalog, ready: d.Ready,
+		cfg: cfg, access: d.Access, calls: d.Calls, ready: d.Ready,
 		log: d.Logger, metrics: m, started: time.Now(),
 	}
 

@@ -71,7 +71,7 @@ func (p *parts) serve(t testing.TB) (http.Handler, *calls.Service) {
 	require.NoError(t, svc.Start(context.Background()))
 	t.Cleanup(svc.Stop)
 	h, err := api.New(api.Config{MaxBodyBytes: l.MaxBodyBytes}, api.Deps{
-		Access: acc, Calls: svc, Catalog: p.catalog, Ready: p.ready, Logger: p.logger, Registry: p.registry,
+		Access: acc, Calls: svc, Ready: p.ready, Logger: p.logger, Registry: p.registry,
 	})
 	require.NoError(t, err)
 	return h, svc

@@ -111,7 +111,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer svc.Stop()
 	h, err := api.New(api.Config{MaxBodyBytes: cfg.Server.MaxBodyBytes}, api.Deps{
-		Access: acc, Calls: svc, Catalog: catalog, Ready: db.store.Ready, Logger: log, Registry: reg,
+		Access: acc, Calls: svc, Ready: db.store.Ready, Logger: log, Registry: reg,
 	})
 	if err != nil {
 		return err

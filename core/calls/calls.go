@@ -120,8 +120,12 @@ type Deps struct {
 	// Outcomes records and reads what became of calls without a receipt.
 	// Defaults to none: outcomes are neither recorded nor read.
 	Outcomes core.Outcomes
-	// Catalog holds the modes. Required.
+	// Catalog holds the engines (their families, for listing modes).
+	// Required.
 	Catalog *core.Catalog
+	// Modes is where the modes callers name come from. Defaults to
+	// Catalog, the configured modes.
+	Modes core.ModeSource
 	// Deliberator runs chat completions; without one Chat answers
 	// service_unavailable.
 	Deliberator Deliberator
@@ -170,6 +174,9 @@ func New(cfg Config, d Deps) (*Service, error) {
 	}
 	if d.Classifier == nil {
 		d.Classifier = classify.Heuristic{}
+	}
+	if d.Modes == nil {
+		d.Modes = d.Catalog
 	}
 	return &Service{
 		cfg: cfg, d: d, log: d.Logger,

@@ -237,7 +237,7 @@ func (r *chatRun) run(ctx context.Context) (*ChatResult, error) {
 	}
 	bill := core.ComputeBill(core.BillInput{Calls: billedCalls(res), Surcharge: surcharge(r.mode, res), Ceiling: r.ceiling})
 	latency := time.Since(r.start)
-	hash := s.d.Catalog.ConfigHash(r.mode)
+	hash := s.d.Modes.ModeConfigHash(r.mode)
 	comp := completionOf(r.mode, hash, res, bill, r.ceiling, r.c.RequestID, latency.Milliseconds())
 	receipt := receiptFor(r.mode, hash, res, bill, r.p.Org.ID, latency.Milliseconds())
 	receipt.CreatedAt, receipt.RequestID = r.start, r.c.RequestID

@@ -2,18 +2,31 @@ package calls
 
 import (
 	"context"
+	"errors"
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
 )
 
-// ResolveMode finds the mode id names (slug or ticker) and checks that p
-// may use it for action at tier ("" when the request names none):
-// model_not_found for an unknown mode, the policy's refusal otherwise.
+// ModeView is a mode as carriers list it: the mode, its mode_config_hash
+// and the provider families its seats come from.
+type ModeView struct {
+	Mode       *core.Mode
+	ConfigHash string
+	Families   []string
+}
+
+// ResolveMode finds the mode id names (slug or ticker) in the mode source
+// and checks that p may use it for action at tier ("" when the request
+// names none): model_not_found for an unknown mode, the policy's refusal
+// otherwise.
 func (s *Service) ResolveMode(ctx context.Context, p *access.Principal, id, action string, tier core.Tier) (*core.Mode, error) {
-	m, ok := s.d.Catalog.Resolve(id)
-	if !ok {
+	m, err := s.d.Modes.ResolveMode(ctx, p.Org.ID, id)
+	switch {
+	case errors.Is(err, core.ErrNotFound):
 		return nil, core.Errorf(core.CodeModelNotFound, "The model %q does not exist or is not available to your organisation. GET /v1/models lists the modes you can call.", id).WithParam("model")
+	case err != nil:
+		return nil, core.Errorf(core.CodeServiceUnavailable, "The mode could not be read; nothing was run or billed. Retry shortly.").WithCause(err)
 	}
 	if err := s.d.Access.Authorize(ctx, p, action, m, tier); err != nil {
 		return nil, err
@@ -21,17 +34,26 @@ func (s *Service) ResolveMode(ctx context.Context, p *access.Principal, id, acti
 	return m, nil
 }
 
-// ListModes lists the modes p may see, in catalog order.
-func (s *Service) ListModes(ctx context.Context, p *access.Principal) ([]*core.Mode, error) {
-	var out []*core.Mode
-	for _, m := range s.d.Catalog.Modes() {
+// ListModes lists the modes p may see, in the source's order.
+func (s *Service) ListModes(ctx context.Context, p *access.Principal) ([]*ModeView, error) {
+	modes, err := s.d.Modes.ListModes(ctx, p.Org.ID)
+	if err != nil {
+		return nil, core.Errorf(core.CodeServiceUnavailable, "The modes could not be read. Retry shortly.").WithCause(err)
+	}
+	var out []*ModeView
+	for _, m := range modes {
 		d, err := s.d.Access.Decide(ctx, p, core.ActionModelsRead, m, "")
 		if err != nil {
 			return nil, access.PolicyFailure(err)
 		}
 		if d.Allow {
-			out = append(out, m)
+			out = append(out, s.View(m))
 		}
 	}
 	return out, nil
+}
+
+// View describes a mode the service resolved, for listing.
+func (s *Service) View(m *core.Mode) *ModeView {
+	return &ModeView{Mode: m, ConfigHash: s.d.Modes.ModeConfigHash(m), Families: s.d.Catalog.Families(m)}
 }
