@@ -16,11 +16,8 @@ import (
 	"github.com/conclavehq/conclave/adapters/sim"
 	"github.com/conclavehq/conclave/api"
 	"github.com/conclavehq/conclave/core"
-	"github.com/conclavehq/conclave/core/access"
-	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/deliberate"
 	"github.com/conclavehq/conclave/internal/config"
-	"github.com/conclavehq/conclave/internal/tokens"
 	"github.com/conclavehq/conclave/plugins/egress"
 	"github.com/conclavehq/conclave/plugins/goplugin"
 	"github.com/conclavehq/conclave/plugins/protocol/direct"
@@ -90,19 +87,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	acc, err := access.New(access.Config{KeyCacheTTL: cfg.Auth.KeyCacheTTL, RPM: cfg.Limits.RPM, Concurrency: cfg.Limits.Concurrency},
-		db.store, authz, db.store)
-	if err != nil {
-		return err
-	}
-	svc, err := calls.New(calls.Config{
-		MaxInputTokens: cfg.Limits.MaxInputTokens, CallCeilingFloor: core.Micros(cfg.Limits.CallCeilingUSD),
-		Lease: cfg.Limits.Lease, ConcurrencyRetryAfter: cfg.Limits.ConcurrencyRetryAfter,
-		ActivationAllowance: core.Micros(cfg.Limits.ActivationAllowanceUSD), DeliberationTimeout: cfg.Limits.DeliberationTimeout,
-	}, calls.Deps{
-		Access: acc, Admission: db.store, Settlement: db.store, Receipts: db.store, Outcomes: db.store,
-		Catalog: catalog, Deliberator: engine, TokensOver: tokens.Over, Logger: log,
-	})
+	acc, svc, err := newCallServices(cfg, catalog, authz, db.store, engine, log)
 	if err != nil {
 		return err
 	}
@@ -151,24 +136,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: no new calls; draining running deliberations", slog.Duration("deadline", cfg.Server.ShutdownTimeout),
-		slog.Int("deliberations", svc.Running()))
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Server.ShutdownTimeout)
-	defer cancel()
-	// The call service refuses new calls at once, the listener closes, and
-	// both wait for what runs: a deliberation whose caller left still
-	// finishes, bills and stores its answer.
-	drained := make(chan error, 1)
-	go func() { drained <- svc.Drain(sctx) }()
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn("drain deadline passed; closing remaining connections", slog.String("error", err.Error()))
-		_ = srv.Close()
-	}
-	if err := <-drained; err != nil {
-		log.Warn("drain deadline passed; stopping the deliberations still running, unbilled", slog.Int("deliberations", svc.Running()))
-	}
-	svc.Stop()
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := drain(ctx, cfg, log, srv, svc, errc); err != nil {
 		return err
 	}
 	log.Info("stopped")

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/calls"
+	"github.com/conclavehq/conclave/internal/config"
+	"github.com/conclavehq/conclave/internal/tokens"
+)
+
+// newCallServices wires the core services every carrier calls: access
+// (keys, policy, rates) and the billed call, on the store of record.
+func newCallServices(cfg *config.Config, catalog *core.Catalog, authz core.Authorizer, store core.Store,
+	engine calls.Deliberator, log *slog.Logger) (*access.Service, *calls.Service, error) {
+	acc, err := access.New(access.Config{KeyCacheTTL: cfg.Auth.KeyCacheTTL, RPM: cfg.Limits.RPM, Concurrency: cfg.Limits.Concurrency},
+		store, authz, store)
+	if err != nil {
+		return nil, nil, err
+	}
+	svc, err := calls.New(calls.Config{
+		MaxInputTokens:        cfg.Limits.MaxInputTokens,
+		CallCeilingFloor:      core.Micros(cfg.Limits.CallCeilingUSD),
+		Lease:                 cfg.Limits.Lease,
+		ConcurrencyRetryAfter: cfg.Limits.ConcurrencyRetryAfter,
+		ActivationAllowance:   core.Micros(cfg.Limits.ActivationAllowanceUSD),
+		DeliberationTimeout:   cfg.Limits.DeliberationTimeout,
+	}, calls.Deps{
+		Access: acc, Admission: store, Settlement: store, Receipts: store, Outcomes: store,
+		Catalog: catalog, Deliberator: engine, TokensOver: tokens.Over, Logger: log,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return acc, svc, nil
+}
+
+// drain stops a server told to stop: the call service refuses new calls at
+// once, the listener closes, and both wait, up to server.shutdown_timeout,
+// for what runs — a deliberation whose caller left still finishes, bills
+// and stores its answer. Past the deadline the rest are stopped unbilled.
+// errc is the server's Serve result.
+func drain(ctx context.Context, cfg *config.Config, log *slog.Logger, srv *http.Server, svc *calls.Service, errc <-chan error) error {
+	log.Info("shutting down: no new calls; draining running deliberations", slog.Duration("deadline", cfg.Server.ShutdownTimeout),
+		slog.Int("deliberations", svc.Running()))
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Server.ShutdownTimeout)
+	defer cancel()
+	drained := make(chan error, 1)
+	go func() { drained <- svc.Drain(sctx) }()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("drain deadline passed; closing remaining connections", slog.String("error", err.Error()))
+		_ = srv.Close()
+	}
+	if err := <-drained; err != nil {
+		log.Warn("drain deadline passed; stopping the deliberations still running, unbilled", slog.Int("deliberations", svc.Running()))
+	}
+	svc.Stop()
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
