@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/storetest"
 	"github.com/conclavehq/conclave/internal/config"
 )
 
@@ -148,4 +149,15 @@ func TestEgressH2CIsOffByDefaultAndReadFromTheFile(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, c.Egress.H2C)
 	require.Equal(t, 3, c.Egress.MaxAttempts, "unset fields keep the default")
+}
+
+// The configured modes are the first core.ModeSource: the built-in catalog
+// passes the mode source's conformance section.
+func TestBuiltinCatalogIsAModeSource(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Builtin()
+	require.NoError(t, err)
+	catalog, err := cfg.Catalog()
+	require.NoError(t, err)
+	storetest.RunModeSource(t, catalog, "org_any")
 }
