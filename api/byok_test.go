@@ -19,9 +19,9 @@ func TestChatBillsOwnKeySeatsAtTheirFee(t *testing.T) {
 	t.Parallel()
 	cb := setupChat(t)
 	ctx := context.Background()
-	rec, err := byok.NewKeyRecord(cb.sealer, cb.org.ID, "openai", "sk-acme-own-openai-key-0123456789")
+	rec, err := byok.NewKeyCredential(cb.sealer, cb.org.ID, "openai", "sk-acme-own-openai-key-0123456789")
 	require.NoError(t, err)
-	_, err = cb.store.SetBYOK(ctx, rec)
+	_, err = cb.store.SetProviderCredential(ctx, rec)
 	require.NoError(t, err)
 
 	r := cb.do(t, "POST", "/v1/chat/completions", cb.key, chatBody("conclave-standard", hardQuestion, ""))

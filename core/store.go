@@ -22,6 +22,7 @@ type Store interface {
 	Admission
 	Receipts
 	Outcomes
+	ProviderCredentials
 	Pinger
 }
 

@@ -19,10 +19,15 @@ func TestStorageImportRule(t *testing.T) {
 	})
 }
 
-// TestInternalImportRule enforces that internal/ sits below the carriers
-// and the wiring: nothing in it imports api, mcp or cmd.
+// TestInternalImportRule enforces that internal/ sits below the carriers,
+// the wiring and the plugin hosts: nothing in it imports api, mcp, cmd or
+// any plugins package. Storage in particular stores core's types
+// (core.ProviderCredential for bring-your-own-key), never a plugin's.
 func TestInternalImportRule(t *testing.T) {
 	t.Parallel()
 	m := deptest.Module + "/"
-	deptest.Check(t, deptest.Rule{Packages: "internal", Forbidden: []string{m + "api", m + "mcp", m + "cmd"}})
+	deptest.Check(t, deptest.Rule{
+		Packages:  "internal",
+		Forbidden: []string{m + "api", m + "mcp", m + "cmd", m + "plugins"},
+	})
 }

@@ -9,8 +9,8 @@ import (
 
 // TestPluginsImportRule enforces that plugins, host and guest side, never
 // reach the carriers (api, mcp), the wiring (cmd) or storage: the egress
-// layer and the BYOK lookup read what they need through interfaces
-// (core.Credentials, byok.Lookup) that storage implements and cmd plugs in.
+// layer and the BYOK lookup read what they need through core's interfaces
+// (core.Credentials, core.ProviderCredentials), which cmd plugs in.
 func TestPluginsImportRule(t *testing.T) {
 	t.Parallel()
 	m := deptest.Module + "/"

@@ -34,17 +34,17 @@ type byokJSON struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-func byokOut(r *byok.Record) byokJSON {
+func byokOut(r *core.ProviderCredential) byokJSON {
 	out := byokJSON{OrgID: r.OrgID, Provider: r.Provider, Kind: "api_key", Hint: r.Hint, KeyID: r.KeyID,
 		RoleARN: r.RoleARN, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
-	if r.Provider == byok.AWS {
+	if r.Provider == core.ProviderAWS {
 		out.Kind = "aws_role"
 	}
 	return out
 }
 
-func byokLine(r *byok.Record) string {
-	if r.Provider == byok.AWS {
+func byokLine(r *core.ProviderCredential) string {
+	if r.Provider == core.ProviderAWS {
 		return fmt.Sprintf("%-9s role %s (external id …%s), updated %s", r.Provider, r.RoleARN, r.Hint, r.UpdatedAt.UTC().Format(time.RFC3339))
 	}
 	return fmt.Sprintf("%-9s key  …%s (sealed with key %s), updated %s", r.Provider, r.Hint, r.KeyID, r.UpdatedAt.UTC().Format(time.RFC3339))
@@ -75,11 +75,11 @@ func byokCmd(ctx context.Context, args []string, in byokIO, w io.Writer) error {
 		if err := required(fs, "org", "provider"); err != nil {
 			return err
 		}
-		if !byok.ValidProvider(*provider) {
+		if !core.ValidBYOKProvider(*provider) {
 			return usagef("byok set: --provider %q is not %s", *provider, providerList)
 		}
-		var rec *byok.Record
-		if *provider == byok.AWS {
+		var rec *core.ProviderCredential
+		if *provider == core.ProviderAWS {
 			if *keyStdin || *keyEnv != "" {
 				return usagef("byok set: aws takes --role-arn and --external-id, not a key")
 			}
@@ -89,7 +89,7 @@ func byokCmd(ctx context.Context, args []string, in byokIO, w io.Writer) error {
 			if _, err := byok.FromEnv(in.lookupEnv); err != nil {
 				return err
 			}
-			r, err := byok.NewRoleRecord(*org, *roleARN, *externalID)
+			r, err := byok.NewRoleCredential(*org, *roleARN, *externalID)
 			if err != nil {
 				return usagef("byok set: %v", err)
 			}
@@ -110,19 +110,19 @@ func byokCmd(ctx context.Context, args []string, in byokIO, w io.Writer) error {
 			if err != nil {
 				return err
 			}
-			r, err := byok.NewKeyRecord(sealer, *org, *provider, key)
+			r, err := byok.NewKeyCredential(sealer, *org, *provider, key)
 			if err != nil {
 				return usagef("byok set: %v", err)
 			}
 			rec = r
 		}
 		return withStore(ctx, cf, func(s *pgstore.Store) error {
-			out, err := s.SetBYOK(ctx, rec)
+			out, err := s.SetProviderCredential(ctx, rec)
 			if err != nil {
 				return notFound(err, "organisation", *org)
 			}
 			what := fmt.Sprintf("key …%s", out.Hint)
-			if out.Provider == byok.AWS {
+			if out.Provider == core.ProviderAWS {
 				what = "role " + out.RoleARN
 			}
 			return emit(w, *cf.json, byokOut(out), fmt.Sprintf("Stored %s's own %s %s. Its seat calls to %s engines run on it within 30 seconds.", out.OrgID, out.Provider, what, out.Provider))
@@ -135,7 +135,7 @@ func byokCmd(ctx context.Context, args []string, in byokIO, w io.Writer) error {
 			return err
 		}
 		return withOrgStore(ctx, cf, *org, func(s *pgstore.Store) error {
-			recs, err := s.ListBYOK(ctx, *org)
+			recs, err := s.ListProviderCredentials(ctx, *org)
 			if err != nil {
 				return err
 			}
@@ -161,11 +161,11 @@ func byokCmd(ctx context.Context, args []string, in byokIO, w io.Writer) error {
 		if err := required(fs, "org", "provider"); err != nil {
 			return err
 		}
-		if !byok.ValidProvider(*provider) {
+		if !core.ValidBYOKProvider(*provider) {
 			return usagef("byok remove: --provider %q is not %s", *provider, providerList)
 		}
 		return withOrgStore(ctx, cf, *org, func(s *pgstore.Store) error {
-			if err := s.RemoveBYOK(ctx, *org, *provider); err != nil {
+			if err := s.RemoveProviderCredential(ctx, *org, *provider); err != nil {
 				if errors.Is(err, core.ErrNotFound) {
 					return fmt.Errorf("organisation %s has no %s credential", *org, *provider)
 				}
@@ -210,10 +210,11 @@ func readKey(in byokIO, fromStdin bool, env string) (string, error) {
 // set, off (nil, with a log line) when it is not. A key that does not
 // decode stops the server rather than quietly bill organisations' calls at
 // the service's rate. lookupEnv defaults to os.LookupEnv.
-func byokResolver(ctx context.Context, s *pgstore.Store, log *slog.Logger, lookupEnv func(string) (string, bool)) (*byok.Resolver, error) {
+func byokResolver(ctx context.Context, s core.ProviderCredentials, log *slog.Logger,
+	lookupEnv func(string) (string, bool)) (*byok.Resolver, error) {
 	sealer, err := byok.FromEnv(lookupEnv)
 	if errors.Is(err, byok.ErrNoKey) {
-		if stored, qerr := s.AnyBYOK(ctx); qerr == nil && stored {
+		if stored, qerr := s.AnyProviderCredentials(ctx); qerr == nil && stored {
 			log.Warn("bring-your-own-key is off: " + byok.EnvKey + " is not set, so organisations' stored credentials are not used and every call runs on the service's keys")
 		} else {
 			log.Info("bring-your-own-key is off: " + byok.EnvKey + " is not set")

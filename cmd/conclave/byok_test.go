@@ -67,7 +67,7 @@ func TestBYOKCommands(t *testing.T) {
 	require.Equal(t, "WXYZ", v["hint"])
 	require.Equal(t, byok.KeyID(sealKey), v["key_id"])
 
-	stored, err := b.store.LookupBYOK(ctx, orgID, "openai")
+	stored, err := b.store.LookupProviderCredential(ctx, orgID, "openai")
 	require.NoError(t, err)
 	require.False(t, bytes.Contains(stored.Sealed, []byte(key)), "stored sealed")
 	sealer, err := byok.NewSealer(sealKey)
@@ -112,7 +112,7 @@ func TestBYOKCommands(t *testing.T) {
 	require.Equal(t, true, v["removed"])
 	_, _, err = b.byokRun(t, "", nil, "remove", "--org", orgID, "--provider", "mistral")
 	require.ErrorContains(t, err, "has no mistral credential")
-	_, err = b.store.LookupBYOK(ctx, orgID, "mistral")
+	_, err = b.store.LookupProviderCredential(ctx, orgID, "mistral")
 	require.ErrorIs(t, err, core.ErrNotFound)
 }
 

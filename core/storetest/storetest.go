@@ -1,8 +1,8 @@
 // Package storetest is the conformance suite for core's store interfaces,
 // one section per interface: RunOrgs, RunLedger, RunKeys, RunAdmission,
-// RunReceipts and RunOutcomes; Run runs them all against a core.Store. Every
-// implementation runs the sections of the interfaces it implements from its
-// own tests, against a real backend.
+// RunReceipts, RunOutcomes and RunProviderCredentials; Run runs them all
+// against a core.Store. Every implementation runs the sections of the
+// interfaces it implements from its own tests, against a real backend.
 //
 // A section tests behaviour through the interfaces only, as a caller of the
 // store would see it. Its type constraint names the interfaces it uses: its
@@ -31,6 +31,7 @@ func Run(t *testing.T, newStore func(t *testing.T) core.Store) {
 	t.Run("Admission", func(t *testing.T) { t.Parallel(); RunAdmission(t, newStore) })
 	t.Run("Receipts", func(t *testing.T) { t.Parallel(); RunReceipts(t, newStore) })
 	t.Run("Outcomes", func(t *testing.T) { t.Parallel(); RunOutcomes(t, newStore) })
+	t.Run("ProviderCredentials", func(t *testing.T) { t.Parallel(); RunProviderCredentials(t, newStore) })
 }
 
 // newOrg returns a new store and an organisation created in it.

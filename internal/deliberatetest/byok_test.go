@@ -19,9 +19,9 @@ import (
 )
 
 // oneKey is a byok.Lookup holding one organisation's OpenAI key.
-type oneKey struct{ rec *byok.Record }
+type oneKey struct{ rec *core.ProviderCredential }
 
-func (o oneKey) LookupBYOK(_ context.Context, org, provider string) (*byok.Record, error) {
+func (o oneKey) LookupProviderCredential(_ context.Context, org, provider string) (*core.ProviderCredential, error) {
 	if org == o.rec.OrgID && provider == o.rec.Provider {
 		return o.rec, nil
 	}
@@ -40,7 +40,7 @@ func TestDeliberationRunsSeatsOnTheOrganisationsKey(t *testing.T) {
 	_, _ = rand.Read(k)
 	sealer, err := byok.NewSealer(k)
 	require.NoError(t, err)
-	rec, err := byok.NewKeyRecord(sealer, "org-test", "openai", key)
+	rec, err := byok.NewKeyCredential(sealer, "org-test", "openai", key)
 	require.NoError(t, err)
 	res, err := byok.NewResolver(byok.ResolverConfig{Store: oneKey{rec}, Sealer: sealer})
 	require.NoError(t, err)

@@ -59,6 +59,6 @@ func TestCheck(t *testing.T) {
 		"a rule that covers nothing fails")
 	require.Empty(t, check(Rule{Packages: "no-such-folder", Planned: true}), "unless it is planned")
 	require.Empty(t, check(Rule{Packages: "internal/deptest", Only: []string{"core"}}), "deptest needs only the standard library")
-	require.Contains(t, check(Rule{Packages: "internal/pgstore", Only: []string{"core"}}),
-		"internal/pgstore depends on "+Module+"/plugins/byok, which is outside core")
+	require.Contains(t, check(Rule{Packages: "internal/jobs", Only: []string{"core"}}),
+		"internal/jobs depends on "+Module+"/internal/pgstore, which is outside core")
 }

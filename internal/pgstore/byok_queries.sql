@@ -10,10 +10,11 @@ ON CONFLICT (org_id, provider) DO UPDATE
 RETURNING org_id, provider, key_id, role_arn, external_id, hint, created_at, updated_at;
 
 -- name: ListBYOK
--- No sealed key: a listing never carries one.
+-- No sealed key: a listing never carries one. $2 is the providers in
+-- listing order (core.BYOKProviders).
 SELECT org_id, provider, key_id, role_arn, external_id, hint, created_at, updated_at
   FROM byok_credentials WHERE org_id = $1
- ORDER BY array_position(ARRAY['openai', 'anthropic', 'google', 'mistral', 'aws'], provider);
+ ORDER BY array_position($2::text[], provider);
 
 -- name: LookupBYOK
 SELECT org_id, provider, key_id, role_arn, external_id, hint, created_at, updated_at, sealed

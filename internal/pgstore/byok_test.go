@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -15,7 +14,12 @@ import (
 	"github.com/conclavehq/conclave/plugins/byok"
 )
 
-func TestBYOKCredentials(t *testing.T) {
+// What only SQL shows about organisations' own credentials (the behaviour
+// through core.ProviderCredentials is storetest's section): a key sealed
+// by byok is stored sealed and opens after the round trip; a row copied to
+// another organisation does not open there; and the table's own checks
+// refuse what the store would.
+func TestProviderCredentialsAtRest(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
@@ -29,100 +33,42 @@ func TestBYOKCredentials(t *testing.T) {
 	sealer, err := byok.NewSealer(k)
 	require.NoError(t, err)
 
-	stored, err := s.AnyBYOK(ctx)
-	require.NoError(t, err)
-	require.False(t, stored)
-	_, err = s.LookupBYOK(ctx, acme.ID, "openai")
-	require.ErrorIs(t, err, core.ErrNotFound)
-
 	const key = "sk-proj-acme-0123456789abcdef-LAST"
-	rec, err := byok.NewKeyRecord(sealer, acme.ID, "openai", key)
+	rec, err := byok.NewKeyCredential(sealer, acme.ID, "openai", key)
 	require.NoError(t, err)
-	set, err := s.SetBYOK(ctx, rec)
-	require.NoError(t, err)
-	require.Equal(t, "LAST", set.Hint)
-	require.Nil(t, set.Sealed, "the result carries no sealed key")
-	require.Equal(t, sealer.KeyID(), set.KeyID)
-
-	role, err := byok.NewRoleRecord(acme.ID, "arn:aws:iam::111122223333:role/acme-bedrock", "acme-ext-7f3a")
-	require.NoError(t, err)
-	_, err = s.SetBYOK(ctx, role)
+	_, err = s.SetProviderCredential(ctx, rec)
 	require.NoError(t, err)
 
 	// Stored sealed: the plaintext is nowhere in the row.
 	var raw []byte
-	require.NoError(t, pool.QueryRow(ctx, "SELECT sealed FROM byok_credentials WHERE org_id = $1 AND provider = 'openai'", acme.ID).Scan(&raw))
+	require.NoError(t, pool.QueryRow(ctx,
+		"SELECT sealed FROM byok_credentials WHERE org_id = $1 AND provider = 'openai'", acme.ID).Scan(&raw))
 	require.False(t, bytes.Contains(raw, []byte("acme-0123456789")))
 
-	got, err := s.LookupBYOK(ctx, acme.ID, "openai")
+	got, err := s.LookupProviderCredential(ctx, acme.ID, "openai")
 	require.NoError(t, err)
 	plain, err := sealer.Open(got.OrgID, got.Provider, got.KeyID, got.Sealed)
 	require.NoError(t, err)
 	require.Equal(t, key, string(plain))
-	_, err = s.LookupBYOK(ctx, other.ID, "openai")
-	require.ErrorIs(t, err, core.ErrNotFound, "scoped by organisation")
-
-	got, err = s.LookupBYOK(ctx, acme.ID, "aws")
-	require.NoError(t, err)
-	require.Equal(t, "arn:aws:iam::111122223333:role/acme-bedrock", got.RoleARN)
-	require.Equal(t, "acme-ext-7f3a", got.ExternalID)
-	require.Empty(t, got.Sealed)
-	require.Empty(t, got.KeyID)
 
 	// A row copied to another organisation does not open there.
 	_, err = pool.Exec(ctx, `INSERT INTO byok_credentials (org_id, provider, sealed, key_id, hint)
-		SELECT $2, provider, sealed, key_id, hint FROM byok_credentials WHERE org_id = $1 AND provider = 'openai'`, acme.ID, other.ID)
+		SELECT $2, provider, sealed, key_id, hint FROM byok_credentials WHERE org_id = $1 AND provider = 'openai'`,
+		acme.ID, other.ID)
 	require.NoError(t, err)
-	stolen, err := s.LookupBYOK(ctx, other.ID, "openai")
+	stolen, err := s.LookupProviderCredential(ctx, other.ID, "openai")
 	require.NoError(t, err)
 	_, err = sealer.Open(stolen.OrgID, stolen.Provider, stolen.KeyID, stolen.Sealed)
 	require.ErrorIs(t, err, byok.ErrOpen)
-	require.NoError(t, s.RemoveBYOK(ctx, other.ID, "openai"))
 
-	// Setting again replaces the key and keeps created_at.
-	time.Sleep(5 * time.Millisecond)
-	rec2, err := byok.NewKeyRecord(sealer, acme.ID, "openai", "sk-proj-acme-rotated-000000-NEW1")
-	require.NoError(t, err)
-	set2, err := s.SetBYOK(ctx, rec2)
-	require.NoError(t, err)
-	require.Equal(t, "NEW1", set2.Hint)
-	require.Equal(t, set.CreatedAt, set2.CreatedAt)
-	require.True(t, set2.UpdatedAt.After(set.UpdatedAt))
-
-	list, err := s.ListBYOK(ctx, acme.ID)
-	require.NoError(t, err)
-	require.Len(t, list, 2)
-	require.Equal(t, "openai", list[0].Provider)
-	require.Equal(t, "aws", list[1].Provider)
-	for _, r := range list {
-		require.Nil(t, r.Sealed, "a listing never carries a sealed key")
-	}
-	list, err = s.ListBYOK(ctx, other.ID)
-	require.NoError(t, err)
-	require.Empty(t, list)
-	stored, err = s.AnyBYOK(ctx)
-	require.NoError(t, err)
-	require.True(t, stored)
-
-	require.NoError(t, s.RemoveBYOK(ctx, acme.ID, "openai"))
-	require.ErrorIs(t, s.RemoveBYOK(ctx, acme.ID, "openai"), core.ErrNotFound)
-	_, err = s.LookupBYOK(ctx, acme.ID, "openai")
-	require.ErrorIs(t, err, core.ErrNotFound)
-
-	// Refusals: an unknown organisation, a record of the wrong shape, and
-	// the database's own checks.
-	rec3, err := byok.NewKeyRecord(sealer, "org_missing", "google", key)
-	require.NoError(t, err)
-	_, err = s.SetBYOK(ctx, rec3)
-	require.ErrorIs(t, err, core.ErrNotFound)
-	_, err = s.SetBYOK(ctx, &byok.Record{OrgID: acme.ID, Provider: "aws", Sealed: rec.Sealed, KeyID: rec.KeyID})
-	require.ErrorContains(t, err, "role ARN")
-	_, err = s.SetBYOK(ctx, &byok.Record{OrgID: acme.ID, Provider: "mistral", RoleARN: role.RoleARN})
-	require.ErrorContains(t, err, "sealed key")
-	_, err = s.SetBYOK(ctx, &byok.Record{OrgID: acme.ID, Provider: "cohere", Sealed: rec.Sealed, KeyID: rec.KeyID})
-	require.Error(t, err)
-	_, err = pool.Exec(ctx, "INSERT INTO byok_credentials (org_id, provider, sealed, key_id, hint) VALUES ($1, 'cohere', $2, $3, '')", acme.ID, rec.Sealed, rec.KeyID)
+	// The database's own checks.
+	_, err = pool.Exec(ctx, "INSERT INTO byok_credentials (org_id, provider, sealed, key_id, hint) VALUES ($1, 'cohere', $2, $3, '')",
+		acme.ID, rec.Sealed, rec.KeyID)
 	require.ErrorContains(t, err, "byok_credentials_provider_check")
-	_, err = pool.Exec(ctx, "INSERT INTO byok_credentials (org_id, provider, role_arn, external_id, hint, sealed) VALUES ($1, 'mistral', 'arn:aws:iam::111122223333:role/x', 'ext', '', NULL)", acme.ID)
+	_, err = pool.Exec(ctx, `INSERT INTO byok_credentials (org_id, provider, role_arn, external_id, hint, sealed)
+		VALUES ($1, 'mistral', 'arn:aws:iam::111122223333:role/x', 'ext', '', NULL)`, acme.ID)
 	require.ErrorContains(t, err, "byok_credential_shape")
+	_, err = pool.Exec(ctx, "INSERT INTO byok_credentials (org_id, provider, sealed, key_id, hint) VALUES ($1, 'google', $2, $3, '')",
+		acme.ID, rec.Sealed[:core.MinSealedLen-1], rec.KeyID)
+	require.ErrorContains(t, err, "byok_credentials_sealed_check", "the table's shortest sealed secret is core's")
 }

@@ -1,7 +1,8 @@
 // Package pgstore is Conclave's system of record on PostgreSQL through pgx v5:
 // numbered migrations embedded in the binary (Migrate), named queries kept in
 // queries.sql, and Store, which implements core.Store: organisations, the
-// ledger, keys, admission, receipts and call outcomes.
+// ledger, keys, admission, receipts, call outcomes and organisations' own
+// provider credentials.
 package pgstore
 
 import (

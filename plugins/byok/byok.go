@@ -15,6 +15,12 @@
 // none for the engine's provider. Calls it serves carry the source
 // core.SourceBYOK(provider), which billing reads: no token charge, and the
 // 0.5% fee on the real cost.
+//
+// The providers (core.BYOKProviders) and the stored form
+// (core.ProviderCredential) are core's, and storage implements
+// core.ProviderCredentials; this package checks and seals what an owner
+// registers (NewKeyCredential, NewRoleCredential) and opens it on the call
+// path.
 package byok
 
 import (
@@ -22,36 +28,17 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/conclavehq/conclave/core"
 )
 
-// Providers.
-const (
-	OpenAI    = "openai"
-	Anthropic = "anthropic"
-	Google    = "google"
-	Mistral   = "mistral"
-	AWS       = "aws"
-)
-
-// Providers lists every provider an organisation can register, API-key
-// providers first.
-var Providers = []string{OpenAI, Anthropic, Google, Mistral, AWS}
-
-// ValidProvider reports whether p is one of Providers.
-func ValidProvider(p string) bool {
-	switch p {
-	case OpenAI, Anthropic, Google, Mistral, AWS:
-		return true
-	}
-	return false
-}
-
 // familyProvider maps a lower-cased engine family to its provider.
 var familyProvider = map[string]string{
-	"openai": OpenAI, "anthropic": Anthropic, "google": Google, "gemini": Google, "mistral": Mistral,
+	"openai":    core.ProviderOpenAI,
+	"anthropic": core.ProviderAnthropic,
+	"google":    core.ProviderGoogle,
+	"gemini":    core.ProviderGoogle,
+	"mistral":   core.ProviderMistral,
 }
 
 // ProviderFor is the provider whose credential serves a call to engine e
@@ -67,7 +54,7 @@ func ProviderFor(e *core.Engine, scheme core.AuthScheme) (string, bool) {
 	}
 	switch scheme {
 	case core.AuthAWSSigV4:
-		return AWS, true
+		return core.ProviderAWS, true
 	case core.AuthBearer, core.AuthXAPIKey, core.AuthGoogleAPIKey:
 	default:
 		return "", false
@@ -77,37 +64,6 @@ func ProviderFor(e *core.Engine, scheme core.AuthScheme) (string, bool) {
 	p, ok := familyProvider[f]
 	return p, ok
 }
-
-// Record is one organisation's stored credential for one provider. For an
-// API-key provider Sealed and KeyID are set; for aws, RoleARN and
-// ExternalID. It never holds a plaintext key.
-type Record struct {
-	OrgID    string
-	Provider string
-	// Sealed is nonce||ciphertext of the API key (Sealer.Seal); KeyID
-	// names the sealing key. Both empty for aws, and in listings.
-	Sealed []byte
-	KeyID  string
-	// RoleARN and ExternalID are the organisation's role (aws only).
-	RoleARN    string
-	ExternalID string
-	// Hint is the last four characters of the API key, or of the external
-	// id, for the owner to recognise it.
-	Hint      string
-	CreatedAt time.Time
-	UpdatedAt time.Time
-}
-
-// String names the record without its sealed key or external id.
-func (r *Record) String() string {
-	if r == nil {
-		return "byok.Record(nil)"
-	}
-	return fmt.Sprintf("byok.Record(%s, %s, …%s)", r.OrgID, r.Provider, r.Hint)
-}
-
-// GoString is String.
-func (r *Record) GoString() string { return r.String() }
 
 // Hint is the last four characters of s.
 func Hint(s string) string {
@@ -158,10 +114,10 @@ func CheckRole(roleARN, externalID string) error {
 	return nil
 }
 
-// NewKeyRecord checks key and seals it for (orgID, provider), an API-key
-// provider.
-func NewKeyRecord(s *Sealer, orgID, provider, key string) (*Record, error) {
-	if !ValidProvider(provider) || provider == AWS {
+// NewKeyCredential checks key and seals it for (orgID, provider), an
+// API-key provider.
+func NewKeyCredential(s *Sealer, orgID, provider, key string) (*core.ProviderCredential, error) {
+	if !core.ValidBYOKProvider(provider) || provider == core.ProviderAWS {
 		return nil, fmt.Errorf("byok: %q is not an API-key provider (openai, anthropic, google, mistral)", provider)
 	}
 	if err := CheckAPIKey(key); err != nil {
@@ -174,13 +130,19 @@ func NewKeyRecord(s *Sealer, orgID, provider, key string) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Record{OrgID: orgID, Provider: provider, Sealed: sealed, KeyID: keyID, Hint: Hint(key)}, nil
+	return &core.ProviderCredential{OrgID: orgID, Provider: provider, Sealed: sealed, KeyID: keyID, Hint: Hint(key)}, nil
 }
 
-// NewRoleRecord checks an AWS role for orgID.
-func NewRoleRecord(orgID, roleARN, externalID string) (*Record, error) {
+// NewRoleCredential checks an AWS role for orgID.
+func NewRoleCredential(orgID, roleARN, externalID string) (*core.ProviderCredential, error) {
 	if err := CheckRole(roleARN, externalID); err != nil {
 		return nil, err
 	}
-	return &Record{OrgID: orgID, Provider: AWS, RoleARN: roleARN, ExternalID: externalID, Hint: Hint(externalID)}, nil
+	return &core.ProviderCredential{
+		OrgID:      orgID,
+		Provider:   core.ProviderAWS,
+		RoleARN:    roleARN,
+		ExternalID: externalID,
+		Hint:       Hint(externalID),
+	}, nil
 }

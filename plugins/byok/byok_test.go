@@ -47,6 +47,9 @@ func TestSealOpensOnlyForItsRow(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, s.KeyID(), keyID)
 	require.Len(t, sealed, 12+len(apiKey)+16, "nonce || ciphertext || tag")
+	empty, _, err := s.Seal("org_a", "openai", nil)
+	require.NoError(t, err)
+	require.Len(t, empty, core.MinSealedLen, "the shortest sealed secret is the one the store accepts")
 	require.False(t, bytes.Contains(sealed, []byte(apiKey)))
 	require.False(t, bytes.Contains(sealed, []byte("WXYZ")))
 
@@ -159,46 +162,48 @@ func TestProviderFor(t *testing.T) {
 	require.False(t, ok)
 }
 
-func TestRecordChecks(t *testing.T) {
+func TestNewCredentialChecks(t *testing.T) {
 	t.Parallel()
 	s := newSealer(t)
-	r, err := byok.NewKeyRecord(s, "org_a", "anthropic", apiKey)
+	r, err := byok.NewKeyCredential(s, "org_a", "anthropic", apiKey)
 	require.NoError(t, err)
+	require.NoError(t, r.Validate(), "the store takes what NewKeyCredential makes")
 	require.Equal(t, "WXYZ", r.Hint)
 	require.Equal(t, s.KeyID(), r.KeyID)
 	require.NotContains(t, fmt.Sprintf("%v %+v %#v %s", r, r, r, r), "abcdefghij")
 
 	for _, bad := range []string{"short", "sk-with a space-0123456789", "sk-newline\n0123456789", "sk-ünïcode-0123456789", strings.Repeat("k", 1025)} {
-		_, err := byok.NewKeyRecord(s, "org_a", "openai", bad)
+		_, err := byok.NewKeyCredential(s, "org_a", "openai", bad)
 		require.Error(t, err, "%q", bad)
 		require.NotContains(t, err.Error(), bad)
 	}
-	_, err = byok.NewKeyRecord(s, "org_a", "aws", apiKey)
+	_, err = byok.NewKeyCredential(s, "org_a", "aws", apiKey)
 	require.ErrorContains(t, err, "not an API-key provider")
-	_, err = byok.NewKeyRecord(nil, "org_a", "openai", apiKey)
+	_, err = byok.NewKeyCredential(nil, "org_a", "openai", apiKey)
 	require.ErrorIs(t, err, byok.ErrNoKey)
 
-	role, err := byok.NewRoleRecord("org_a", "arn:aws:iam::111122223333:role/conclave-bedrock", "acme-ext-7f3a")
+	role, err := byok.NewRoleCredential("org_a", "arn:aws:iam::111122223333:role/conclave-bedrock", "acme-ext-7f3a")
 	require.NoError(t, err)
 	require.Equal(t, "7f3a", role.Hint)
 	require.Nil(t, role.Sealed)
-	_, err = byok.NewRoleRecord("org_a", "arn:aws:iam::1111:role/x", "acme-ext")
+	require.NoError(t, role.Validate(), "the store takes what NewRoleCredential makes")
+	_, err = byok.NewRoleCredential("org_a", "arn:aws:iam::1111:role/x", "acme-ext")
 	require.ErrorContains(t, err, "not an IAM role ARN")
-	_, err = byok.NewRoleRecord("org_a", "arn:aws:iam::111122223333:role/x", "")
+	_, err = byok.NewRoleCredential("org_a", "arn:aws:iam::111122223333:role/x", "")
 	require.ErrorContains(t, err, "external id")
-	_, err = byok.NewRoleRecord("org_a", "arn:aws:iam::111122223333:role/x", "has space")
+	_, err = byok.NewRoleCredential("org_a", "arn:aws:iam::111122223333:role/x", "has space")
 	require.ErrorContains(t, err, "external id")
 }
 
 // memStore is a Lookup over a map that counts reads.
 type memStore struct {
 	mu    sync.Mutex
-	recs  map[string]*byok.Record
+	recs  map[string]*core.ProviderCredential
 	reads int
 	err   error
 }
 
-func (m *memStore) LookupBYOK(_ context.Context, org, provider string) (*byok.Record, error) {
+func (m *memStore) LookupProviderCredential(_ context.Context, org, provider string) (*core.ProviderCredential, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.reads++
@@ -213,7 +218,7 @@ func (m *memStore) LookupBYOK(_ context.Context, org, provider string) (*byok.Re
 	return &c, nil
 }
 
-func (m *memStore) put(r *byok.Record) {
+func (m *memStore) put(r *core.ProviderCredential) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.recs[r.OrgID+"/"+r.Provider] = r
@@ -243,8 +248,8 @@ var (
 func TestCredentialsServeSeatCallsOfOrganisationsWithAKey(t *testing.T) {
 	t.Parallel()
 	s := newSealer(t)
-	st := &memStore{recs: map[string]*byok.Record{}}
-	rec, err := byok.NewKeyRecord(s, "org_a", "openai", apiKey)
+	st := &memStore{recs: map[string]*core.ProviderCredential{}}
+	rec, err := byok.NewKeyCredential(s, "org_a", "openai", apiKey)
 	require.NoError(t, err)
 	st.put(rec)
 	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
@@ -287,7 +292,7 @@ func TestCredentialsServeSeatCallsOfOrganisationsWithAKey(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Equal(t, reads, st.count())
-	rec2, err := byok.NewKeyRecord(s, "org_b", "openai", "sk-org-b-0123456789abcdef")
+	rec2, err := byok.NewKeyCredential(s, "org_b", "openai", "sk-org-b-0123456789abcdef")
 	require.NoError(t, err)
 	st.put(rec2)
 	c, err = get("org_b", gptEngine, core.AuthBearer)
@@ -306,7 +311,7 @@ func TestCredentialsServeSeatCallsOfOrganisationsWithAKey(t *testing.T) {
 
 	// A broken store or an unopenable key fails the call: never a silent
 	// fall back to the service's key, billed at the service's rate.
-	broken := &memStore{recs: map[string]*byok.Record{}, err: errors.New("connection refused")}
+	broken := &memStore{recs: map[string]*core.ProviderCredential{}, err: errors.New("connection refused")}
 	bres, err := byok.NewResolver(byok.ResolverConfig{Store: broken, Sealer: s})
 	require.NoError(t, err)
 	_, err = creds.Chain{&byok.Credentials{Resolver: bres}, service}.Credential(ctx, &core.CredentialRequest{Engine: gptEngine, Scheme: core.AuthBearer, OrgID: "org_a"})
@@ -334,8 +339,8 @@ func TestCredentialsAssumeTheOrganisationsRole(t *testing.T) {
 	eng := *bedrockEngine
 	eng.STSEndpoint = sts.URL
 
-	st := &memStore{recs: map[string]*byok.Record{}}
-	rec, err := byok.NewRoleRecord("org_a", "arn:aws:iam::111122223333:role/acme-bedrock", "acme-ext-7f3a")
+	st := &memStore{recs: map[string]*core.ProviderCredential{}}
+	rec, err := byok.NewRoleCredential("org_a", "arn:aws:iam::111122223333:role/acme-bedrock", "acme-ext-7f3a")
 	require.NoError(t, err)
 	st.put(rec)
 	res, err := byok.NewResolver(byok.ResolverConfig{Store: st, Sealer: newSealer(t)})

@@ -11,12 +11,15 @@ import (
 	"github.com/conclavehq/conclave/plugins/egress/creds"
 )
 
-// Lookup reads an organisation's stored credential for one provider, with
-// the sealed key. It returns an error wrapping core.ErrNotFound when there
-// is none. *pgstore.Store implements it.
+// Lookup is the part of core.ProviderCredentials the call path reads: an
+// organisation's stored credential for one provider, with the sealed key,
+// or an error wrapping core.ErrNotFound when there is none. Every
+// core.ProviderCredentials is one.
 type Lookup interface {
-	LookupBYOK(ctx context.Context, orgID, provider string) (*Record, error)
+	LookupProviderCredential(ctx context.Context, orgID, provider string) (*core.ProviderCredential, error)
 }
+
+var _ Lookup = core.ProviderCredentials(nil)
 
 // ResolverConfig configures a Resolver.
 type ResolverConfig struct {
@@ -48,7 +51,7 @@ type Resolver struct {
 type cacheKey struct{ org, provider string }
 
 type cached struct {
-	rec     *Record // nil: the organisation has none
+	rec     *core.ProviderCredential // nil: the organisation has none
 	expires time.Time
 }
 
@@ -74,7 +77,7 @@ func NewResolver(cfg ResolverConfig) (*Resolver, error) {
 
 // lookup returns the organisation's record for provider, nil when it has
 // none. A store failure is an error.
-func (r *Resolver) lookup(ctx context.Context, org, provider string) (*Record, error) {
+func (r *Resolver) lookup(ctx context.Context, org, provider string) (*core.ProviderCredential, error) {
 	k := cacheKey{org, provider}
 	now := r.cfg.Now()
 	if r.cfg.TTL > 0 {
@@ -85,7 +88,7 @@ func (r *Resolver) lookup(ctx context.Context, org, provider string) (*Record, e
 			return c.rec, nil
 		}
 	}
-	rec, err := r.cfg.Store.LookupBYOK(ctx, org, provider)
+	rec, err := r.cfg.Store.LookupProviderCredential(ctx, org, provider)
 	switch {
 	case errors.Is(err, core.ErrNotFound):
 		rec = nil
@@ -159,7 +162,7 @@ func (c *Credentials) Credential(ctx context.Context, req *core.CredentialReques
 		return nil, fmt.Errorf("organisation %s has no %s credential of its own: %w", req.OrgID, provider, creds.ErrNoCredential)
 	}
 	source := core.SourceBYOK(provider)
-	if provider == AWS {
+	if provider == core.ProviderAWS {
 		if c.AWS == nil {
 			return nil, fmt.Errorf("byok: organisation %s's AWS role cannot be assumed: the service has no AWS identity to assume it with", req.OrgID)
 		}

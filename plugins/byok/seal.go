@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/conclavehq/conclave/core"
 )
 
 // Environment variables of the sealing keys.
@@ -34,11 +36,9 @@ var ErrNoKey = errors.New(EnvKey + " is not set: bring-your-own-key needs a seal
 var ErrOpen = errors.New("byok: the sealed secret could not be opened")
 
 // nonceSize is AES-GCM's standard nonce size; a sealed secret is the nonce
-// followed by the ciphertext and its 16-byte tag.
+// followed by the ciphertext and its 16-byte tag, so a sealed empty secret
+// is core.MinSealedLen bytes long (the test checks it).
 const nonceSize = 12
-
-// MinSealedLen is the length of a sealed empty secret: nonce and tag.
-const MinSealedLen = nonceSize + 16
 
 // Sealer encrypts provider secrets at rest with AES-256-GCM. The additional
 // data binds each ciphertext to its organisation and provider, so a sealed
@@ -158,7 +158,7 @@ func (s *Sealer) Open(orgID, provider, keyID string, sealed []byte) ([]byte, err
 	if !ok {
 		return nil, fmt.Errorf("byok: the secret is sealed with key %s, which is neither %s nor in %s: %w", keyID, EnvKey, EnvPreviousKeys, ErrOpen)
 	}
-	if len(sealed) < MinSealedLen {
+	if len(sealed) < core.MinSealedLen {
 		return nil, ErrOpen
 	}
 	out, err := aead.Open(nil, sealed[:nonceSize], sealed[nonceSize:], additionalData(orgID, provider))

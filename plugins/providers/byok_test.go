@@ -19,10 +19,10 @@ import (
 // memBYOK is an in-memory byok.Lookup.
 type memBYOK struct {
 	mu   sync.Mutex
-	recs map[string]*byok.Record
+	recs map[string]*core.ProviderCredential
 }
 
-func (m *memBYOK) LookupBYOK(_ context.Context, org, provider string) (*byok.Record, error) {
+func (m *memBYOK) LookupProviderCredential(_ context.Context, org, provider string) (*core.ProviderCredential, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, ok := m.recs[org+"/"+provider]
@@ -44,11 +44,11 @@ func newBYOKResolver(t *testing.T) *byok.Resolver {
 	_, _ = rand.Read(k)
 	sealer, err := byok.NewSealer(k)
 	require.NoError(t, err)
-	key, err := byok.NewKeyRecord(sealer, "org_acme", "openai", orgKey)
+	key, err := byok.NewKeyCredential(sealer, "org_acme", "openai", orgKey)
 	require.NoError(t, err)
-	role, err := byok.NewRoleRecord("org_acme", orgRole, "acme-ext-7f3a")
+	role, err := byok.NewRoleCredential("org_acme", orgRole, "acme-ext-7f3a")
 	require.NoError(t, err)
-	res, err := byok.NewResolver(byok.ResolverConfig{Store: &memBYOK{recs: map[string]*byok.Record{
+	res, err := byok.NewResolver(byok.ResolverConfig{Store: &memBYOK{recs: map[string]*core.ProviderCredential{
 		"org_acme/openai": key, "org_acme/aws": role,
 	}}, Sealer: sealer})
 	require.NoError(t, err)
