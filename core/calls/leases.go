@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/conclavehq/conclave/core"
@@ -21,6 +22,7 @@ type leaseKeeper struct {
 	mu   sync.Mutex
 	live map[string]struct{}
 
+	started  atomic.Bool
 	stopOnce sync.Once
 	quit     chan struct{}
 	done     chan struct{}
@@ -45,6 +47,7 @@ func (k *leaseKeeper) remove(requestID string) {
 
 // start runs the renewals until stop; ctx carries values only.
 func (k *leaseKeeper) start(ctx context.Context) {
+	k.started.Store(true)
 	go k.loop(context.WithoutCancel(ctx))
 }
 
@@ -52,10 +55,11 @@ func (k *leaseKeeper) start(ctx context.Context) {
 // twice, and before start (it then waits for nothing).
 func (k *leaseKeeper) stop() {
 	k.stopOnce.Do(func() { close(k.quit) })
-	select {
-	case <-k.done:
-	case <-time.After(k.lease):
+	if !k.started.Load() {
+		return
 	}
+	// A renewal in flight ends within half a lease.
+	<-k.done
 }
 
 func (k *leaseKeeper) loop(ctx context.Context) {

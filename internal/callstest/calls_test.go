@@ -25,11 +25,13 @@ import (
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 type testBundle struct {
-	store  *pgstore.Store
-	access *access.Service
-	calls  *calls.Service
-	org    *core.Org
-	secret string
+	catalog *core.Catalog
+	engine  *deliberate.Engine
+	store   *pgstore.Store
+	access  *access.Service
+	calls   *calls.Service
+	org     *core.Org
+	secret  string
 }
 
 func setup(t *testing.T) *testBundle {
@@ -61,7 +63,7 @@ func setup(t *testing.T) *testBundle {
 	secret, hash := core.NewKeySecret(false)
 	_, err = store.CreateKey(ctx, &core.CreateKeyParams{OrgID: org.ID, Hash: hash, Hint: core.KeyHint(secret)})
 	require.NoError(t, err)
-	return &testBundle{store: store, access: acc, calls: svc, org: org, secret: secret}
+	return &testBundle{catalog: catalog, engine: engine, store: store, access: acc, calls: svc, org: org, secret: secret}
 }
 
 // A carrier authenticates a key, parses arguments it received as JSON and
@@ -115,4 +117,36 @@ func TestABilledDeliberationWithoutHTTP(t *testing.T) {
 	bad.Model = "gpt-4o"
 	_, err = tb.calls.Chat(ctx, p, calls.Call{RequestID: core.NewID("req")}, &bad)
 	require.Equal(t, core.CodeModelNotFound, core.AsError(err).Code)
+}
+
+// The service's life: a service not started takes no call (503, nothing
+// held), Stop is safe before Start and twice, and a stopped service takes
+// no call either.
+func TestServiceLifecycle(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+	p, err := tb.access.Authenticate(ctx, tb.secret)
+	require.NoError(t, err)
+	req := &calls.ChatParams{Model: "conclave-standard", Tier: core.DefaultTier,
+		Messages: []core.Message{{Role: core.RoleUser, Content: "What is 2 + 2?"}}}
+
+	idle, err := calls.New(calls.Config{}, calls.Deps{
+		Access: tb.access, Admission: tb.store, Settlement: tb.store, Receipts: tb.store,
+		Catalog: tb.catalog, Deliberator: tb.engine, TokensOver: tokens.Over,
+	})
+	require.NoError(t, err)
+	_, err = idle.Chat(ctx, p, calls.Call{RequestID: core.NewID("req")}, req)
+	require.Equal(t, core.CodeServiceUnavailable, core.AsError(err).Code, "not started")
+	idle.Stop()
+	idle.Stop()
+
+	tb.calls.Stop()
+	tb.calls.Stop()
+	_, err = tb.calls.Chat(ctx, p, calls.Call{RequestID: core.NewID("req")}, req)
+	require.Equal(t, core.CodeServiceUnavailable, core.AsError(err).Code, "stopped")
+	bal, err := tb.store.GetBalance(ctx, tb.org.ID)
+	require.NoError(t, err)
+	require.Equal(t, core.TrialCredit, bal.Balance)
+	require.Zero(t, bal.Held, "a refused call holds nothing")
 }
