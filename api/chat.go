@@ -11,17 +11,18 @@ import (
 // call service; this handler decodes and renders.
 func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
 	var in calls.ChatInput
-	if !decodeJSON(w, r, h.cfg.MaxBodyBytes, &in) {
+	if err := decodeJSON(w, r, h.cfg.MaxBodyBytes, &in); err != nil {
+		h.refuse(w, r, err)
 		return
 	}
 	req, err := calls.ParseChat(&in)
 	if err != nil {
-		writeError(w, r, err)
+		h.refuse(w, r, err)
 		return
 	}
 	if v, ok := r.Header[http.CanonicalHeaderKey("Idempotency-Key")]; ok {
 		if len(v) != 1 || v[0] == "" {
-			writeError(w, r, calls.CheckIdempotencyKey(""))
+			h.refuse(w, r, calls.CheckIdempotencyKey(""))
 			return
 		}
 		req.IdempotencyKey = v[0]

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -93,41 +94,44 @@ func writeRawJSON(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body) // the client may be gone; nothing useful to do
 }
 
-// decodeJSON reads a JSON object body into v, answering the errors every
-// JSON endpoint shares: wrong media type, too large, not JSON, not an object.
-// It returns false when it has answered.
-func decodeJSON(w http.ResponseWriter, r *http.Request, maxBytes int64, v any) bool {
+// decodeJSON reads a JSON object body into v and returns the refusal every
+// JSON endpoint shares: wrong media type, too large, not JSON, not an
+// object, or a body that could not be read in full.
+func decodeJSON(w http.ResponseWriter, r *http.Request, maxBytes int64, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSONMediaType(ct) {
-		writeError(w, r, core.Errorf(core.CodeUnsupportedMediaType, "Send the body as application/json, not %s.", ct))
-		return false
+		return core.Errorf(core.CodeUnsupportedMediaType, "Send the body as application/json, not %s.", ct)
 	}
 	body := http.MaxBytesReader(w, r.Body, maxBytes)
 	dec := json.NewDecoder(body)
 	if err := dec.Decode(v); err != nil {
 		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, r, core.Errorf(core.CodeRequestTooLarge, "The request body is over the %d-byte limit.", maxBytes))
-			return false
-		}
 		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) && typeErr.Field == "" {
-			writeError(w, r, core.Errorf(core.CodeInvalidJSON, "The request body must be a JSON object."))
-			return false
+		var syntaxErr *json.SyntaxError
+		switch {
+		case errors.As(err, &tooBig):
+			return core.Errorf(core.CodeRequestTooLarge, "The request body is over the %d-byte limit.", maxBytes)
+		case errors.As(err, &typeErr) && typeErr.Field == "":
+			return core.Errorf(core.CodeInvalidJSON, "The request body must be a JSON object.")
+		case typeErr != nil:
+			// A field of the wrong type: the endpoint validates fields
+			// itself and decodes them loosely, so this is a malformed body.
+			return core.Errorf(core.CodeInvalidJSON, "The request body field %q has the wrong type.", typeErr.Field).WithParam(typeErr.Field)
+		case errors.As(err, &syntaxErr):
+			return core.Errorf(core.CodeInvalidJSON, "The request body is not valid JSON: %v.", err)
+		case errors.Is(err, io.EOF):
+			return core.Errorf(core.CodeInvalidJSON, "The request body is empty: send a JSON object.")
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return core.Errorf(core.CodeInvalidJSON, "The request body is not valid JSON: it ends before its JSON object does.")
 		}
-		if typeErr != nil {
-			// A field of the wrong type: the endpoint validates fields itself
-			// and decodes them loosely, so this is a malformed body.
-			writeError(w, r, core.Errorf(core.CodeInvalidJSON, "The request body field %q has the wrong type.", typeErr.Field).WithParam(typeErr.Field))
-			return false
-		}
-		writeError(w, r, core.Errorf(core.CodeInvalidJSON, "The request body is not valid JSON: %v.", err))
-		return false
+		// The body could not be read: the connection ended or timed out
+		// before it was complete. The reader's error names sockets, so it
+		// stays out of the answer.
+		return core.Errorf(core.CodeInvalidJSON, "The request body could not be read in full: the connection ended or timed out before it was complete.")
 	}
 	if dec.More() {
-		writeError(w, r, core.Errorf(core.CodeInvalidJSON, "The request body must hold exactly one JSON object."))
-		return false
+		return core.Errorf(core.CodeInvalidJSON, "The request body must hold exactly one JSON object.")
 	}
-	return true
+	return nil
 }
 
 func isJSONMediaType(ct string) bool {

@@ -33,12 +33,13 @@ type estimateTiming struct {
 // without charge.
 func (h *handler) estimate(w http.ResponseWriter, r *http.Request) {
 	var in calls.EstimateInput
-	if !decodeJSON(w, r, h.cfg.MaxBodyBytes, &in) {
+	if err := decodeJSON(w, r, h.cfg.MaxBodyBytes, &in); err != nil {
+		h.refuse(w, r, err)
 		return
 	}
 	req, err := calls.ParseEstimate(&in)
 	if err != nil {
-		writeError(w, r, err)
+		h.refuse(w, r, err)
 		return
 	}
 	e, err := h.calls.Estimate(r.Context(), principalOf(r.Context()), callOf(r), req)

@@ -182,7 +182,11 @@ func (h *handler) authenticate(next http.Handler) http.Handler {
 			stateOf(r).orgID = p.Org.ID
 		}
 		if err != nil {
-			h.authFailure(w, r, core.AsError(err))
+			if e := core.AsError(err); e.Code == core.CodeRateLimitExceeded {
+				writeError(w, r, e) // known spent: refused before any other work
+			} else {
+				h.authFailure(w, r, e)
+			}
 			return
 		}
 		ctx := context.WithValue(r.Context(), principalKey, p)
@@ -254,4 +258,13 @@ func callOf(r *http.Request) calls.Call {
 		endpoint = rc.RoutePattern()
 	}
 	return calls.Call{RequestID: RequestID(r.Context()), Endpoint: endpoint}
+}
+
+// refuse answers a request refused before its admission. An authenticated
+// one still spends the key's rate, and gets 429 instead once it is spent.
+func (h *handler) refuse(w http.ResponseWriter, r *http.Request, err error) {
+	if p := principalOf(r.Context()); p != nil {
+		err = h.access.Refused(r.Context(), p, RequestID(r.Context()), err)
+	}
+	writeError(w, r, err)
 }

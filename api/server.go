@@ -120,7 +120,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 }
 
 func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
-	writeError(w, r, core.Errorf(core.CodeUnknownURL, "Unknown request URL: %s %s.", r.Method, r.URL.Path))
+	h.refuse(w, r, core.Errorf(core.CodeUnknownURL, "Unknown request URL: %s %s.", r.Method, r.URL.Path))
 }
 
 var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions}
@@ -142,7 +142,7 @@ func (h *handler) methodNotAllowed(routes chi.Routes) http.HandlerFunc {
 		for _, m := range allowed {
 			w.Header().Add("Allow", m)
 		}
-		writeError(w, r, core.Errorf(core.CodeMethodNotAllowed, "%s is not allowed on %s.", r.Method, r.URL.Path))
+		h.refuse(w, r, core.Errorf(core.CodeMethodNotAllowed, "%s is not allowed on %s.", r.Method, r.URL.Path))
 	}
 }
 

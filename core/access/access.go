@@ -75,6 +75,13 @@ type Service struct {
 	authz core.Authorizer
 	meter Meter
 	keys  *keyCache
+
+	// refusedUntil remembers, per key id, until when the store said the
+	// key's rate is spent: no request of the key fits before then (a
+	// refused request spends nothing), so until then a request is refused
+	// at once, before any validation work and with no trip to the store.
+	mu           sync.Mutex
+	refusedUntil map[string]time.Time
 }
 
 // New returns a Service reading keys from keys, deciding with authz and
@@ -87,7 +94,8 @@ func New(cfg Config, keys KeyLookup, authz core.Authorizer, meter Meter) (*Servi
 	if keys == nil || authz == nil || meter == nil {
 		return nil, errors.New("access: a key lookup, an Authorizer and a Meter are required")
 	}
-	return &Service{cfg: cfg, authz: authz, meter: meter, keys: newKeyCache(keys, cfg.KeyCacheTTL)}, nil
+	return &Service{cfg: cfg, authz: authz, meter: meter, keys: newKeyCache(keys, cfg.KeyCacheTTL),
+		refusedUntil: map[string]time.Time{}}, nil
 }
 
 // Authenticate resolves a bearer secret ("" when the caller sent none) to
@@ -114,6 +122,9 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*Principal, 
 	p := &Principal{Key: key, Org: org}
 	if org.Suspended() {
 		return p, core.Errorf(core.CodeOrgSuspended, "The organisation is suspended.")
+	}
+	if wait := s.refusedFor(key.ID); wait > 0 {
+		return p, rateLimited(s.RPM(p), wait)
 	}
 	return p, nil
 }
@@ -183,10 +194,11 @@ func (s *Service) SlotLimit(p *Principal) int {
 }
 
 // Meter spends one request of p's rate for a request that takes no other
-// admission step (a read): nil when within the rate, rate_limit_exceeded
-// with Retry-After when over it, service_unavailable when the rate could
-// not be checked (fail closed). Billed calls and estimates spend their rate
-// in their own admission instead, in the same trip to the store.
+// admission step (a read, or a request refused before its admission): nil
+// when within the rate, rate_limit_exceeded with Retry-After when over it,
+// service_unavailable when the rate could not be checked (fail closed).
+// Billed calls and estimates spend their rate in their own admission
+// instead, in the same trip to the store.
 func (s *Service) Meter(ctx context.Context, p *Principal, requestID string) error {
 	perMinute := s.RPM(p)
 	adm, err := s.meter.Admit(ctx, &core.AdmitParams{KeyID: p.Key.ID, PerMinute: perMinute, OrgID: p.Org.ID, RequestID: requestID})
@@ -194,13 +206,65 @@ func (s *Service) Meter(ctx context.Context, p *Principal, requestID string) err
 		return core.Errorf(core.CodeServiceUnavailable, "The key's rate could not be checked; the request was refused. Retry shortly.").WithCause(err)
 	}
 	if adm.Refused != nil {
-		return RateLimited(perMinute, adm.RetryAfter)
+		return s.RateLimited(p, adm.RetryAfter)
 	}
 	return nil
 }
 
-// RateLimited is the refusal of a request over its key's rate.
-func RateLimited(perMinute int, retryAfter time.Duration) *core.Error {
+// Refused answers a request refused before its admission (a bad body, an
+// unknown mode, a prompt over the input limit): it spends the request's
+// rate like any other, and answers rate_limit_exceeded instead of the
+// refusal once the rate is spent. Valid requests spend theirs in their
+// admission, so this costs them nothing.
+func (s *Service) Refused(ctx context.Context, p *Principal, requestID string, refusal error) error {
+	if err := s.Meter(ctx, p, requestID); err != nil && core.AsError(err).Code == core.CodeRateLimitExceeded {
+		return err
+	}
+	return refusal
+}
+
+// RateLimited is the refusal of p's request over its key's rate; it also
+// refuses the key's next requests at once until retryAfter has passed.
+func (s *Service) RateLimited(p *Principal, retryAfter time.Duration) *core.Error {
+	if retryAfter > 0 {
+		s.mu.Lock()
+		if len(s.refusedUntil) >= maxRefusedKeys {
+			now := time.Now()
+			for id, until := range s.refusedUntil {
+				if !now.Before(until) {
+					delete(s.refusedUntil, id)
+				}
+			}
+		}
+		if len(s.refusedUntil) < maxRefusedKeys {
+			s.refusedUntil[p.Key.ID] = time.Now().Add(retryAfter)
+		}
+		s.mu.Unlock()
+	}
+	return rateLimited(s.RPM(p), retryAfter)
+}
+
+// maxRefusedKeys bounds the memory of keys over their rate; past it a key
+// is simply asked about in the store again.
+const maxRefusedKeys = 100_000
+
+// refusedFor is how long keyID's rate is known to stay spent; 0 when not.
+func (s *Service) refusedFor(keyID string) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	until, ok := s.refusedUntil[keyID]
+	if !ok {
+		return 0
+	}
+	wait := time.Until(until)
+	if wait <= 0 {
+		delete(s.refusedUntil, keyID)
+		return 0
+	}
+	return wait
+}
+
+func rateLimited(perMinute int, retryAfter time.Duration) *core.Error {
 	e := core.Errorf(core.CodeRateLimitExceeded, "This key is limited to %d requests per minute. Retry after the time in Retry-After.", perMinute)
 	e.RetryAfter = retryAfter
 	return e

@@ -1,7 +1,9 @@
 package calls
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -50,21 +52,21 @@ func (s *Service) Chat(ctx context.Context, p *access.Principal, c Call, req *Ch
 	}
 	mode, err := s.ResolveMode(ctx, p, req.Model, core.ActionChatCreate, req.Tier)
 	if err != nil {
-		return nil, err
+		return nil, s.d.Access.Refused(ctx, p, c.RequestID, err)
 	}
 	if err := s.checkInput(p, req.Messages); err != nil {
-		return nil, err
+		return nil, s.d.Access.Refused(ctx, p, c.RequestID, err)
 	}
 	idemKey := req.IdempotencyKey
 	if idemKey != "" {
 		if err := CheckIdempotencyKey(idemKey); err != nil {
-			return nil, err
+			return nil, s.d.Access.Refused(ctx, p, c.RequestID, err)
 		}
 	} else if idemKey, err = derivedKey(p.Org.ID, p.Key.ID, req.Model, req.Messages); err != nil {
 		return nil, err
 	}
 	ceiling := core.Ceiling(p.Key.Ceiling, mode.Pricing.Price(), s.cfg.CallCeilingFloor, req.MaxCost)
-	ap := &core.AdmitParams{IdempotencyKey: idemKey, RequestHash: req.RequestHash,
+	ap := &core.AdmitParams{IdempotencyKey: idemKey, RequestHash: keyedHash(p.Key.ID, req.RequestHash),
 		Hold: core.PlaceHoldParams{Amount: ceiling, MonthlyQuota: p.Org.MonthlyQuota}}
 	if !p.Org.Verified() {
 		ap.Hold.ActivationAllowance = s.cfg.ActivationAllowance
@@ -74,7 +76,7 @@ func (s *Service) Chat(ctx context.Context, p *access.Principal, c Call, req *Ch
 		return nil, err
 	}
 	if adm.Refused != nil { // another call holds the key
-		return s.repeat(ctx, p, mode, adm.Claim)
+		return s.repeat(ctx, p, mode, adm.Claim, req)
 	}
 	run := &chatRun{s: s, p: p, c: c, req: req, mode: mode, ceiling: ceiling, idemKey: idemKey, hold: adm.Hold, start: start}
 	rctx, cancel, err := s.begin(c.RequestID)
@@ -142,7 +144,7 @@ func (s *Service) admit(ctx context.Context, p *access.Principal, c Call, ap *co
 	case errors.Is(adm.Refused, core.ErrClaimed):
 		return adm, nil
 	case errors.Is(adm.Refused, core.ErrRateLimited):
-		return nil, access.RateLimited(ap.PerMinute, adm.RetryAfter)
+		return nil, s.d.Access.RateLimited(p, adm.RetryAfter)
 	case errors.Is(adm.Refused, core.ErrNoSlot):
 		e := core.Errorf(core.CodeConcurrencyLimitExceeded, "This organisation already has %d calls in flight, its limit. Retry after the time in Retry-After.", ap.SlotLimit)
 		e.RetryAfter = s.cfg.ConcurrencyRetryAfter
@@ -347,7 +349,11 @@ func completionOf(mode *core.Mode, hash string, res *deliberate.Result, bill cor
 // repeat answers a call whose idempotency key another call holds: 409
 // while that call runs, with the expected time to its end as Retry-After;
 // the stored answer once it succeeded.
-func (s *Service) repeat(ctx context.Context, p *access.Principal, mode *core.Mode, claim *core.Claim) (*ChatResult, error) {
+func (s *Service) repeat(ctx context.Context, p *access.Principal, mode *core.Mode, claim *core.Claim, req *ChatParams) (*ChatResult, error) {
+	if !claimedBy(claim.RequestHash, p.Key.ID, req.RequestHash) {
+		return nil, core.Errorf(core.CodeIdempotencyKeyReused,
+			"This Idempotency-Key was sent by another API key of the organisation, and a key's answers are its own. Send a new Idempotency-Key.").WithParam("Idempotency-Key")
+	}
 	switch claim.State {
 	case core.ClaimInFlight:
 		e := core.Errorf(core.CodeRequestInProgress, "A request with this Idempotency-Key (%s) is still running. Wait for it, then repeat to get its answer.", claim.RequestID)
@@ -365,6 +371,30 @@ func (s *Service) repeat(ctx context.Context, p *access.Principal, mode *core.Mo
 		return nil, core.Errorf(core.CodeServiceUnavailable, "The stored answer for this Idempotency-Key could not be read; nothing was run or billed. Retry shortly.").WithCause(err)
 	}
 	return &ChatResult{Replay: &Replay{Completion: comp, RequestID: claim.RequestID}}, nil
+}
+
+// keyedHash is what a call's idempotency claim records of it: the first
+// half of the SHA-256 of the API key that sent it, then the first half of
+// the request's hash. A repeat of the idempotency key is answered only to
+// the API key that made the call (see claimedBy).
+func keyedHash(keyID string, requestHash []byte) []byte {
+	if len(requestHash) != sha256.Size {
+		h := sha256.Sum256(requestHash)
+		requestHash = h[:]
+	}
+	k := sha256.Sum256([]byte(keyID))
+	out := make([]byte, 0, sha256.Size)
+	out = append(out, k[:sha256.Size/2]...)
+	return append(out, requestHash[:sha256.Size/2]...)
+}
+
+// claimedBy tells whether the call that holds an idempotency key was made
+// by the API key keyID. A claim recorded before claims carried their key
+// (its hash is the whole request hash) counts as the asker's when the
+// request is the same.
+func claimedBy(claimHash []byte, keyID string, requestHash []byte) bool {
+	k := sha256.Sum256([]byte(keyID))
+	return bytes.HasPrefix(claimHash, k[:sha256.Size/2]) || bytes.Equal(claimHash, requestHash)
 }
 
 // Retry-After bounds for request_in_progress.

@@ -87,7 +87,7 @@ func (s *Service) Estimate(ctx context.Context, p *access.Principal, c Call, req
 	start := time.Now()
 	mode, err := s.ResolveMode(ctx, p, req.Model, core.ActionEstimate, "")
 	if err != nil {
-		return nil, err
+		return nil, s.d.Access.Refused(ctx, p, c.RequestID, err)
 	}
 	if _, err := s.admit(ctx, p, c, &core.AdmitParams{}); err != nil {
 		return nil, err

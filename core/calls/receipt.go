@@ -3,6 +3,7 @@ package calls
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/conclavehq/conclave/core"
@@ -85,6 +86,12 @@ type ReceiptAnswer struct {
 // a call that has none. Both reads are scoped to the organisation; anything
 // else is receipt_not_found.
 func (s *Service) Receipt(ctx context.Context, p *access.Principal, requestID string) (*ReceiptAnswer, error) {
+	notFound := core.Errorf(core.CodeReceiptNotFound, "No receipt for request %s in this organisation.", printable(requestID)).WithParam("request_id")
+	if len(requestID) > maxRequestIDLen || !visibleASCII(requestID) {
+		// Not an id Conclave issues (it might hold a NUL or invalid UTF-8,
+		// which the database refuses): there is nothing to look up.
+		return nil, notFound
+	}
 	unreadable := func(err error) error {
 		return core.Errorf(core.CodeServiceUnavailable, "The receipt could not be read. Retry shortly.").WithCause(err)
 	}
@@ -104,7 +111,24 @@ func (s *Service) Receipt(ctx context.Context, p *access.Principal, requestID st
 			return nil, unreadable(err)
 		}
 	}
-	return nil, core.Errorf(core.CodeReceiptNotFound, "No receipt for request %s in this organisation.", requestID).WithParam("request_id")
+	return nil, notFound
+}
+
+// maxRequestIDLen bounds a request id read from a caller; Conclave's are
+// 24 characters.
+const maxRequestIDLen = 64
+
+// printable is s as it may be echoed in a message: quoted with Go's
+// escapes when it holds anything but visible ASCII, cut to its first 64
+// bytes.
+func printable(s string) string {
+	if len(s) > maxRequestIDLen {
+		s = s[:maxRequestIDLen]
+	}
+	if visibleASCII(s) {
+		return s
+	}
+	return strconv.Quote(s)
 }
 
 // recordOutcome stores what became of a call that will have no receipt, so
