@@ -451,12 +451,29 @@ func TestMetricsCountRequestsAndAuthFailures(t *testing.T) {
 	tb.do(t, "GET", "/v1/models", tb.key, "")
 	tb.do(t, "GET", "/v1/models", "", "")
 	tb.do(t, "GET", "/v1/models/nope", tb.key, "")
-	m := send(t, tb.operator.URL, "GET", "/metrics", "", "").raw
-	require.Contains(t, m, `conclave_http_requests_total{code="ok",route="/v1/models",status="200"} 1`)
-	require.Contains(t, m, `conclave_http_requests_total{code="invalid_api_key",route="/v1/models",status="401"} 1`)
-	require.Contains(t, m, `conclave_http_requests_total{code="model_not_found",route="/v1/models/{model}",status="404"} 1`)
-	require.Contains(t, m, `conclave_auth_failures_total{code="invalid_api_key"} 1`)
-	require.Contains(t, m, `conclave_http_request_duration_seconds_bucket{route="/v1/models"`)
+	tb.scrape(t,
+		`conclave_http_requests_total{code="ok",route="/v1/models",status="200"} 1`,
+		`conclave_http_requests_total{code="invalid_api_key",route="/v1/models",status="401"} 1`,
+		`conclave_http_requests_total{code="model_not_found",route="/v1/models/{model}",status="404"} 1`,
+		`conclave_auth_failures_total{code="invalid_api_key"} 1`,
+		`conclave_http_request_duration_seconds_bucket{route="/v1/models"`)
+}
+
+// scrape reads the operator listener's /metrics until it has every line
+// of want: a request's metrics are recorded just after its answer is sent.
+func (tb *testBundle) scrape(t *testing.T, want ...string) *response {
+	t.Helper()
+	var r *response
+	require.Eventually(t, func() bool {
+		r = send(t, tb.operator.URL, "GET", "/metrics", "", "")
+		for _, w := range want {
+			if !strings.Contains(r.raw, w) {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 10*time.Millisecond, "want %q", want)
+	return r
 }
 
 func TestLogsNeverCarryKeysOrPrompts(t *testing.T) {
@@ -509,12 +526,12 @@ func TestMetricsAreServedOnTheOperatorListenerOnly(t *testing.T) {
 	requireError(t, tb.do(t, "GET", "/metrics", "", ""), 404, core.CodeUnknownURL, "invalid_request_error")
 	requireError(t, tb.do(t, "GET", "/metrics", tb.key, ""), 404, core.CodeUnknownURL, "invalid_request_error")
 
-	r := send(t, tb.operator.URL, "GET", "/metrics", "", "")
+	r := tb.scrape(t, `conclave_http_requests_total{code="unknown_url",route="unmatched",status="404"} 2`,
+		"# TYPE conclave_http_request_duration_seconds histogram")
 	require.Equal(t, 200, r.status, r.raw)
 	require.True(t, strings.HasPrefix(r.header.Get("Content-Type"), "text/plain"), r.header.Get("Content-Type"))
-	require.Contains(t, r.raw, `conclave_http_requests_total{code="unknown_url",route="unmatched",status="404"} 2`)
-	require.Contains(t, r.raw, "# TYPE conclave_http_request_duration_seconds histogram")
-	require.Equal(t, 404, send(t, tb.operator.URL, "GET", "/v1/models", tb.key, "").status, "the operator listener serves no API")
+	require.Equal(t, 404, send(t, tb.operator.URL, "GET", "/v1/models", tb.key, "").status,
+		"the operator listener serves no API")
 }
 
 // The public /readyz answers without a key, so a failure says only that the
@@ -529,7 +546,8 @@ func TestPublicReadinessNamesNoCause(t *testing.T) {
 	r := tb.do(t, "GET", "/readyz", "", "")
 	requireError(t, r, 503, core.CodeServiceUnavailable, "api_error")
 	require.Equal(t, "Not ready.", r.body["error"].(map[string]any)["message"])
-	for _, leak := range []string{"/var/run", ".s.PGSQL", "5432", "postgres", "host=db", "conclave:", "connection refused"} {
+	leaks := []string{"/var/run", ".s.PGSQL", "5432", "postgres", "host=db", "conclave:", "connection refused"}
+	for _, leak := range leaks {
 		require.NotContains(t, r.raw, leak)
 	}
 	var logged bool

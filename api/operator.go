@@ -24,12 +24,6 @@ type OperatorDeps struct {
 	Logger *slog.Logger
 }
 
-// readiness is the operator /readyz's body: the cause when not ready.
-type readiness struct {
-	Status string `json:"status"`
-	Error  string `json:"error,omitempty"`
-}
-
 // NewOperator returns the handler of the operator listener: /metrics
 // (Prometheus text), /healthz, and a /readyz that says why the service is
 // not ready. It asks for no key and the metrics name every engine, so
@@ -51,10 +45,10 @@ func NewOperator(d OperatorDeps) (http.Handler, error) {
 	r.Get("/healthz", healthz)
 	r.Get("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		if err := probeReady(r.Context(), d.Ready); err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, readiness{Status: "not ready", Error: err.Error()})
+			writeJSON(w, http.StatusServiceUnavailable, probeAnswer{Status: "not ready", Error: err.Error()})
 			return
 		}
-		writeJSON(w, http.StatusOK, readiness{Status: "ready"})
+		writeJSON(w, http.StatusOK, probeAnswer{Status: "ready"})
 	})
 	return r, nil
 }

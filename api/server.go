@@ -147,13 +147,15 @@ func methodNotAllowed(routes chi.Routes) http.HandlerFunc {
 	}
 }
 
-// status is the body of a probe's answer.
-type status struct {
+// probeAnswer is the body of /healthz and /readyz. Only the operator
+// listener's /readyz fills Error.
+type probeAnswer struct {
 	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
 }
 
 func healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, status{Status: "ok"})
+	writeJSON(w, http.StatusOK, probeAnswer{Status: "ok"})
 }
 
 // readyz answers whether the service can take traffic. Anyone may ask, so
@@ -162,11 +164,12 @@ func healthz(w http.ResponseWriter, r *http.Request) {
 // answers it.
 func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
 	if err := probeReady(r.Context(), h.ready); err != nil {
-		h.log.WarnContext(r.Context(), "not ready", slog.String("request_id", RequestID(r.Context())), slog.String("error", err.Error()))
+		h.log.WarnContext(r.Context(), "not ready",
+			slog.String("request_id", RequestID(r.Context())), slog.String("error", err.Error()))
 		writeError(w, r, core.Errorf(core.CodeServiceUnavailable, "Not ready."))
 		return
 	}
-	writeJSON(w, http.StatusOK, status{Status: "ready"})
+	writeJSON(w, http.StatusOK, probeAnswer{Status: "ready"})
 }
 
 // probeReady runs ready with the probes' time limit.

@@ -45,7 +45,8 @@ func newCallServices(cfg *config.Config, catalog *core.Catalog, authz core.Autho
 // still finishes, bills and stores its answer. Past the deadline the rest
 // are stopped unbilled. The operator listener (nil when off) closes last,
 // so that the drain can be watched on its metrics.
-func drain(ctx context.Context, cfg *config.Config, log *slog.Logger, public, operator *listener, svc *calls.Service) error {
+func drain(ctx context.Context, cfg *config.Config, log *slog.Logger, public, operator *listener,
+	svc *calls.Service) error {
 	log.Info("shutting down: no new calls; draining running deliberations", slog.Duration("deadline", cfg.Server.ShutdownTimeout),
 		slog.Int("deliberations", svc.Running()))
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Server.ShutdownTimeout)

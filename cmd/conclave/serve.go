@@ -32,8 +32,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve")
 	cfgPath := fs.String("config", "", "configuration file (YAML); defaults to the built-in configuration")
 	addr := fs.String("addr", "", "listen address (env CONCLAVE_ADDR); defaults to 127.0.0.1:8080")
-	operatorAddr := fs.String("operator-addr", "",
-		`operator listen address for /metrics and a detailed /readyz (env CONCLAVE_OPERATOR_ADDR); "off" disables it; defaults to 127.0.0.1:8081`)
+	operatorAddr := fs.String("operator-addr", "", "operator listen address for /metrics and a detailed /readyz "+
+		`(env CONCLAVE_OPERATOR_ADDR); "off" disables it; defaults to 127.0.0.1:8081`)
 	policyDir := fs.String("policy-dir", "", "replace the embedded policies with the .rego files in this directory")
 	demo := fs.Bool("demo", false, "ensure a demo organisation (ticker DEMO) and print a fresh key for it")
 	if err := parse(fs, args); err != nil {

@@ -107,7 +107,10 @@ func startProcess(t testing.TB, cmd *exec.Cmd) *process {
 	errPipe, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	p := &process{cmd: cmd, operator: make(chan string, 1), stdout: &safeLines{}, stderr: &safeLines{}, done: make(chan error, 1)}
+	p := &process{
+		cmd: cmd, operator: make(chan string, 1),
+		stdout: &safeLines{}, stderr: &safeLines{}, done: make(chan error, 1),
+	}
 	addr := make(chan string, 1)
 	var readers sync.WaitGroup
 	readers.Add(2)
@@ -326,11 +329,13 @@ func TestServeMetricsOnTheOperatorListenerOnly(t *testing.T) {
 	require.Equal(t, 404, status, body)
 	require.Contains(t, body, `"code":"unknown_url"`)
 
-	status, body = get(t, op+"/metrics", "")
-	require.Equal(t, 200, status, body)
-	require.Contains(t, body, `conclave_http_requests_total{code="ok",route="/readyz",status="200"} 1`)
-	require.Contains(t, body, `conclave_http_requests_total{code="unknown_url",route="unmatched",status="404"} 1`)
-	require.Contains(t, body, "go_goroutines ")
+	// A request's metrics are recorded just after its answer is sent.
+	require.Eventually(t, func() bool {
+		status, body = get(t, op+"/metrics", "")
+		return status == 200 && strings.Contains(body, "go_goroutines ") &&
+			strings.Contains(body, `conclave_http_requests_total{code="ok",route="/readyz",status="200"} 1`) &&
+			strings.Contains(body, `conclave_http_requests_total{code="unknown_url",route="unmatched",status="404"} 1`)
+	}, 10*time.Second, 20*time.Millisecond, "conclave_ and runtime series on the operator listener")
 	status, body = get(t, op+"/readyz", "")
 	require.Equal(t, 200, status, body)
 	status, _ = get(t, op+"/v1/models", "")

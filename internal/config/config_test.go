@@ -79,8 +79,8 @@ func TestFileErrorsNameTheField(t *testing.T) {
 		"negative memory":  {"server:\n  memory_limit_mib: -1\n", "server.memory_limit_mib: cannot be negative"},
 		"blank operator":   {"server:\n  operator_addr: \"\"\n", `server.operator_addr: required; "off" disables`},
 		"operator no port": {"server:\n  operator_addr: localhost\n", "server.operator_addr: \"localhost\" is not HOST:PORT"},
-		"operator port":    {"server:\n  operator_addr: 127.0.0.1:99999\n", "server.operator_addr: \"127.0.0.1:99999\": the port must be"},
-		"operator = addr":  {"server:\n  addr: 127.0.0.1:7000\n  operator_addr: 127.0.0.1:7000\n", "server.operator_addr: \"127.0.0.1:7000\" is server.addr too"},
+		"operator port":    {"server:\n  operator_addr: 127.0.0.1:99999\n", "server.operator_addr: \"127.0.0.1:99999\": the port"},
+		"operator = addr":  {"server:\n  addr: 127.0.0.1:7000\n  operator_addr: 127.0.0.1:7000\n", "is server.addr too"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
