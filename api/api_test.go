@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -27,11 +28,12 @@ import (
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 type testBundle struct {
-	srv   *httptest.Server
-	store *pgstore.Store
-	org   *core.Org
-	key   string // a live key with every scope
-	logs  *logtest.Buffer
+	srv      *httptest.Server
+	operator *httptest.Server // the operator listener (metrics, detailed readiness); set by setup only
+	store    *pgstore.Store
+	org      *core.Org
+	key      string // a live key with every scope
+	logs     *logtest.Buffer
 }
 
 type setupOpts struct {
@@ -70,10 +72,13 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 		logger: slog.New(slog.NewJSONHandler(logs, nil)), registry: prometheus.NewRegistry()}
 	h, _ := pt.serve(t)
 	srv := newServer(t, h)
+	oh, err := api.NewOperator(api.OperatorDeps{Registry: pt.registry, Ready: ready, Logger: pt.logger})
+	require.NoError(t, err)
+	operator := newServer(t, oh)
 
 	org, _, err := store.CreateOrg(ctx, &core.CreateOrgParams{Name: "Test Org"})
 	require.NoError(t, err)
-	tb := &testBundle{srv: srv, store: store, org: org, logs: logs}
+	tb := &testBundle{srv: srv, operator: operator, store: store, org: org, logs: logs}
 	tb.key = tb.newKey(t, &core.CreateKeyParams{})
 	return tb
 }
@@ -111,11 +116,17 @@ type response struct {
 // do sends one request; key "" sends no Authorization header.
 func (tb *testBundle) do(t *testing.T, method, path, key, body string, headers ...string) *response {
 	t.Helper()
+	return send(t, tb.srv.URL, method, path, key, body, headers...)
+}
+
+// send sends one request to the server at base.
+func send(t *testing.T, base, method, path, key, body string, headers ...string) *response {
+	t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequest(method, tb.srv.URL+path, rd)
+	req, err := http.NewRequest(method, base+path, rd)
 	require.NoError(t, err)
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
@@ -440,12 +451,29 @@ func TestMetricsCountRequestsAndAuthFailures(t *testing.T) {
 	tb.do(t, "GET", "/v1/models", tb.key, "")
 	tb.do(t, "GET", "/v1/models", "", "")
 	tb.do(t, "GET", "/v1/models/nope", tb.key, "")
-	m := tb.do(t, "GET", "/metrics", "", "").raw
-	require.Contains(t, m, `conclave_http_requests_total{code="ok",route="/v1/models",status="200"} 1`)
-	require.Contains(t, m, `conclave_http_requests_total{code="invalid_api_key",route="/v1/models",status="401"} 1`)
-	require.Contains(t, m, `conclave_http_requests_total{code="model_not_found",route="/v1/models/{model}",status="404"} 1`)
-	require.Contains(t, m, `conclave_auth_failures_total{code="invalid_api_key"} 1`)
-	require.Contains(t, m, `conclave_http_request_duration_seconds_bucket{route="/v1/models"`)
+	tb.scrape(t,
+		`conclave_http_requests_total{code="ok",route="/v1/models",status="200"} 1`,
+		`conclave_http_requests_total{code="invalid_api_key",route="/v1/models",status="401"} 1`,
+		`conclave_http_requests_total{code="model_not_found",route="/v1/models/{model}",status="404"} 1`,
+		`conclave_auth_failures_total{code="invalid_api_key"} 1`,
+		`conclave_http_request_duration_seconds_bucket{route="/v1/models"`)
+}
+
+// scrape reads the operator listener's /metrics until it has every line
+// of want: a request's metrics are recorded just after its answer is sent.
+func (tb *testBundle) scrape(t *testing.T, want ...string) *response {
+	t.Helper()
+	var r *response
+	require.Eventually(t, func() bool {
+		r = send(t, tb.operator.URL, "GET", "/metrics", "", "")
+		for _, w := range want {
+			if !strings.Contains(r.raw, w) {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 10*time.Millisecond, "want %q", want)
+	return r
 }
 
 func TestLogsNeverCarryKeysOrPrompts(t *testing.T) {
@@ -471,11 +499,14 @@ func TestLogsNeverCarryKeysOrPrompts(t *testing.T) {
 func TestHealthAndReadiness(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
-	r := tb.do(t, "GET", "/healthz", "", "")
-	require.Equal(t, 200, r.status)
-	r = tb.do(t, "GET", "/readyz", "", "")
-	require.Equal(t, 200, r.status, r.raw)
-	require.Equal(t, "ready", r.body["status"])
+	for _, base := range []string{tb.srv.URL, tb.operator.URL} {
+		r := send(t, base, "GET", "/healthz", "", "")
+		require.Equal(t, 200, r.status)
+		require.JSONEq(t, `{"status":"ok"}`, r.raw)
+		r = send(t, base, "GET", "/readyz", "", "")
+		require.Equal(t, 200, r.status, r.raw)
+		require.JSONEq(t, `{"status":"ready"}`, r.raw)
+	}
 
 	// A database that is gone makes the service not ready.
 	pool := pgtest.NewPool(t)
@@ -483,6 +514,55 @@ func TestHealthAndReadiness(t *testing.T) {
 	down := setup(t, func(o *setupOpts) { o.ready = gone.Ready })
 	pool.Close()
 	requireError(t, down.do(t, "GET", "/readyz", "", ""), 503, core.CodeServiceUnavailable, "api_error")
+	require.Equal(t, 503, send(t, down.operator.URL, "GET", "/readyz", "", "").status)
+}
+
+// /metrics names every engine with its calls and latencies, and the spec
+// lets model identifiers reach only the paying caller: the public listener
+// does not serve it, the operator listener does.
+func TestMetricsAreServedOnTheOperatorListenerOnly(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	requireError(t, tb.do(t, "GET", "/metrics", "", ""), 404, core.CodeUnknownURL, "invalid_request_error")
+	requireError(t, tb.do(t, "GET", "/metrics", tb.key, ""), 404, core.CodeUnknownURL, "invalid_request_error")
+
+	r := tb.scrape(t, `conclave_http_requests_total{code="unknown_url",route="unmatched",status="404"} 2`,
+		"# TYPE conclave_http_request_duration_seconds histogram")
+	require.Equal(t, 200, r.status, r.raw)
+	require.True(t, strings.HasPrefix(r.header.Get("Content-Type"), "text/plain"), r.header.Get("Content-Type"))
+	require.Equal(t, 404, send(t, tb.operator.URL, "GET", "/v1/models", tb.key, "").status,
+		"the operator listener serves no API")
+}
+
+// The public /readyz answers without a key, so a failure says only that the
+// service is not ready: the cause (a socket path, a user, a host) goes to
+// the log and to the operator listener.
+func TestPublicReadinessNamesNoCause(t *testing.T) {
+	t.Parallel()
+	cause := errors.New(`failed to connect to user=postgres database=conclave: ` +
+		`/var/run/postgresql/.s.PGSQL.5432 (host=db): dial error: connection refused`)
+	tb := setup(t, func(o *setupOpts) { o.ready = func(context.Context) error { return cause } })
+
+	r := tb.do(t, "GET", "/readyz", "", "")
+	requireError(t, r, 503, core.CodeServiceUnavailable, "api_error")
+	require.Equal(t, "Not ready.", r.body["error"].(map[string]any)["message"])
+	leaks := []string{"/var/run", ".s.PGSQL", "5432", "postgres", "host=db", "conclave:", "connection refused"}
+	for _, leak := range leaks {
+		require.NotContains(t, r.raw, leak)
+	}
+	var logged bool
+	for _, line := range strings.Split(tb.logs.String(), "\n") {
+		if strings.Contains(line, `"level":"WARN"`) && strings.Contains(line, r.header.Get(api.RequestIDHeader)) &&
+			strings.Contains(line, ".s.PGSQL.5432") {
+			logged = true
+		}
+	}
+	require.True(t, logged, "the cause is logged at WARN with the request id:\n%s", tb.logs)
+
+	op := send(t, tb.operator.URL, "GET", "/readyz", "", "")
+	require.Equal(t, 503, op.status, op.raw)
+	require.Equal(t, "not ready", op.body["status"])
+	require.Equal(t, cause.Error(), op.body["error"], "the operator listener names the cause")
 }
 
 func TestSuccessfulResponsesCarryARequestID(t *testing.T) {

@@ -113,8 +113,8 @@ func (f feeRate) MarshalJSON() ([]byte, error) { return []byte(core.Micros(f).St
 // missing_request_id when the id is left out.
 func (h *handler) receiptRoutes() http.Handler {
 	r := chi.NewRouter()
-	r.NotFound(h.notFound)
-	r.MethodNotAllowed(h.methodNotAllowed(r))
+	r.NotFound(h.metered(notFound))
+	r.MethodNotAllowed(h.metered(methodNotAllowed(r)))
 	scope := chi.Chain(h.requireScope(core.ActionReceiptsRead), h.meter).Handler
 	r.Method(http.MethodGet, "/", scope(http.HandlerFunc(h.missingRequestID)))
 	r.Method(http.MethodGet, "/{request_id}", scope(http.HandlerFunc(h.getReceipt)))

@@ -2,7 +2,9 @@
 // REST only: middleware that refuses browsers and hands the bearer key to
 // core/access, handlers that decode a request, call a core service
 // (core/calls) and render its answer or its *core.Error in the spec's
-// envelope, and the operational endpoints (/healthz, /readyz, /metrics).
+// envelope, and the probes /healthz and /readyz. NewOperator serves what only
+// operators may read — /metrics and the cause of a failed /readyz — for a
+// listener of its own.
 package api
 
 import (
@@ -14,7 +16,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
@@ -50,12 +51,12 @@ type Deps struct {
 	// Calls runs billed calls, estimates and receipt reads. Required.
 	Calls *calls.Service
 	// Ready reports whether the service can take traffic (database reachable,
-	// migrations applied); /readyz answers from it. Required.
+	// migrations applied); /readyz answers from it, naming no cause. Required.
 	Ready func(ctx context.Context) error
 	// Logger defaults to a logger that discards.
 	Logger *slog.Logger
-	// Registry receives the metrics and is served on /metrics. Defaults to a
-	// fresh registry.
+	// Registry receives the HTTP metrics; the handler does not serve them
+	// (NewOperator does). Defaults to a fresh registry.
 	Registry *prometheus.Registry
 }
 
@@ -70,7 +71,8 @@ type handler struct {
 	router  *chi.Mux
 }
 
-// New returns the HTTP handler for the whole service.
+// New returns the public HTTP handler: the API under /v1 and the probes
+// /healthz and /readyz. It serves no metrics: /metrics is an unknown URL.
 func New(cfg Config, d Deps) (http.Handler, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
@@ -97,17 +99,16 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	r := chi.NewRouter()
 	h.router = r
 	r.Use(h.observe)
-	r.NotFound(h.notFound)
-	r.MethodNotAllowed(h.methodNotAllowed(r))
+	r.NotFound(notFound)
+	r.MethodNotAllowed(methodNotAllowed(r))
 
-	r.Get("/healthz", h.healthz)
+	r.Get("/healthz", healthz)
 	r.Get("/readyz", h.readyz)
-	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{}))
 
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(h.refuseBrowsers, h.authenticate)
-		r.NotFound(h.notFound)
-		r.MethodNotAllowed(h.methodNotAllowed(r))
+		r.NotFound(h.metered(notFound))
+		r.MethodNotAllowed(h.metered(methodNotAllowed(r)))
 		r.With(h.requireScope(core.ActionModelsRead), h.meter).Get("/models", h.listModels)
 		r.With(h.requireScope(core.ActionModelsRead), h.meter).Get("/models/{model}", h.getModel)
 		r.With(h.requireScope(core.ActionEstimate)).Post("/estimate", h.estimate)
@@ -119,15 +120,29 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	return r, nil
 }
 
-func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
-	h.refuse(w, r, core.Errorf(core.CodeUnknownURL, "Unknown request URL: %s %s.", r.Method, r.URL.Path))
+// metered spends the key's rate before an authenticated request is
+// refused by next (an unknown URL or method): 429 instead once it is spent.
+func (h *handler) metered(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if p := principalOf(r.Context()); p != nil {
+			if err := h.access.Refused(r.Context(), p, RequestID(r.Context()), nil); err != nil {
+				writeError(w, r, err)
+				return
+			}
+		}
+		next(w, r)
+	}
+}
+
+func notFound(w http.ResponseWriter, r *http.Request) {
+	writeError(w, r, core.Errorf(core.CodeUnknownURL, "Unknown request URL: %s %s.", r.Method, r.URL.Path))
 }
 
 var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions}
 
 // methodNotAllowed answers 405 method_not_allowed with the Allow header
 // listing the methods the path does serve.
-func (h *handler) methodNotAllowed(routes chi.Routes) http.HandlerFunc {
+func methodNotAllowed(routes chi.Routes) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		path := r.URL.Path
 		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePath != "" {
@@ -142,20 +157,38 @@ func (h *handler) methodNotAllowed(routes chi.Routes) http.HandlerFunc {
 		for _, m := range allowed {
 			w.Header().Add("Allow", m)
 		}
-		h.refuse(w, r, core.Errorf(core.CodeMethodNotAllowed, "%s is not allowed on %s.", r.Method, r.URL.Path))
+		writeError(w, r, core.Errorf(core.CodeMethodNotAllowed, "%s is not allowed on %s.", r.Method, r.URL.Path))
 	}
 }
 
-func (h *handler) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+// probeAnswer is the body of /healthz and /readyz. Only the operator
+// listener's /readyz fills Error.
+type probeAnswer struct {
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
 }
 
+func healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, probeAnswer{Status: "ok"})
+}
+
+// readyz answers whether the service can take traffic. Anyone may ask, so
+// a failure names no cause — a database error carries its host, user and
+// socket path —; the cause is logged, and the operator listener's /readyz
+// answers it.
 func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	if err := h.ready(ctx); err != nil {
-		writeError(w, r, core.Errorf(core.CodeServiceUnavailable, "Not ready: %v.", err))
+	if err := probeReady(r.Context(), h.ready); err != nil {
+		h.log.WarnContext(r.Context(), "not ready",
+			slog.String("request_id", RequestID(r.Context())), slog.String("error", err.Error()))
+		writeError(w, r, core.Errorf(core.CodeServiceUnavailable, "Not ready."))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	writeJSON(w, http.StatusOK, probeAnswer{Status: "ready"})
+}
+
+// probeReady runs ready with the probes' time limit.
+func probeReady(ctx context.Context, ready func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return ready(ctx)
 }

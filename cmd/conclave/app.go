@@ -40,27 +40,43 @@ func newCallServices(cfg *config.Config, catalog *core.Catalog, authz core.Autho
 }
 
 // drain stops a server told to stop: the call service refuses new calls at
-// once, the listener closes, and both wait, up to server.shutdown_timeout,
-// for what runs — a deliberation whose caller left still finishes, bills
-// and stores its answer. Past the deadline the rest are stopped unbilled.
-// errc is the server's Serve result.
-func drain(ctx context.Context, cfg *config.Config, log *slog.Logger, srv *http.Server, svc *calls.Service, errc <-chan error) error {
+// once, the public listener closes, and both wait, up to
+// server.shutdown_timeout, for what runs — a deliberation whose caller left
+// still finishes, bills and stores its answer. Past the deadline the rest
+// are stopped unbilled. The operator listener (nil when off) closes last,
+// so that the drain can be watched on its metrics.
+func drain(ctx context.Context, cfg *config.Config, log *slog.Logger, public, operator *listener,
+	svc *calls.Service) error {
 	log.Info("shutting down: no new calls; draining running deliberations", slog.Duration("deadline", cfg.Server.ShutdownTimeout),
 		slog.Int("deliberations", svc.Running()))
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Server.ShutdownTimeout)
 	defer cancel()
 	drained := make(chan error, 1)
 	go func() { drained <- svc.Drain(sctx) }()
-	if err := srv.Shutdown(sctx); err != nil {
+	if err := public.srv.Shutdown(sctx); err != nil {
 		log.Warn("drain deadline passed; closing remaining connections", slog.String("error", err.Error()))
-		_ = srv.Close()
+		_ = public.srv.Close()
 	}
 	if err := <-drained; err != nil {
 		log.Warn("drain deadline passed; stopping the deliberations still running, unbilled", slog.Int("deliberations", svc.Running()))
 	}
 	svc.Stop()
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+	err := serveResult(<-public.errc)
+	if operator != nil {
+		// Scrapes and probes are short; past the deadline they are cut.
+		if operator.srv.Shutdown(sctx) != nil {
+			_ = operator.srv.Close()
+		}
+		err = errors.Join(err, serveResult(<-operator.errc))
 	}
-	return nil
+	return err
+}
+
+// serveResult is the error of a Serve that returned, nil when it returned
+// because the server was shut down.
+func serveResult(err error) error {
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
 }

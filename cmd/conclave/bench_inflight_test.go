@@ -78,7 +78,7 @@ const inFlightMemoryLimitMiB = 900
 //   - errors: responses other than a 200 panel answer, and transport errors
 //     (goal: none).
 //   - peak_goroutines: the most goroutines in the gateway, sampled from
-//     its /metrics every second.
+//     its /metrics (on its operator listener) every second.
 //   - p50_s, max_s: wall-clock latency of one call; with no queueing a call
 //     takes about 31 s, so the excess is queueing (holds and settles on the
 //     database pool, CPU shared with the simulator, the load generator and
@@ -128,6 +128,7 @@ func BenchmarkChatInFlight(b *testing.B) {
 			gw = startServe(b, dir, env, "--config", cfgPath)
 		}
 		pid := gw.cmd.Process.Pid
+		metricsBase := gw.operatorBase(b)
 		// 100 then 10,000, or CONCLAVE_BENCH_IN_FLIGHT_N: the first run
 		// warms the gateway for the next.
 		for _, n := range envCounts(b, "CONCLAVE_BENCH_IN_FLIGHT_N", []int{100, 10_000}) {
@@ -136,7 +137,7 @@ func BenchmarkChatInFlight(b *testing.B) {
 				// benchmark must not repeat a 30-second run): the figures
 				// are per run.
 				t0 := time.Now()
-				r := inFlight(b, gw.base, key, body, pid, n)
+				r := inFlight(b, gw.base, metricsBase, key, body, pid, n)
 				b.ReportMetric(float64(time.Since(t0).Nanoseconds()), "ns/op") // one run, not b.N
 				b.ReportMetric(r.peakMiB, "peak_rss_MiB")
 				b.ReportMetric(1024, "goal_rss_MiB")
@@ -357,8 +358,9 @@ type inFlightResult struct {
 }
 
 // inFlight sends n chat completions at once to the gateway at base (process
-// pid), a connection each, and waits for them all.
-func inFlight(b *testing.B, base, key, body string, pid, n int) inFlightResult {
+// pid, metrics at metricsBase: its operator listener), a connection each,
+// and waits for them all.
+func inFlight(b *testing.B, base, metricsBase, key, body string, pid, n int) inFlightResult {
 	b.Helper()
 	client := &http.Client{Transport: &http.Transport{
 		MaxIdleConnsPerHost: n,
@@ -444,7 +446,7 @@ func inFlight(b *testing.B, base, key, body string, pid, n int) inFlightResult {
 			case <-done:
 				return
 			case <-tick.C:
-				if m := runtimeMetrics(metrics, base); m.goroutines > r.peakGoroutines {
+				if m := runtimeMetrics(metrics, metricsBase); m.goroutines > r.peakGoroutines {
 					r.peakGoroutines = m.goroutines
 					r.stackMiB, r.heapMiB = m.stackMiB, m.heapMiB
 					if m.goroutines > 5*n {
@@ -475,7 +477,8 @@ type runtimeSample struct {
 }
 
 // runtimeMetrics reads the goroutine count and the stack and heap in use
-// from the gateway's /metrics; zeros when it cannot.
+// from the gateway's /metrics (on its operator listener, at base); zeros
+// when it cannot.
 func runtimeMetrics(client *http.Client, base string) runtimeSample {
 	var m runtimeSample
 	res, err := client.Get(base + "/metrics")
@@ -542,7 +545,7 @@ func startProfiledGateway(b *testing.B, dir, pprofDir string, env []string, args
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), append(env,
-		"CONCLAVE_BENCH_GATEWAY_ARGS="+strings.Join(append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), "\n"))...)
+		"CONCLAVE_BENCH_GATEWAY_ARGS="+strings.Join(append(slices.Clone(serveArgs), args...), "\n"))...)
 	p := startProcess(b, cmd)
 	profiling.Store(pprofDir)
 	return p

@@ -40,7 +40,8 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 const usage = `conclave — a deliberation gateway.
 
 Usage:
-  conclave serve [--addr HOST:PORT] [--config conclave.yaml] [--policy-dir DIR] [--demo]
+  conclave serve [--addr HOST:PORT] [--operator-addr HOST:PORT|off] [--config conclave.yaml]
+                [--policy-dir DIR] [--demo]
   conclave org create --name NAME [--ticker ABCD] [--plan PLAN] [--unverified] [--json]
   conclave org suspend|unsuspend --org ID [--json]
   conclave org verify|unverify --org ID [--json]

@@ -32,6 +32,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve")
 	cfgPath := fs.String("config", "", "configuration file (YAML); defaults to the built-in configuration")
 	addr := fs.String("addr", "", "listen address (env CONCLAVE_ADDR); defaults to 127.0.0.1:8080")
+	operatorAddr := fs.String("operator-addr", "", "operator listen address for /metrics and a detailed /readyz "+
+		`(env CONCLAVE_OPERATOR_ADDR); "off" disables it; defaults to 127.0.0.1:8081`)
 	policyDir := fs.String("policy-dir", "", "replace the embedded policies with the .rego files in this directory")
 	demo := fs.Bool("demo", false, "ensure a demo organisation (ticker DEMO) and print a fresh key for it")
 	if err := parse(fs, args); err != nil {
@@ -43,6 +45,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *addr != "" {
 		cfg.Server.Addr = *addr
+	}
+	if *operatorAddr != "" {
+		cfg.Server.OperatorAddr = *operatorAddr
 	}
 	if *policyDir != "" {
 		cfg.Policy.Dir = *policyDir
@@ -101,6 +106,74 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	public, err := listen(ctx, cfg, log, cfg.Server.Addr, h)
+	if err != nil {
+		return err
+	}
+	// The operator listener: the metrics name every engine, and its /readyz
+	// names the cause, so it is not the public one.
+	var operator *listener
+	operatorBound := config.OperatorOff
+	if cfg.Server.OperatorAddr != config.OperatorOff {
+		oh, err := api.NewOperator(api.OperatorDeps{Registry: reg, Ready: db.store.Ready, Logger: log})
+		if err != nil {
+			public.close()
+			return err
+		}
+		if operator, err = listen(ctx, cfg, log, cfg.Server.OperatorAddr, oh); err != nil {
+			public.close()
+			return fmt.Errorf("server.operator_addr: %w", err)
+		}
+		operatorBound = operator.ln.Addr().String()
+	}
+	base := "http://" + public.ln.Addr().String()
+	simURL := ""
+	if prov.Simulator() != nil {
+		simURL = prov.Simulator().URL()
+	}
+	log.Info("serving", slog.String("addr", public.ln.Addr().String()), slog.String("operator_addr", operatorBound),
+		slog.Bool("managed_postgres", db.cluster != nil), slog.String("simulated_provider", simURL))
+	// The demo key comes first: "serving on" is the line scripts wait for.
+	if *demo {
+		if err := printDemoKey(ctx, db, base, stdout); err != nil {
+			public.close()
+			operator.close()
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "Conclave is serving on %s\n", base)
+
+	public.start()
+	operator.start()
+	select {
+	case err := <-public.served():
+		return fmt.Errorf("serving: %w", err)
+	case err := <-operator.served():
+		return fmt.Errorf("serving the operator listener: %w", err)
+	case <-ctx.Done():
+	}
+	if err := drain(ctx, cfg, log, public, operator, svc); err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// listener is an HTTP server on its bound listener, and once started the
+// result of its Serve.
+type listener struct {
+	srv  *http.Server
+	ln   net.Listener
+	errc chan error
+}
+
+// listen binds addr for h with the server's timeouts. Requests run on a
+// context that outlives ctx: a stopping server drains them.
+func listen(ctx context.Context, cfg *config.Config, log *slog.Logger, addr string, h http.Handler) (*listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", addr, err)
+	}
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
@@ -110,37 +183,29 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	ln, err := net.Listen("tcp", cfg.Server.Addr)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", cfg.Server.Addr, err)
-	}
-	base := "http://" + ln.Addr().String()
-	simURL := ""
-	if prov.Simulator() != nil {
-		simURL = prov.Simulator().URL()
-	}
-	log.Info("serving", slog.String("addr", ln.Addr().String()), slog.Bool("managed_postgres", db.cluster != nil), slog.String("simulated_provider", simURL))
-	// The demo key comes first: "serving on" is the line scripts wait for.
-	if *demo {
-		if err := printDemoKey(ctx, db, base, stdout); err != nil {
-			_ = ln.Close()
-			return err
-		}
-	}
-	fmt.Fprintf(stdout, "Conclave is serving on %s\n", base)
+	return &listener{srv: srv, ln: ln, errc: make(chan error, 1)}, nil
+}
 
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serving: %w", err)
-	case <-ctx.Done():
+// start serves in the background; nil (a listener turned off) does nothing.
+func (l *listener) start() {
+	if l != nil {
+		go func() { l.errc <- l.srv.Serve(l.ln) }()
 	}
-	if err := drain(ctx, cfg, log, srv, svc, errc); err != nil {
-		return err
+}
+
+// served delivers Serve's result; nil (never ready) for a listener turned off.
+func (l *listener) served() <-chan error {
+	if l == nil {
+		return nil
 	}
-	log.Info("stopped")
-	return nil
+	return l.errc
+}
+
+// close closes a listener that never started.
+func (l *listener) close() {
+	if l != nil {
+		_ = l.ln.Close()
+	}
 }
 
 // printDemoKey ensures the demo organisation exists and prints a new key for

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -52,11 +53,12 @@ func binary(t testing.TB) string {
 
 // process is a running `conclave serve`.
 type process struct {
-	cmd    *exec.Cmd
-	base   string // http://host:port
-	stdout *safeLines
-	stderr *safeLines
-	done   chan error
+	cmd      *exec.Cmd
+	base     string // http://host:port
+	operator chan string
+	stdout   *safeLines
+	stderr   *safeLines
+	done     chan error
 }
 
 type safeLines struct {
@@ -76,13 +78,20 @@ func (s *safeLines) String() string {
 	return strings.Join(s.lines, "\n")
 }
 
-var servingRe = regexp.MustCompile(`Conclave is serving on (http://\S+)`)
+var (
+	servingRe  = regexp.MustCompile(`Conclave is serving on (http://\S+)`)
+	operatorRe = regexp.MustCompile(`"msg":"serving".*"operator_addr":"([^"]+)"`)
+)
+
+// serveArgs start `conclave serve` on free loopback ports, so that tests
+// and replicas running together never compete for one.
+var serveArgs = []string{"serve", "--addr", "127.0.0.1:0", "--operator-addr", "127.0.0.1:0"}
 
 // startServe runs the binary with args and env, and waits until it prints
 // its address.
 func startServe(t testing.TB, dir string, env []string, args ...string) *process {
 	t.Helper()
-	cmd := exec.Command(binary(t), append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd := exec.Command(binary(t), append(slices.Clone(serveArgs), args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	return startProcess(t, cmd)
@@ -98,7 +107,10 @@ func startProcess(t testing.TB, cmd *exec.Cmd) *process {
 	errPipe, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	p := &process{cmd: cmd, stdout: &safeLines{}, stderr: &safeLines{}, done: make(chan error, 1)}
+	p := &process{
+		cmd: cmd, operator: make(chan string, 1),
+		stdout: &safeLines{}, stderr: &safeLines{}, done: make(chan error, 1),
+	}
 	addr := make(chan string, 1)
 	var readers sync.WaitGroup
 	readers.Add(2)
@@ -117,6 +129,9 @@ func startProcess(t testing.TB, cmd *exec.Cmd) *process {
 		sc := bufio.NewScanner(errPipe)
 		for sc.Scan() {
 			p.stderr.add(sc.Text())
+			if m := operatorRe.FindStringSubmatch(sc.Text()); m != nil {
+				p.operator <- m[1]
+			}
 		}
 	}()
 	go func() {
@@ -136,6 +151,24 @@ func startProcess(t testing.TB, cmd *exec.Cmd) *process {
 		t.Fatalf("%s did not start\nstderr:\n%s", cmd.Args, p.stderr)
 	}
 	return p
+}
+
+// operatorBase is the base URL of the operator listener, as the serving
+// log line names it ("" when it is off).
+func (p *process) operatorBase(t testing.TB) string {
+	t.Helper()
+	select {
+	case addr := <-p.operator:
+		base := ""
+		if addr != "off" {
+			base = "http://" + addr
+		}
+		p.operator <- addr // for the next caller
+		return base
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no operator_addr in the serving log line\nstderr:\n%s", p.stderr)
+		return ""
+	}
 }
 
 // stop sends SIGTERM and requires a clean exit.
@@ -275,6 +308,46 @@ func TestServePolicyDirReplacesTheEmbeddedPolicies(t *testing.T) {
 	status, body = get(t, p.base+"/v1/models/CNCL:MAXX", key)
 	require.Equal(t, 403, status, body)
 	require.Contains(t, body, `"code":"mode_not_permitted"`)
+	p.stop(t)
+}
+
+// The metrics name every engine with its calls and latencies: serve answers
+// them on the operator listener only, and the public listener says 404.
+// Nothing new is printed: scripts wait for the one "serving on" line.
+func TestServeMetricsOnTheOperatorListenerOnly(t *testing.T) {
+	t.Parallel()
+	p := startServe(t, t.TempDir(), []string{"DATABASE_URL=" + pgtest.NewDatabase(t)})
+	require.Equal(t, "Conclave is serving on "+p.base, p.stdout.String())
+	op := p.operatorBase(t)
+	require.NotEmpty(t, op)
+	require.NotEqual(t, p.base, op)
+
+	status, body := get(t, p.base+"/readyz", "")
+	require.Equal(t, 200, status, body)
+	require.JSONEq(t, `{"status":"ready"}`, body)
+	status, body = get(t, p.base+"/metrics", "")
+	require.Equal(t, 404, status, body)
+	require.Contains(t, body, `"code":"unknown_url"`)
+
+	// A request's metrics are recorded just after its answer is sent.
+	require.Eventually(t, func() bool {
+		status, body = get(t, op+"/metrics", "")
+		return status == 200 && strings.Contains(body, "go_goroutines ") &&
+			strings.Contains(body, `conclave_http_requests_total{code="ok",route="/readyz",status="200"} 1`) &&
+			strings.Contains(body, `conclave_http_requests_total{code="unknown_url",route="unmatched",status="404"} 1`)
+	}, 10*time.Second, 20*time.Millisecond, "conclave_ and runtime series on the operator listener")
+	status, body = get(t, op+"/readyz", "")
+	require.Equal(t, 200, status, body)
+	status, _ = get(t, op+"/v1/models", "")
+	require.Equal(t, 404, status, "the operator listener serves no API")
+	p.stop(t)
+	require.Contains(t, p.stderr.String(), `"msg":"stopped"`)
+
+	// "off" opens no operator listener.
+	p = startServe(t, t.TempDir(), []string{"DATABASE_URL=" + pgtest.NewDatabase(t)}, "--operator-addr", "off")
+	require.Empty(t, p.operatorBase(t))
+	status, _ = get(t, p.base+"/metrics", "")
+	require.Equal(t, 404, status)
 	p.stop(t)
 }
 

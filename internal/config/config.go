@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,10 +42,17 @@ type Config struct {
 	Modes     []Mode    `yaml:"modes"`
 }
 
-// Server configures the HTTP listener.
+// Server configures the HTTP listeners.
 type Server struct {
-	// Addr is the listen address. Env CONCLAVE_ADDR. Defaults to 127.0.0.1:8080.
+	// Addr is the public listen address: the API, /healthz and /readyz.
+	// Env CONCLAVE_ADDR. Defaults to 127.0.0.1:8080.
 	Addr string `yaml:"addr"`
+	// OperatorAddr is the operator listen address: /metrics, /healthz and a
+	// /readyz that names its cause. It asks for no key, so keep it where only
+	// operators reach it. OperatorOff ("off") disables it; "" is an error,
+	// so that a blank value never turns it off by accident. Env
+	// CONCLAVE_OPERATOR_ADDR. Defaults to 127.0.0.1:8081.
+	OperatorAddr string `yaml:"operator_addr"`
 	// MaxBodyBytes caps request bodies; larger ones get 413 request_too_large.
 	// Defaults to 1 MiB.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
@@ -67,6 +76,9 @@ type Server struct {
 	// from the environment). Defaults to 0.
 	MemoryLimitMiB int `yaml:"memory_limit_mib"`
 }
+
+// OperatorOff as server.operator_addr disables the operator listener.
+const OperatorOff = "off"
 
 // Database configures PostgreSQL.
 type Database struct {
@@ -285,8 +297,8 @@ func Builtin() (*Config, error) {
 }
 
 // Load reads the built-in default, then the file at path (if path is not
-// ""), then the environment (DATABASE_URL, CONCLAVE_ADDR), and validates the
-// result.
+// ""), then the environment (DATABASE_URL, CONCLAVE_ADDR,
+// CONCLAVE_OPERATOR_ADDR), and validates the result.
 func Load(path string) (*Config, error) {
 	var c Config
 	if err := decode(defaultYAML, &c); err != nil {
@@ -306,6 +318,9 @@ func Load(path string) (*Config, error) {
 	}
 	if v := os.Getenv("CONCLAVE_ADDR"); v != "" {
 		c.Server.Addr = v
+	}
+	if v := os.Getenv("CONCLAVE_OPERATOR_ADDR"); v != "" {
+		c.Server.OperatorAddr = v
 	}
 	if err := c.Validate(); err != nil {
 		if path != "" {
@@ -371,6 +386,9 @@ func (c *Config) Validate() error {
 		return fe("limits.deliberation_timeout", "must be at least 1s")
 	case c.Limits.CallCeilingUSD <= 0:
 		return fe("limits.call_ceiling_usd", "must be positive")
+	}
+	if err := s.validateOperatorAddr(); err != nil {
+		return err
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
@@ -458,6 +476,30 @@ func (c *Config) Catalog() (*core.Catalog, error) {
 		}
 	}
 	return core.NewCatalog(engines, modes)
+}
+
+func (s *Server) validateOperatorAddr() error {
+	fe := func(format string, args ...any) error {
+		return &core.FieldError{Field: "server.operator_addr", Msg: fmt.Sprintf(format, args...)}
+	}
+	switch s.OperatorAddr {
+	case OperatorOff:
+		return nil
+	case "":
+		return fe("required; %q disables the operator listener", OperatorOff)
+	}
+	_, port, err := net.SplitHostPort(s.OperatorAddr)
+	if err != nil {
+		return fe("%q is not HOST:PORT or %q", s.OperatorAddr, OperatorOff)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fe("%q: the port must be a number from 0 to 65535", s.OperatorAddr)
+	}
+	// Port 0 asks for any free port, so two listeners may both say it.
+	if s.OperatorAddr == s.Addr && port != "0" {
+		return fe("%q is server.addr too; the two listeners need their own addresses", s.OperatorAddr)
+	}
+	return nil
 }
 
 func (j *Jobs) validate() error {

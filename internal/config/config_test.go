@@ -62,6 +62,7 @@ func TestEnvironmentOverrides(t *testing.T) {
 func TestFileErrorsNameTheField(t *testing.T) {
 	t.Setenv("DATABASE_URL", "")
 	t.Setenv("CONCLAVE_ADDR", "")
+	t.Setenv("CONCLAVE_OPERATOR_ADDR", "")
 	cases := map[string]struct{ yaml, want string }{
 		"unknown field":    {"server:\n  adress: x\n", "field adress not found"},
 		"bad level":        {"log:\n  level: loud\n", "log.level"},
@@ -76,6 +77,10 @@ func TestFileErrorsNameTheField(t *testing.T) {
 		"quorum too high":  {"modes:\n  - {key: k, id: my-mode, name: N, critique: never, max_rounds: 1, quorum: 3, seats: {plus: [{engine: sim/atlas}]}}\n", "modes[0].quorum"},
 		"hedge percentile": {"modes:\n  - {key: k, id: my-mode, name: N, critique: never, max_rounds: 1, hedge_percentile: 101, seats: {plus: [{engine: sim/atlas}]}}\n", "modes[0].hedge_percentile: must be between 0 and 100"},
 		"negative memory":  {"server:\n  memory_limit_mib: -1\n", "server.memory_limit_mib: cannot be negative"},
+		"blank operator":   {"server:\n  operator_addr: \"\"\n", `server.operator_addr: required; "off" disables`},
+		"operator no port": {"server:\n  operator_addr: localhost\n", "server.operator_addr: \"localhost\" is not HOST:PORT"},
+		"operator port":    {"server:\n  operator_addr: 127.0.0.1:99999\n", "server.operator_addr: \"127.0.0.1:99999\": the port"},
+		"operator = addr":  {"server:\n  addr: 127.0.0.1:7000\n  operator_addr: 127.0.0.1:7000\n", "is server.addr too"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -87,6 +92,35 @@ func TestFileErrorsNameTheField(t *testing.T) {
 			require.Contains(t, err.Error(), path, "the error names the file")
 		})
 	}
+}
+
+// The operator listener (metrics, detailed readiness) is on loopback unless
+// the file or the environment moves it, and "off" turns it off.
+func TestOperatorAddrDefaultsToLoopback(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("CONCLAVE_ADDR", "")
+	t.Setenv("CONCLAVE_OPERATOR_ADDR", "")
+	c, err := config.Load("")
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:8081", c.Server.OperatorAddr)
+
+	path := filepath.Join(t.TempDir(), "conclave.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("server:\n  operator_addr: off\n"), 0o600))
+	c, err = config.Load(path)
+	require.NoError(t, err)
+	require.Equal(t, config.OperatorOff, c.Server.OperatorAddr)
+
+	t.Setenv("CONCLAVE_OPERATOR_ADDR", "10.0.0.5:9100")
+	c, err = config.Load(path)
+	require.NoError(t, err)
+	require.Equal(t, "10.0.0.5:9100", c.Server.OperatorAddr, "the environment overrides the file")
+	t.Setenv("CONCLAVE_OPERATOR_ADDR", "off")
+	c, err = config.Load("")
+	require.NoError(t, err)
+	require.Equal(t, config.OperatorOff, c.Server.OperatorAddr)
+	t.Setenv("CONCLAVE_OPERATOR_ADDR", "nowhere")
+	_, err = config.Load("")
+	require.ErrorContains(t, err, "server.operator_addr")
 }
 
 func modesWith(seat string) string {
