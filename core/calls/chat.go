@@ -52,7 +52,7 @@ func (s *Service) Chat(ctx context.Context, p *access.Principal, c Call, req *Ch
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkInput(p, req.Messages); err != nil {
+	if err := s.checkInput(ctx, p, req.Messages); err != nil {
 		return nil, err
 	}
 	idemKey := req.IdempotencyKey
@@ -109,13 +109,18 @@ func (s *Service) Chat(ctx context.Context, p *access.Principal, c Call, req *Ch
 	}
 }
 
-// checkInput refuses messages over the key's input limit.
-func (s *Service) checkInput(p *access.Principal, messages []core.Message) error {
+// checkInput refuses messages over the key's input limit. A count cut short
+// by ctx (the caller left) returns ctx's error.
+func (s *Service) checkInput(ctx context.Context, p *access.Principal, messages []core.Message) error {
 	limit := p.Key.MaxInputTokens
 	if limit == 0 {
 		limit = s.cfg.MaxInputTokens
 	}
-	if n, over := s.d.TokensOver(messages, limit); over {
+	n, over, err := s.d.TokensOver(ctx, messages, limit)
+	if err != nil {
+		return err
+	}
+	if over {
 		return core.Errorf(core.CodeContextLengthExceeded, "The prompt is %d tokens, over this key's limit of %d input tokens.", n, limit).WithParam("messages")
 	}
 	return nil

@@ -13,6 +13,7 @@
 package tokens
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
@@ -70,13 +71,17 @@ func Load() { encoder() }
 // Over reports whether a chat request's tokens (Count) exceed limit, and
 // when they do, how many there are. Most requests are settled without
 // tokenizing: a request whose Bound is within the limit is within it by
-// Count too; only a larger one is counted.
-func Over(messages []core.Message, limit int) (n int, over bool) {
+// Count too; only a larger one is counted. A ctx that has ended returns
+// its error.
+func Over(ctx context.Context, messages []core.Message, limit int) (n int, over bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, false, err
+	}
 	if Bound(messages) <= limit {
-		return 0, false
+		return 0, false, nil
 	}
 	n = Count(messages)
-	return n, n > limit
+	return n, n > limit, nil
 }
 
 // Bound is an upper bound of Count(messages), found without tokenizing:

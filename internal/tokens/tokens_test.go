@@ -1,6 +1,7 @@
 package tokens_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -67,24 +68,35 @@ func TestBoundIsNeverBelowCount(t *testing.T) {
 
 func TestOver(t *testing.T) {
 	t.Parallel()
+	ctx := context.Background()
 	short := []core.Message{{Role: core.RoleUser, Content: "What is 2 + 2?"}}
 	bytes, count := tokens.Bound(short), tokens.Count(short) // 24 and 15
 	require.Less(t, count+1, bytes)
-	n, over := tokens.Over(short, bytes)
+	n, over, err := tokens.Over(ctx, short, bytes)
+	require.NoError(t, err)
 	require.False(t, over, "within by its bytes")
 	require.Zero(t, n, "and not counted")
-	_, over = tokens.Over(short, count+1)
+	_, over, err = tokens.Over(ctx, short, count+1)
+	require.NoError(t, err)
 	require.False(t, over, "over by its bytes, within by its tokens")
-	_, over = tokens.Over(short, count)
+	_, over, err = tokens.Over(ctx, short, count)
+	require.NoError(t, err)
 	require.False(t, over, "exactly at the limit")
-	n, over = tokens.Over(short, count-1)
+	n, over, err = tokens.Over(ctx, short, count-1)
+	require.NoError(t, err)
 	require.True(t, over)
 	require.Equal(t, count, n)
 
 	long := []core.Message{{Role: core.RoleUser, Content: strings.Repeat("Consider the trade-offs carefully. ", 20)}}
-	n, over = tokens.Over(long, 20)
+	n, over, err = tokens.Over(ctx, long, 20)
+	require.NoError(t, err)
 	require.True(t, over)
 	require.Equal(t, tokens.Count(long), n)
+
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	_, _, err = tokens.Over(ended, long, 20)
+	require.ErrorIs(t, err, context.Canceled)
 }
 
 func TestConcurrentCountsAgree(t *testing.T) {
