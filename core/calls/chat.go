@@ -121,7 +121,7 @@ func (s *Service) checkInput(ctx context.Context, p *access.Principal, messages 
 		return err
 	}
 	if over {
-		return core.Errorf(core.CodeContextLengthExceeded, "The prompt is %d tokens, over this key's limit of %d input tokens.", n, limit).WithParam("messages")
+		return core.Errorf(core.CodeContextLengthExceeded, "The prompt has at least %d tokens, over this key's limit of %d input tokens.", n, limit).WithParam("messages")
 	}
 	return nil
 }
