@@ -13,6 +13,7 @@ const (
 	number                      // \p{N}
 	space                       // \s
 	lineBreak                   // [\r\n], also space
+	blank                       // space other than a line break
 	other                       // [^\s\p{L}\p{N}]
 )
 
@@ -27,7 +28,7 @@ func classOf(r rune) uint8 {
 	case r == '\r' || r == '\n':
 		return space | lineBreak
 	case unicode.IsSpace(r):
-		return space
+		return space | blank
 	}
 	return other
 }
@@ -54,9 +55,9 @@ func (t *classes) of(r rune) uint8 {
 	return classOf(r)
 }
 
-// at is the class of the rune at s[i] and its width; i < len(s). The loops
-// that read runs repeat its test for ASCII, which the compiler does not
-// inline.
+// at is the class of the rune at s[i] and its width; i < len(s). The
+// compiler does not inline it, so scan, which reads runs, repeats its test
+// for ASCII.
 func (t *classes) at(s string, i int) (uint8, int) {
 	if b := s[i]; b < utf8.RuneSelf {
 		return t[b], 1
@@ -144,27 +145,13 @@ func (t *classes) preToken(s string, i int) int {
 // line break; without one, \s+(?!\S) leaves out the run's last rune unless
 // the run ends the text; \s+ takes a run of one rune.
 func (t *classes) whitespace(s string, i, lim int) int {
-	j, lastBreak := i, -1
-	for look := i + skipAfter; j < len(s); {
-		if j >= look {
-			skip, unit := t.repeats(s, j, min(lim, len(s)), space, 0)
-			if k := strings.LastIndexAny(unit, "\r\n"); k >= 0 {
-				lastBreak = j + skip - len(unit) + k
-			}
-			if j, look = j+skip, len(s); j >= len(s) {
-				break
-			}
-		}
-		cl, w := uint8(0), 1
-		if b := s[j]; b < utf8.RuneSelf {
-			cl = t[b]
-		} else {
-			cl, w = t.decode(s, j)
-		}
-		if cl&space == 0 {
-			break
-		}
-		if j >= lim {
+	j := t.scan(s, i, lim, space)
+	lastBreak := max(last(s[i:j], '\n'), last(s[i:j], '\r'))
+	if lastBreak >= 0 {
+		lastBreak += i
+	}
+	if j >= lim && j < len(s) {
+		if cl, _ := t.at(s, j); cl&space != 0 {
 			// The run goes on past lim. Without a line break so far, the
 			// pre-token ends at a later break or near the run's end: past
 			// lim either way. So it does after a break past the first
@@ -174,34 +161,11 @@ func (t *classes) whitespace(s string, i, lim int) int {
 			}
 			// Otherwise it ends after the run's last break: find whether
 			// one comes later.
-			for k, look := j, j+skipAfter; k < len(s); k += w {
-				if k >= look {
-					// Look again after a repetition, for the next.
-					skip, _ := t.repeats(s, k, len(s), space, lineBreak)
-					if k, look = k+skip, len(s); skip > 0 {
-						look = k + skipAfter
-					}
-					if k >= len(s) {
-						break
-					}
-				}
-				if b := s[k]; b < utf8.RuneSelf {
-					cl, w = t[b], 1
-				} else {
-					cl, w = t.decode(s, k)
-				}
-				if cl&lineBreak != 0 {
-					return k + 1
-				} else if cl&space == 0 {
-					break
-				}
+			if k := t.scan(s, j, len(s), blank); k < len(s) && (s[k] == '\r' || s[k] == '\n') {
+				return k + 1
 			}
 			return lastBreak + 1
 		}
-		if cl&lineBreak != 0 {
-			lastBreak = j
-		}
-		j += w
 	}
 	switch {
 	case lastBreak >= 0:
@@ -215,6 +179,16 @@ func (t *classes) whitespace(s string, i, lim int) int {
 	return j
 }
 
+// last is strings.LastIndexByte, after a look with IndexByte, which is
+// vectorized, for whether c is in s at all: most runs of whitespace have no
+// line break, or no carriage return.
+func last(s string, c byte) int {
+	if strings.IndexByte(s, c) < 0 {
+		return -1
+	}
+	return strings.LastIndexByte(s, c)
+}
+
 // scan returns the end of the run of runes of class from s[i], reading no
 // further once it reaches lim (so the result is at least lim when the run
 // goes on).
@@ -222,8 +196,12 @@ func (t *classes) scan(s string, i, lim int, class uint8) int {
 	end := min(lim, len(s))
 	for look := i + skipAfter; i < end; {
 		if i >= look {
-			skip, _ := t.repeats(s, i, end, class, 0)
-			if i, look = i+skip, end; i >= end {
+			// Look again after a repetition, for the next.
+			skip := t.repeats(s, i, end, class)
+			if i, look = i+skip, end; skip > 0 {
+				look = i + skipAfter
+			}
+			if i >= end {
 				break
 			}
 		}
@@ -247,12 +225,11 @@ func (t *classes) scan(s string, i, lim int, class uint8) int {
 const skipAfter = 16
 
 // repeats looks for a unit of one to four bytes that s repeats from i on,
-// whose runes are all of class want and none of class not. If there is one,
-// it returns how many bytes from i its whole repetitions take, up to end,
-// and the unit; otherwise 0 and "". A run of one character, or of a short
-// cycle of them ("ab", "中", "🙂"), is so read at the speed of comparing
-// memory.
-func (t *classes) repeats(s string, i, end int, want, not uint8) (int, string) {
+// whose runes are all of class. If there is one, it returns how many bytes
+// from i its whole repetitions take, up to end; otherwise 0. A run of one
+// character, or of a short cycle of them ("ab", "中", "🙂"), is so read at
+// the speed of comparing memory.
+func (t *classes) repeats(s string, i, end int, class uint8) int {
 	for p := 1; p <= utf8.UTFMax && i+2*p <= end; p++ {
 		// s[i:i+p+m] repeats s[i:i+p].
 		m := commonPrefix(s[i:end-p], s[i+p:end])
@@ -262,13 +239,13 @@ func (t *classes) repeats(s string, i, end int, want, not uint8) (int, string) {
 		unit := s[i : i+p]
 		ok := utf8.ValidString(unit)
 		for _, r := range unit {
-			ok = ok && t.of(r)&want != 0 && t.of(r)&not == 0
+			ok = ok && t.of(r)&class != 0
 		}
 		if ok {
-			return (p + m) / p * p, unit
+			return (p + m) / p * p
 		}
 	}
-	return 0, ""
+	return 0
 }
 
 // commonPrefix is the length of the longest common prefix of a and b,

@@ -83,6 +83,9 @@ var samples = []string{
 	"It's, we'RE, they've, I'M, you'll, he'd, 'S 'T ' s 'll 'LL 'Ll ſ İ ǅ Ⅻ ½ ² ٣ 🙂👍🏽 \u00a0\u3000\u2028\u0085 \v\f\x1c",
 	"   leading spaces, trailing spaces   ",
 	"\n\n\n   \n  \t \r\n x",
+	// Runs of whitespace longer than a piece whose pre-tokens are not.
+	"\n" + strings.Repeat(" ", 200) + "\n" + strings.Repeat(" ", 200) + "x",
+	strings.Repeat("\t", 100) + "\r\n" + strings.Repeat(" ", 100) + "z " + strings.Repeat("\u3000", 80) + "\n",
 }
 
 func TestTextAgreesWithTiktoken(t *testing.T) {
