@@ -132,10 +132,10 @@ func (cb *chatBench) chat(ctx context.Context, client *http.Client, body string)
 }
 
 // cpuTime is this process's CPU time so far, user plus system.
-func cpuTime(b *testing.B) time.Duration {
+func cpuTime(tb testing.TB) time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

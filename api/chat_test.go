@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -270,6 +271,27 @@ func TestChatValidationAndAdmission(t *testing.T) {
 	after, err := cb.store.GetBalance(ctx, cb.org.ID)
 	require.NoError(t, err)
 	require.Equal(t, before, after, "a refused call moves no money")
+}
+
+// A prompt of 1 MB, within the body cap of 1 MiB, whose count tiktoken-go
+// took seconds to minutes of CPU for (one of "a" held a core for over five
+// minutes), is refused with 413 context_length_exceeded for a few
+// milliseconds of counting, before any model runs. Not parallel: the test
+// reads the process's CPU time, which other tests would add to.
+func TestHugePromptIsRefusedCheaply(t *testing.T) {
+	cb := setupChat(t)
+	calls0 := cb.simCalls()
+	tokens.Load() // once per process, not per request
+	for _, unit := range []string{"a", "ab", "."} {
+		body := chatBody("conclave-standard", strings.Repeat(unit, 1_000_000/len(unit)), "")
+		require.Less(t, len(body), 1<<20, "within the body cap")
+		cpu0 := cpuTime(t)
+		r := cb.do(t, "POST", "/v1/chat/completions", cb.key, body)
+		cpu := cpuTime(t) - cpu0
+		requireError(t, r, 413, core.CodeContextLengthExceeded, "invalid_request_error")
+		require.Less(t, cpu, time.Second, "CPU spent on %q × 1 MB", unit)
+	}
+	require.Equal(t, calls0, cb.simCalls(), "no model ran")
 }
 
 // When no seat can run, the call fails with mode_unavailable and is not

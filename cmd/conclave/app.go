@@ -17,6 +17,7 @@ import (
 // (keys, policy, rates) and the billed call, on the store of record.
 func newCallServices(cfg *config.Config, catalog *core.Catalog, authz core.Authorizer, store core.Store,
 	engine calls.Deliberator, log *slog.Logger) (*access.Service, *calls.Service, error) {
+	tokens.Load() // the vocabulary, now rather than on the first request
 	acc, err := access.New(access.Config{KeyCacheTTL: cfg.Auth.KeyCacheTTL, RPM: cfg.Limits.RPM, Concurrency: cfg.Limits.Concurrency},
 		store, authz, store)
 	if err != nil {

@@ -134,8 +134,11 @@ type Deps struct {
 	// does). Defaults to the deterministic classify.Heuristic.
 	Classifier Classifier
 	// TokensOver reports whether messages exceed a limit of input tokens,
-	// and how many there are when they do. Required.
-	TokensOver func(messages []core.Message, limit int) (n int, over bool)
+	// and when they do, a count of them past the limit (not necessarily
+	// their total: counting may stop there). It reads caller input before
+	// any rate limit, so its cost must be bounded whatever the input, and
+	// it returns ctx.Err() when ctx ends first: the caller left. Required.
+	TokensOver func(ctx context.Context, messages []core.Message, limit int) (n int, over bool, err error)
 	// Logger defaults to a logger that discards.
 	Logger *slog.Logger
 }

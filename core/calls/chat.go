@@ -54,7 +54,10 @@ func (s *Service) Chat(ctx context.Context, p *access.Principal, c Call, req *Ch
 	if err != nil {
 		return nil, s.d.Access.Refused(ctx, p, c.RequestID, err)
 	}
-	if err := s.checkInput(p, req.Messages); err != nil {
+	if err := s.checkInput(ctx, p, req.Messages); err != nil {
+		if ctx.Err() != nil {
+			return nil, err // the caller left while its prompt was counted
+		}
 		return nil, s.d.Access.Refused(ctx, p, c.RequestID, err)
 	}
 	idemKey := req.IdempotencyKey
@@ -111,14 +114,19 @@ func (s *Service) Chat(ctx context.Context, p *access.Principal, c Call, req *Ch
 	}
 }
 
-// checkInput refuses messages over the key's input limit.
-func (s *Service) checkInput(p *access.Principal, messages []core.Message) error {
+// checkInput refuses messages over the key's input limit. A count cut short
+// by ctx (the caller left) returns ctx's error.
+func (s *Service) checkInput(ctx context.Context, p *access.Principal, messages []core.Message) error {
 	limit := p.Key.MaxInputTokens
 	if limit == 0 {
 		limit = s.cfg.MaxInputTokens
 	}
-	if n, over := s.d.TokensOver(messages, limit); over {
-		return core.Errorf(core.CodeContextLengthExceeded, "The prompt is %d tokens, over this key's limit of %d input tokens.", n, limit).WithParam("messages")
+	n, over, err := s.d.TokensOver(ctx, messages, limit)
+	if err != nil {
+		return err
+	}
+	if over {
+		return core.Errorf(core.CodeContextLengthExceeded, "The prompt has at least %d tokens, over this key's limit of %d input tokens.", n, limit).WithParam("messages")
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package callstest_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -149,4 +151,42 @@ func TestServiceLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, core.TrialCredit, bal.Balance)
 	require.Zero(t, bal.Held, "a refused call holds nothing")
+}
+
+// A caller who leaves while its prompt is counted stops the count: Chat
+// returns the context's error, not a refusal, and admits nothing.
+func TestCallerLeavingWhileCountingStopsTheCount(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	p, err := tb.access.Authenticate(context.Background(), tb.secret)
+	require.NoError(t, err)
+	ctx, leave := context.WithCancel(context.Background())
+	defer leave()
+	counted := false
+	svc, err := calls.New(calls.Config{}, calls.Deps{
+		Access: tb.access, Admission: tb.store, Settlement: tb.store, Receipts: tb.store,
+		Catalog: tb.catalog, Deliberator: tb.engine,
+		TokensOver: func(ctx context.Context, m []core.Message, limit int) (int, bool, error) {
+			counted = true
+			leave()
+			return tokens.Over(ctx, m, limit)
+		},
+	})
+	require.NoError(t, err)
+	require.NoError(t, svc.Start(context.Background()))
+	t.Cleanup(svc.Stop)
+	// Within the limit of 8,000 tokens, but more bytes: it is counted.
+	req := &calls.ChatParams{Model: "conclave-standard", Tier: core.DefaultTier,
+		Messages: []core.Message{{Role: core.RoleUser, Content: strings.Repeat("Why is the sky blue? ", 500)}}}
+
+	_, err = svc.Chat(ctx, p, calls.Call{RequestID: core.NewID("req")}, req)
+	require.True(t, counted)
+	require.ErrorIs(t, err, context.Canceled)
+	var refusal *core.Error
+	require.False(t, errors.As(err, &refusal), "not a refusal: %v", err)
+	bal, err := tb.store.GetBalance(context.Background(), tb.org.ID)
+	require.NoError(t, err)
+	require.Equal(t, core.TrialCredit, bal.Balance)
+	require.Zero(t, bal.Held, "nothing admitted, nothing held")
+	require.Zero(t, svc.Running())
 }
