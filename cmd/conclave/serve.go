@@ -110,21 +110,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// The operator listener: the metrics name every engine, and its /readyz
-	// names the cause, so it is not the public one.
-	var operator *listener
-	operatorBound := config.OperatorOff
-	if cfg.Server.OperatorAddr != config.OperatorOff {
-		oh, err := api.NewOperator(api.OperatorDeps{Registry: reg, Ready: db.store.Ready, Logger: log})
-		if err != nil {
-			public.close()
-			return err
-		}
-		if operator, err = listen(ctx, cfg, log, cfg.Server.OperatorAddr, oh); err != nil {
-			public.close()
-			return fmt.Errorf("server.operator_addr: %w", err)
-		}
-		operatorBound = operator.ln.Addr().String()
+	operator, operatorBound, err := listenOperator(ctx, cfg, log, reg, db.store.Ready)
+	if err != nil {
+		public.close()
+		return err
 	}
 	base := "http://" + public.ln.Addr().String()
 	simURL := ""
@@ -157,6 +146,26 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// listenOperator binds the operator listener (server.operator_addr): the
+// metrics name every engine, and its /readyz names the cause, so it is not
+// the public one. It returns nil and config.OperatorOff when it is off, and
+// the bound address otherwise.
+func listenOperator(ctx context.Context, cfg *config.Config, log *slog.Logger, reg *prometheus.Registry,
+	ready func(context.Context) error) (*listener, string, error) {
+	if cfg.Server.OperatorAddr == config.OperatorOff {
+		return nil, config.OperatorOff, nil
+	}
+	oh, err := api.NewOperator(api.OperatorDeps{Registry: reg, Ready: ready, Logger: log})
+	if err != nil {
+		return nil, "", err
+	}
+	operator, err := listen(ctx, cfg, log, cfg.Server.OperatorAddr, oh)
+	if err != nil {
+		return nil, "", fmt.Errorf("server.operator_addr: %w", err)
+	}
+	return operator, operator.ln.Addr().String(), nil
 }
 
 // listener is an HTTP server on its bound listener, and once started the
