@@ -33,7 +33,7 @@ type limits struct {
 type parts struct {
 	store       *pgstore.Store
 	admission   core.Admission   // defaults to store
-	settlement  calls.Settlement // defaults to store
+	settlement  calls.Settlement // defaults to admission
 	outcomes    core.Outcomes    // defaults to store
 	authz       core.Authorizer
 	catalog     *core.Catalog
@@ -50,9 +50,6 @@ func (p *parts) serve(t testing.TB) (http.Handler, *calls.Service) {
 	t.Helper()
 	if p.admission == nil {
 		p.admission = p.store
-	}
-	if p.settlement == nil {
-		p.settlement = p.store
 	}
 	if p.outcomes == nil {
 		p.outcomes = p.store

@@ -124,12 +124,3 @@ func KnownCode(code Code) bool {
 	_, ok := codeTable[code]
 	return ok
 }
-
-// Codes lists every code of the table, in no particular order.
-func Codes() []Code {
-	out := make([]Code, 0, len(codeTable))
-	for c := range codeTable {
-		out = append(out, c)
-	}
-	return out
-}

@@ -31,7 +31,7 @@ func newCallServices(cfg *config.Config, catalog *core.Catalog, authz core.Autho
 		ActivationAllowance:   core.Micros(cfg.Limits.ActivationAllowanceUSD),
 		DeliberationTimeout:   cfg.Limits.DeliberationTimeout,
 	}, calls.Deps{
-		Access: acc, Admission: store, Settlement: store, Receipts: store, Outcomes: store,
+		Access: acc, Admission: store, Receipts: store, Outcomes: store,
 		Catalog: catalog, Deliberator: engine, TokensOver: tokens.Over, Logger: log,
 	})
 	if err != nil {

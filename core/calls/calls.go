@@ -29,11 +29,6 @@ type Deliberator interface {
 	Execute(ctx context.Context, p *deliberate.Plan) (*deliberate.Result, error)
 }
 
-// Classifier classifies questions for estimates.
-type Classifier interface {
-	Classify(ctx context.Context, messages []core.Message) (*classify.Result, error)
-}
-
 // Settlement closes a call's hold: settled with its bill and receipt, or
 // released unbilled. core.Store satisfies it.
 type Settlement interface {
@@ -113,7 +108,9 @@ type Deps struct {
 	// Admission runs a call's admission in one trip to the store and keeps
 	// its leases. Required.
 	Admission core.Admission
-	// Settlement settles or releases a call's hold. Required.
+	// Settlement settles or releases a call's hold. Defaults to
+	// Admission, which holds the hold's whole life; set it only to stand
+	// between the service and the store (a test's faulty settlement).
 	Settlement Settlement
 	// Receipts reads stored receipts (replays, GET receipts). Required.
 	Receipts Receipts
@@ -132,7 +129,7 @@ type Deps struct {
 	// Classifier classifies questions for estimates when there is no
 	// Deliberator (whose plan classifies them otherwise, exactly as a call
 	// does). Defaults to the deterministic classify.Heuristic.
-	Classifier Classifier
+	Classifier deliberate.Classifier
 	// TokensOver reports whether messages exceed a limit of input tokens,
 	// and when they do, a count of them past the limit (not necessarily
 	// their total: counting may stop there). It reads caller input before
@@ -167,8 +164,8 @@ func New(cfg Config, d Deps) (*Service, error) {
 		return nil, err
 	}
 	switch {
-	case d.Access == nil || d.Admission == nil || d.Settlement == nil || d.Receipts == nil:
-		return nil, errors.New("calls: Access, Admission, Settlement and Receipts are required")
+	case d.Access == nil || d.Admission == nil || d.Receipts == nil:
+		return nil, errors.New("calls: Access, Admission and Receipts are required")
 	case d.Catalog == nil || d.TokensOver == nil:
 		return nil, errors.New("calls: Catalog and TokensOver are required")
 	}
@@ -180,6 +177,9 @@ func New(cfg Config, d Deps) (*Service, error) {
 	}
 	if d.Modes == nil {
 		d.Modes = d.Catalog
+	}
+	if d.Settlement == nil {
+		d.Settlement = d.Admission
 	}
 	return &Service{
 		cfg: cfg, d: d, log: d.Logger,

@@ -35,3 +35,21 @@ func TestRetryAfterFollowsTheModesRecentLatency(t *testing.T) {
 	}
 	require.Equal(t, maxRetryAfter, s.retryAfter("slow", "x"), "never past what clients honour")
 }
+
+// A claim answers a repeat only from the API key that made it; a claim
+// recorded before claims carried their key answers a repeat of the same
+// request.
+func TestClaimBelongsToItsKey(t *testing.T) {
+	t.Parallel()
+	body := hashOf("the request")
+	claim := keyedHash("key_a", body)
+	require.Len(t, claim, 32)
+	require.True(t, claimedBy(claim, "key_a", body))
+	require.True(t, claimedBy(claim, "key_a", hashOf("another body")), "the same key, another body: its own claim")
+	require.False(t, claimedBy(claim, "key_b", body), "another key, the same body")
+
+	legacy := body // a claim recorded before: the whole request hash
+	require.True(t, claimedBy(legacy, "key_b", body), "an earlier claim replays to the same request")
+	require.False(t, claimedBy(legacy, "key_b", hashOf("another body")))
+	require.Len(t, keyedHash("key_a", nil), 32, "a request without a hash still gets a keyed one")
+}

@@ -54,7 +54,7 @@ func setup(t *testing.T) *testBundle {
 	acc, err := access.New(access.Config{}, store, authz, store)
 	require.NoError(t, err)
 	svc, err := calls.New(calls.Config{}, calls.Deps{
-		Access: acc, Admission: store, Settlement: store, Receipts: store, Outcomes: store,
+		Access: acc, Admission: store, Receipts: store, Outcomes: store,
 		Catalog: catalog, Deliberator: engine, TokensOver: tokens.Over,
 	})
 	require.NoError(t, err)
@@ -134,7 +134,7 @@ func TestServiceLifecycle(t *testing.T) {
 		Messages: []core.Message{{Role: core.RoleUser, Content: "What is 2 + 2?"}}}
 
 	idle, err := calls.New(calls.Config{}, calls.Deps{
-		Access: tb.access, Admission: tb.store, Settlement: tb.store, Receipts: tb.store,
+		Access: tb.access, Admission: tb.store, Receipts: tb.store,
 		Catalog: tb.catalog, Deliberator: tb.engine, TokensOver: tokens.Over,
 	})
 	require.NoError(t, err)
@@ -164,7 +164,7 @@ func TestCallerLeavingWhileCountingStopsTheCount(t *testing.T) {
 	defer leave()
 	counted := false
 	svc, err := calls.New(calls.Config{}, calls.Deps{
-		Access: tb.access, Admission: tb.store, Settlement: tb.store, Receipts: tb.store,
+		Access: tb.access, Admission: tb.store, Receipts: tb.store,
 		Catalog: tb.catalog, Deliberator: tb.engine,
 		TokensOver: func(ctx context.Context, m []core.Message, limit int) (int, bool, error) {
 			counted = true
