@@ -121,14 +121,19 @@ func BenchmarkChatInFlight(b *testing.B) {
 		}
 		env := []string{"DATABASE_URL=" + dbURL, "CONCLAVE_BENCH_SIM_KEY=bench"}
 		env = append(env, strings.Fields(os.Getenv("CONCLAVE_BENCH_GATEWAY_ENV"))...)
+		// The gateway logs at warn (10,000 request lines would cost it
+		// CPU), so its serving line, which names the operator listener's
+		// bound port, is not written: the listener gets a port chosen here.
+		opAddr := freeLoopbackAddr(b)
+		args := []string{"--config", cfgPath, "--operator-addr", opAddr}
 		var gw *process
 		if pprofDir := os.Getenv("CONCLAVE_BENCH_PPROF_DIR"); pprofDir != "" {
-			gw = startProfiledGateway(b, dir, pprofDir, env, "--config", cfgPath)
+			gw = startProfiledGateway(b, dir, pprofDir, env, args...)
 		} else {
-			gw = startServe(b, dir, env, "--config", cfgPath)
+			gw = startServe(b, dir, env, args...)
 		}
 		pid := gw.cmd.Process.Pid
-		metricsBase := gw.operatorBase(b)
+		metricsBase := "http://" + opAddr
 		// 100 then 10,000, or CONCLAVE_BENCH_IN_FLIGHT_N: the first run
 		// warms the gateway for the next.
 		for _, n := range envCounts(b, "CONCLAVE_BENCH_IN_FLIGHT_N", []int{100, 10_000}) {
@@ -613,4 +618,18 @@ func profiledGateway(args, dir string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	return run(ctx, strings.Split(args, "\n"), os.Stdout, os.Stderr)
+}
+
+// freeLoopbackAddr is a loopback address with a port free a moment ago.
+func freeLoopbackAddr(b *testing.B) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return addr
 }
