@@ -26,6 +26,23 @@ deps: ## Install what a fresh machine lacks: Go modules and the PostgreSQL serve
 		fi; \
 	fi
 
+.PHONY: compat
+compat: ## Install the official client libraries of compat/ (npm ci) that the compatibility tests drive.
+	@if ! command -v npm >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "Installing Node.js (apt-get install nodejs npm)…"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
+	fi
+	@if command -v npm >/dev/null 2>&1; then \
+		if [ ! -d compat/node_modules ] || [ compat/package-lock.json -nt compat/node_modules/.package-lock.json ]; then \
+			echo "Installing compat/ (npm ci)…"; \
+			cd compat && NPM_CONFIG_UPDATE_NOTIFIER=false npm ci --no-audit --no-fund --loglevel=error; \
+		fi; \
+	elif [ "$$CI" = true ]; then \
+		echo "Node.js and npm are missing: CI runs the official Node clients' compatibility tests (apt-get install nodejs npm)."; exit 1; \
+	else \
+		echo "Node.js is missing: the Node client compatibility tests will be skipped (they fail under CI=true)."; \
+	fi
+
 .PHONY: build
 build: ## Build the conclave binary into bin/.
 	$(GO) build -o $(BIN) ./cmd/conclave
@@ -70,7 +87,7 @@ run: deps build ## Serve on the built-in defaults (managed local PostgreSQL, sim
 export CONCLAVE_PLUGIN_DIR := $(abspath $(PLUGIN_DIR))
 
 .PHONY: test
-test: deps plugins ## Run every test against a real PostgreSQL (one throwaway cluster for the run).
+test: deps compat plugins ## Run every test against a real PostgreSQL (one throwaway cluster for the run).
 	$(WITH_PG) $(GO) test -count=1 $(PKGS)
 
 .PHONY: test-reliability
