@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"net/url"
 
 	"github.com/go-chi/chi/v5"
 
@@ -96,9 +97,16 @@ func (h *handler) listModels(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// getModel answers GET /v1/models/{model} (slug or ticker).
+// getModel answers GET /v1/models/{model} (slug or ticker). The router
+// matches on the escaped path, so a ticker a client percent-encoded
+// (CNCL%3ASTND) is unescaped here; what does not unescape names no mode.
 func (h *handler) getModel(w http.ResponseWriter, r *http.Request) {
-	m, err := h.calls.ResolveMode(r.Context(), principalOf(r.Context()), chi.URLParam(r, "model"), core.ActionModelsRead, "")
+	id, err := url.PathUnescape(chi.URLParam(r, "model"))
+	if err != nil {
+		writeError(w, r, core.ModelNotFound())
+		return
+	}
+	m, err := h.calls.ResolveMode(r.Context(), principalOf(r.Context()), id, core.ActionModelsRead, "")
 	if err != nil {
 		writeError(w, r, err)
 		return
