@@ -27,7 +27,7 @@ func openDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger) (*d
 	db := &database{}
 	url := cfg.Database.URL
 	if url == "" {
-		c, err := localpg.Start(ctx, localpg.Config{Dir: cfg.Database.DataDir, Logger: log})
+		c, err := localpg.Start(ctx, localpg.Config{Dir: cfg.ClusterDir(), Logger: log})
 		if err != nil {
 			if errors.Is(err, localpg.ErrNoBinaries) {
 				return nil, localpg.ErrNoBinaries

@@ -136,7 +136,7 @@ func pluginsCmd(ctx context.Context, args []string, w io.Writer) error {
 				switch e.Carrier {
 				case manifest.CarrierWasm:
 					if wasm == nil {
-						if wasm, err = wasmhost.New(ctx, wasmhost.Config{CacheDir: cfg.Plugins.WasmCacheDir, Logger: quiet}); err != nil {
+						if wasm, err = wasmhost.New(ctx, wasmhost.Config{CacheDir: cfg.WasmCache(), Logger: quiet}); err != nil {
 							return err
 						}
 					}

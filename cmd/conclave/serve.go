@@ -251,7 +251,7 @@ func providersConfig(cfg *config.Config, catalog *core.Catalog, log *slog.Logger
 		Catalog:      catalog,
 		ManifestPath: cfg.Plugins.Manifest,
 		Wasm: wasmhost.Config{
-			CacheDir: cfg.Plugins.WasmCacheDir, PoolSize: cfg.Plugins.WasmPoolSize,
+			CacheDir: cfg.WasmCache(), PoolSize: cfg.Plugins.WasmPoolSize,
 			MemoryLimitPages: uint32(cfg.Plugins.WasmMemoryLimitMiB) * 16, CallTimeout: cfg.Plugins.CallTimeout,
 		},
 		GoPlugin:  goplugin.Config{CallTimeout: cfg.Plugins.CallTimeout},

@@ -360,7 +360,7 @@ func TestServeManagesALocalClusterWhenNoDatabaseURL(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(dataDir, 0o755)) // the server may run as another OS user
 	t.Cleanup(func() { _ = os.RemoveAll(dataDir) })
-	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf("database:\n  data_dir: %q\n", filepath.Join(dataDir, "pg"))), 0o600))
+	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf("data_dir: %q\n", dataDir)), 0o600))
 	p := startServe(t, dir, []string{"DATABASE_URL="}, "--config", cfg)
 	status, body := get(t, p.base+"/readyz", "")
 	require.Equal(t, 200, status, body)
