@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -28,18 +29,18 @@ import (
 
 // serve runs the gateway until ctx is cancelled (SIGINT or SIGTERM), then
 // drains in-flight requests for up to server.shutdown_timeout.
-func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve")
-	cfgPath := fs.String("config", "", "configuration file (YAML); defaults to the built-in configuration")
-	addr := fs.String("addr", "", "listen address (env CONCLAVE_ADDR); defaults to 127.0.0.1:8080")
-	operatorAddr := fs.String("operator-addr", "", "operator listen address for /metrics and a detailed /readyz "+
+func serve(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) error {
+	cf := addConfig(fs)
+	addr := fs.String("addr", "", "listen on `HOST:PORT` (env CONCLAVE_ADDR); defaults to 127.0.0.1:8080")
+	operatorAddr := fs.String("operator-addr", "", "serve /metrics and a detailed /readyz on `HOST:PORT` "+
 		`(env CONCLAVE_OPERATOR_ADDR); "off" disables it; defaults to 127.0.0.1:8081`)
-	policyDir := fs.String("policy-dir", "", "replace the embedded policies with the .rego files in this directory")
+	policyDir := fs.String("policy-dir", "", "replace the embedded policies with the .rego files in `DIR`")
 	demo := fs.Bool("demo", false, "ensure a demo organisation (ticker DEMO) and print a fresh key for it")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	cfg, err := config.Load(*cfgPath)
+	stdout, stderr := cio.stdout, cio.stderr
+	cfg, err := cf.load()
 	if err != nil {
 		return err
 	}
@@ -66,7 +67,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("loading policies: %w", err)
 	}
-	db, err := openDatabase(ctx, cfg, log)
+	db, err := openDatabase(ctx, cfg, log, true)
 	if err != nil {
 		return err
 	}
