@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -35,7 +34,8 @@ func serve(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) erro
 	operatorAddr := fs.String("operator-addr", "", "serve /metrics and a detailed /readyz on `HOST:PORT` "+
 		`(env CONCLAVE_OPERATOR_ADDR); "off" disables it; defaults to 127.0.0.1:8081`)
 	policyDir := fs.String("policy-dir", "", "replace the embedded policies with the .rego files in `DIR`")
-	demo := fs.Bool("demo", false, "ensure a demo organisation (ticker DEMO) and print a fresh key for it")
+	demoFlag := fs.Bool("demo", false, "ensure a demo organisation (ticker DEMO) and a key for it, kept in the data "+
+		"directory and printed on every start")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -107,6 +107,12 @@ func serve(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) erro
 	if err != nil {
 		return err
 	}
+	var d *demo
+	if *demoFlag {
+		if d, err = prepareDemo(ctx, db.store, cfg.DataDir, log); err != nil {
+			return err
+		}
+	}
 	public, err := listen(ctx, cfg, log, cfg.Server.Addr, h)
 	if err != nil {
 		return err
@@ -123,15 +129,9 @@ func serve(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) erro
 	}
 	log.Info("serving", slog.String("addr", public.ln.Addr().String()), slog.String("operator_addr", operatorBound),
 		slog.Bool("managed_postgres", db.cluster != nil), slog.String("simulated_provider", simURL))
-	// The demo key comes first: "serving on" is the line scripts wait for.
-	if *demo {
-		if err := printDemoKey(ctx, db, base, stdout); err != nil {
-			public.close()
-			operator.close()
-			return err
-		}
-	}
-	fmt.Fprintf(stdout, "Conclave is serving on %s\n", base)
+	// One write: a script that waits for "serving on" finds the demo lines
+	// with it.
+	fmt.Fprint(stdout, banner(base, d))
 
 	public.start()
 	operator.start()
@@ -216,33 +216,6 @@ func (l *listener) close() {
 	if l != nil {
 		_ = l.ln.Close()
 	}
-}
-
-// printDemoKey ensures the demo organisation exists and prints a new key for
-// it with a command to try.
-func printDemoKey(ctx context.Context, db *database, base string, w io.Writer) error {
-	org, err := db.store.OrgByTicker(ctx, "DEMO")
-	if errors.Is(err, core.ErrNotFound) {
-		org, _, err = db.store.CreateOrg(ctx, &core.CreateOrgParams{Name: "Demo", Ticker: "DEMO"})
-	}
-	if err != nil {
-		return fmt.Errorf("preparing the demo organisation: %w", err)
-	}
-	bal, err := db.store.GetBalance(ctx, org.ID)
-	if err != nil {
-		return err
-	}
-	secret, hash := core.NewKeySecret(false)
-	if _, err := db.store.CreateKey(ctx, &core.CreateKeyParams{OrgID: org.ID, Hash: hash, Hint: core.KeyHint(secret), Name: "demo"}); err != nil {
-		return fmt.Errorf("issuing the demo key: %w", err)
-	}
-	fmt.Fprintf(w, `Demo organisation %s (%s), balance $%s
-Demo key (shown once): %s
-Try it:
-  curl -s -H "Authorization: Bearer %s" %s/v1/models
-
-`, org.Ticker, org.ID, bal.Balance, secret, secret, base)
-	return nil
 }
 
 // providersConfig maps the deployment configuration onto the providers'

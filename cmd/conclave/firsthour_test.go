@@ -1,0 +1,97 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A newcomer's first hour with the binary: make run's banner and its demo
+// key.
+
+// managedDataDir is a data directory for a managed cluster: short, so that
+// the cluster's Unix socket path fits, and traversable by the server's OS
+// user when the tests run as root.
+func managedDataDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ccl")
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(dir, 0o755))
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+var bannerRe = regexp.MustCompile(`^Conclave is serving on (http://127\.0\.0\.1:\d+)\n` +
+	`Demo organisation DEMO \((org_\w+)\), balance \$10\n` +
+	`Demo key: (ccl_live_[A-Za-z0-9_-]{43})$`)
+
+// startDemo runs `serve --demo` on the managed cluster in dataDir, from a
+// working directory of its own, and checks its banner: stdout holds the
+// URL, the demo organisation and the demo key and nothing else — the logs
+// are on stderr — and the key lists the models.
+func startDemo(t *testing.T, dataDir string) (p *process, orgID, key string) {
+	t.Helper()
+	p = startServe(t, t.TempDir(), []string{"DATABASE_URL=", "CONCLAVE_DATA_DIR="}, "--demo", "--data-dir", dataDir)
+	p.demoKey(t)
+	m := bannerRe.FindStringSubmatch(p.stdout.String())
+	require.NotNil(t, m, "stdout is the banner alone:\n%s", p.stdout)
+	require.Equal(t, p.base, m[1])
+	require.NotEmpty(t, p.operatorBase(t), "the logs, the serving line among them, go to stderr")
+	status, body := get(t, p.base+"/v1/models", m[3])
+	require.Equal(t, 200, status, body)
+	return p, m[2], m[3]
+}
+
+// adminJSON runs an admin command through the binary from an empty working
+// directory and decodes its --json output.
+func adminJSON(t *testing.T, env []string, args ...string) map[string]any {
+	t.Helper()
+	out, stderr, code := runBinary(t, t.TempDir(), append([]string{"DATABASE_URL=", "CONCLAVE_DATA_DIR="}, env...),
+		append(args, "--json")...)
+	require.Zero(t, code, "%v: %s", args, stderr)
+	var v map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &v), out)
+	return v
+}
+
+// make run's banner ends with the URL, the demo organisation and the demo
+// key; a restart on the same data directory prints the same key, which
+// still authenticates, rather than minting another.
+func TestServeDemoBannerKeepsOneKeyAcrossRestarts(t *testing.T) {
+	t.Parallel()
+	dataDir := managedDataDir(t)
+	keyFile := filepath.Join(dataDir, demoKeyFile)
+
+	p1, org1, key1 := startDemo(t, dataDir)
+	fi, err := os.Stat(keyFile)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "the key is readable by its user only")
+	p1.stop(t)
+	require.NotNil(t, bannerRe.FindStringSubmatch(p1.stdout.String()), "nothing follows the banner on stdout:\n%s", p1.stdout)
+
+	p2, org2, key2 := startDemo(t, dataDir)
+	require.Equal(t, org1, org2)
+	require.Equal(t, key1, key2, "the same key on every start")
+	keys := adminJSON(t, nil, "key", "list", "--org", org2, "--data-dir", dataDir)["keys"].([]any)
+	require.Len(t, keys, 1, "one demo key, not one per start")
+	require.Equal(t, "active", keys[0].(map[string]any)["status"])
+	p2.stop(t)
+
+	// A key file other users could read is not trusted: its key is revoked
+	// and another one issued and kept.
+	require.NoError(t, os.Chmod(keyFile, 0o644))
+	p3, _, key3 := startDemo(t, dataDir)
+	require.NotEqual(t, key1, key3)
+	status, body := get(t, p3.base+"/v1/models", key1)
+	require.Equal(t, 401, status, body)
+	require.Contains(t, body, `"code":"revoked_api_key"`)
+	fi, err = os.Stat(keyFile)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	require.Contains(t, p3.stderr.String(), "could be read by other users")
+	p3.stop(t)
+}
