@@ -5,13 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
 
 // A newcomer's first hour with the binary: make run's banner and its demo
-// key.
+// key, and the admin commands finding the server's database.
 
 // managedDataDir is a data directory for a managed cluster: short, so that
 // the cluster's Unix socket path fits, and traversable by the server's OS
@@ -94,4 +95,51 @@ func TestServeDemoBannerKeepsOneKeyAcrossRestarts(t *testing.T) {
 	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 	require.Contains(t, p3.stderr.String(), "could be read by other users")
 	p3.stop(t)
+}
+
+// Without DATABASE_URL the admin commands act on the cluster serve manages
+// in the data directory. Run elsewhere, they stop with one line saying where
+// they looked rather than create an empty cluster the server never sees;
+// pointed at the server's data directory (--data-dir or CONCLAVE_DATA_DIR),
+// they act on its database, running or stopped.
+func TestAdminCommandsFindTheServersDataDir(t *testing.T) {
+	t.Parallel()
+	empty := t.TempDir()
+	for _, args := range [][]string{
+		{"org", "create", "--name", "Acme"},
+		{"key", "list", "--org", "org_x"},
+		{"balance", "show", "--org", "org_x"},
+		{"jobs", "sweep"},
+		{"migrate"},
+	} {
+		out, stderr, code := runBinary(t, empty, []string{"DATABASE_URL=", "CONCLAVE_DATA_DIR="}, args...)
+		require.Equal(t, 1, code, "%v: %s", args, stderr)
+		require.Empty(t, out)
+		line := strings.TrimSuffix(stderr, "\n")
+		require.NotContains(t, line, "\n", "one line: %q", stderr)
+		require.Contains(t, line, "no PostgreSQL cluster in "+filepath.Join(empty, ".data", "pg"))
+		require.Contains(t, line, "--data-dir")
+		require.Contains(t, line, "CONCLAVE_DATA_DIR")
+		require.Contains(t, line, "DATABASE_URL")
+	}
+	entries, err := os.ReadDir(empty)
+	require.NoError(t, err)
+	require.Empty(t, entries, "nothing was created")
+
+	dataDir := managedDataDir(t)
+	p, orgID, _ := startDemo(t, dataDir)
+	// A key made by the admin command, from another directory, is a key
+	// of the server's database: the server accepts it.
+	created := adminJSON(t, nil, "key", "create", "--org", orgID, "--name", "ci", "--data-dir", dataDir)
+	status, body := get(t, p.base+"/v1/models", created["key"].(string))
+	require.Equal(t, 200, status, body)
+	keys := adminJSON(t, []string{"CONCLAVE_DATA_DIR=" + dataDir}, "key", "list", "--org", orgID)["keys"].([]any)
+	require.Len(t, keys, 2, "the demo key and ci")
+	p.stop(t)
+
+	// The server is gone: the command starts the stopped cluster, acts, and
+	// stops it again.
+	bal := adminJSON(t, []string{"CONCLAVE_DATA_DIR=" + dataDir}, "balance", "show", "--org", orgID)
+	require.Equal(t, 10.0, bal["balance_usd"])
+	require.NoFileExists(t, filepath.Join(dataDir, "pg", "postmaster.pid"))
 }
