@@ -1,18 +1,23 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/conclavehq/conclave/internal/localpg"
 )
 
 // A newcomer's first hour with the binary: make run's banner and its demo
-// key, and the admin commands finding the server's database.
+// key, the admin commands finding the server's database, and what an
+// unauthenticated /readyz says when that database is gone.
 
 // managedDataDir is a data directory for a managed cluster: short, so that
 // the cluster's Unix socket path fits, and traversable by the server's OS
@@ -142,4 +147,46 @@ func TestAdminCommandsFindTheServersDataDir(t *testing.T) {
 	bal := adminJSON(t, []string{"CONCLAVE_DATA_DIR=" + dataDir}, "balance", "show", "--org", orgID)
 	require.Equal(t, 10.0, bal["balance_usd"])
 	require.NoFileExists(t, filepath.Join(dataDir, "pg", "postmaster.pid"))
+}
+
+// The public /readyz answers anyone, so with the database gone it says only
+// "Not ready.": the driver's error — which names the socket path, the user
+// and the database — goes to the operator listener and the log.
+func TestPublicReadyzNamesNoSocketPathWhenTheDatabaseIsGone(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cluster, err := localpg.StartTemp(ctx, localpg.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cluster.Stop() })
+	p := startServe(t, t.TempDir(), []string{"DATABASE_URL=" + cluster.URL()})
+	op := p.operatorBase(t)
+	status, body := get(t, p.base+"/readyz", "")
+	require.Equal(t, 200, status, body)
+
+	socketDir := cluster.Dir()
+	require.NoError(t, cluster.Stop())
+
+	var opBody string
+	require.Eventually(t, func() bool {
+		status, opBody = get(t, op+"/readyz", "")
+		return status == 503
+	}, 30*time.Second, 50*time.Millisecond, "the operator listener sees the database gone")
+	require.Contains(t, opBody, socketDir, "the cause names the socket path")
+
+	status, body = get(t, p.base+"/readyz", "")
+	require.Equal(t, 503, status, body)
+	var envelope struct {
+		Error struct {
+			Message string `json:"message"`
+			Code    string `json:"code"`
+		} `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &envelope), body)
+	require.Equal(t, "Not ready.", envelope.Error.Message)
+	require.Equal(t, "service_unavailable", envelope.Error.Code)
+	for _, leak := range []string{socketDir, filepath.Base(socketDir), ".s.PGSQL", "user=", "postgres", "dbname", "dial"} {
+		require.NotContains(t, body, leak)
+	}
+	require.Contains(t, p.stderr.String(), socketDir, "the cause is logged")
 }
