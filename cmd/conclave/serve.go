@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -28,18 +28,19 @@ import (
 
 // serve runs the gateway until ctx is cancelled (SIGINT or SIGTERM), then
 // drains in-flight requests for up to server.shutdown_timeout.
-func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve")
-	cfgPath := fs.String("config", "", "configuration file (YAML); defaults to the built-in configuration")
-	addr := fs.String("addr", "", "listen address (env CONCLAVE_ADDR); defaults to 127.0.0.1:8080")
-	operatorAddr := fs.String("operator-addr", "", "operator listen address for /metrics and a detailed /readyz "+
+func serve(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) error {
+	cf := addConfig(fs)
+	addr := fs.String("addr", "", "listen on `HOST:PORT` (env CONCLAVE_ADDR); defaults to 127.0.0.1:8080")
+	operatorAddr := fs.String("operator-addr", "", "serve /metrics and a detailed /readyz on `HOST:PORT` "+
 		`(env CONCLAVE_OPERATOR_ADDR); "off" disables it; defaults to 127.0.0.1:8081`)
-	policyDir := fs.String("policy-dir", "", "replace the embedded policies with the .rego files in this directory")
-	demo := fs.Bool("demo", false, "ensure a demo organisation (ticker DEMO) and print a fresh key for it")
+	policyDir := fs.String("policy-dir", "", "replace the embedded policies with the .rego files in `DIR`")
+	demoFlag := fs.Bool("demo", false, "ensure a demo organisation (ticker DEMO) and a key for it, kept in the data "+
+		"directory and printed on every start")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	cfg, err := config.Load(*cfgPath)
+	stdout, stderr := cio.stdout, cio.stderr
+	cfg, err := cf.load()
 	if err != nil {
 		return err
 	}
@@ -66,7 +67,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("loading policies: %w", err)
 	}
-	db, err := openDatabase(ctx, cfg, log)
+	db, err := openDatabase(ctx, cfg, log, true)
 	if err != nil {
 		return err
 	}
@@ -106,6 +107,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var d *demo
+	if *demoFlag {
+		if d, err = prepareDemo(ctx, db.store, cfg.DataDir, log); err != nil {
+			return err
+		}
+	}
 	public, err := listen(ctx, cfg, log, cfg.Server.Addr, h)
 	if err != nil {
 		return err
@@ -122,15 +129,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log.Info("serving", slog.String("addr", public.ln.Addr().String()), slog.String("operator_addr", operatorBound),
 		slog.Bool("managed_postgres", db.cluster != nil), slog.String("simulated_provider", simURL))
-	// The demo key comes first: "serving on" is the line scripts wait for.
-	if *demo {
-		if err := printDemoKey(ctx, db, base, stdout); err != nil {
-			public.close()
-			operator.close()
-			return err
-		}
-	}
-	fmt.Fprintf(stdout, "Conclave is serving on %s\n", base)
+	// One write: a script that waits for "serving on" finds the demo lines
+	// with it.
+	fmt.Fprint(stdout, banner(base, d))
 
 	public.start()
 	operator.start()
@@ -217,33 +218,6 @@ func (l *listener) close() {
 	}
 }
 
-// printDemoKey ensures the demo organisation exists and prints a new key for
-// it with a command to try.
-func printDemoKey(ctx context.Context, db *database, base string, w io.Writer) error {
-	org, err := db.store.OrgByTicker(ctx, "DEMO")
-	if errors.Is(err, core.ErrNotFound) {
-		org, _, err = db.store.CreateOrg(ctx, &core.CreateOrgParams{Name: "Demo", Ticker: "DEMO"})
-	}
-	if err != nil {
-		return fmt.Errorf("preparing the demo organisation: %w", err)
-	}
-	bal, err := db.store.GetBalance(ctx, org.ID)
-	if err != nil {
-		return err
-	}
-	secret, hash := core.NewKeySecret(false)
-	if _, err := db.store.CreateKey(ctx, &core.CreateKeyParams{OrgID: org.ID, Hash: hash, Hint: core.KeyHint(secret), Name: "demo"}); err != nil {
-		return fmt.Errorf("issuing the demo key: %w", err)
-	}
-	fmt.Fprintf(w, `Demo organisation %s (%s), balance $%s
-Demo key (shown once): %s
-Try it:
-  curl -s -H "Authorization: Bearer %s" %s/v1/models
-
-`, org.Ticker, org.ID, bal.Balance, secret, secret, base)
-	return nil
-}
-
 // providersConfig maps the deployment configuration onto the providers'
 // wiring: carriers, simulator and egress.
 func providersConfig(cfg *config.Config, catalog *core.Catalog, log *slog.Logger, reg prometheus.Registerer) providers.Config {
@@ -251,7 +225,7 @@ func providersConfig(cfg *config.Config, catalog *core.Catalog, log *slog.Logger
 		Catalog:      catalog,
 		ManifestPath: cfg.Plugins.Manifest,
 		Wasm: wasmhost.Config{
-			CacheDir: cfg.Plugins.WasmCacheDir, PoolSize: cfg.Plugins.WasmPoolSize,
+			CacheDir: cfg.WasmCache(), PoolSize: cfg.Plugins.WasmPoolSize,
 			MemoryLimitPages: uint32(cfg.Plugins.WasmMemoryLimitMiB) * 16, CallTimeout: cfg.Plugins.CallTimeout,
 		},
 		GoPlugin:  goplugin.Config{CallTimeout: cfg.Plugins.CallTimeout},

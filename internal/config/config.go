@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +29,13 @@ func Default() []byte { return bytes.Clone(defaultYAML) }
 
 // Config is a whole deployment's configuration.
 type Config struct {
+	// DataDir is the one place Conclave keeps local state: the managed
+	// PostgreSQL cluster (DataDir/pg), the WebAssembly compilation cache
+	// (DataDir/wasm-cache) and the key `serve --demo` reuses
+	// (DataDir/demo-key). serve and the admin commands read the same
+	// setting, so that both find the same cluster. Env CONCLAVE_DATA_DIR,
+	// flag --data-dir. Defaults to ./.data.
+	DataDir   string    `yaml:"data_dir"`
 	Server    Server    `yaml:"server"`
 	Database  Database  `yaml:"database"`
 	Policy    Policy    `yaml:"policy"`
@@ -80,13 +88,37 @@ type Server struct {
 // OperatorOff as server.operator_addr disables the operator listener.
 const OperatorOff = "off"
 
+// WasmCacheOff as plugins.wasm_cache_dir keeps the WebAssembly compilation
+// cache in memory.
+const WasmCacheOff = "off"
+
+// ClusterDir is the managed PostgreSQL cluster's directory: pg in the data
+// directory.
+func (c *Config) ClusterDir() string { return filepath.Join(c.DataDir, "pg") }
+
+// WasmCache is the WebAssembly compilation cache's directory: the one
+// plugins.wasm_cache_dir names, else wasm-cache in the data directory; ""
+// when it is off (in memory).
+func (c *Config) WasmCache() string {
+	switch c.Plugins.WasmCacheDir {
+	case WasmCacheOff:
+		return ""
+	case "":
+		return filepath.Join(c.DataDir, "wasm-cache")
+	}
+	return c.Plugins.WasmCacheDir
+}
+
 // Database configures PostgreSQL.
 type Database struct {
 	// URL is a PostgreSQL connection string. Env DATABASE_URL. Defaults to
-	// "", which means: manage a local cluster in DataDir.
+	// "", which means: manage a local cluster in the data directory (see
+	// Config.ClusterDir).
 	URL string `yaml:"url"`
-	// DataDir holds the managed local cluster. Defaults to ./.data/pg.
-	DataDir string `yaml:"data_dir"`
+	// RetiredDataDir is the former database.data_dir, read only to refuse
+	// it with a pointer to data_dir: two settings locating one cluster let
+	// serve and the admin commands disagree about where it is.
+	RetiredDataDir string `yaml:"data_dir"`
 	// MaxConns caps the connection pool. Defaults to 20.
 	MaxConns int32 `yaml:"max_conns"`
 }
@@ -149,8 +181,9 @@ type Plugins struct {
 	// and go-plugin plugins engines may name, each pinned by sha256.
 	// Defaults to "" (native adapters only).
 	Manifest string `yaml:"manifest"`
-	// WasmCacheDir holds wazero's compilation cache. Defaults to
-	// ./.data/wasm-cache; "" keeps it in memory.
+	// WasmCacheDir holds wazero's compilation cache; WasmCacheOff keeps it
+	// in memory. Read it through Config.WasmCache. Defaults to "", the
+	// data directory's wasm-cache.
 	WasmCacheDir string `yaml:"wasm_cache_dir"`
 	// WasmPoolSize is the number of warm instances per module. Defaults to
 	// 0, one per core.
@@ -297,7 +330,7 @@ func Builtin() (*Config, error) {
 }
 
 // Load reads the built-in default, then the file at path (if path is not
-// ""), then the environment (DATABASE_URL, CONCLAVE_ADDR,
+// ""), then the environment (DATABASE_URL, CONCLAVE_DATA_DIR, CONCLAVE_ADDR,
 // CONCLAVE_OPERATOR_ADDR), and validates the result.
 func Load(path string) (*Config, error) {
 	var c Config
@@ -315,6 +348,9 @@ func Load(path string) (*Config, error) {
 	}
 	if v := os.Getenv("DATABASE_URL"); v != "" {
 		c.Database.URL = v
+	}
+	if v := os.Getenv("CONCLAVE_DATA_DIR"); v != "" {
+		c.DataDir = v
 	}
 	if v := os.Getenv("CONCLAVE_ADDR"); v != "" {
 		c.Server.Addr = v
@@ -364,8 +400,11 @@ func (c *Config) Validate() error {
 		return fe("server.idle_timeout", "must be positive")
 	case s.ShutdownTimeout <= 0:
 		return fe("server.shutdown_timeout", "must be positive")
-	case c.Database.URL == "" && c.Database.DataDir == "":
-		return fe("database.data_dir", "required when database.url (DATABASE_URL) is not set")
+	case c.DataDir == "":
+		return fe("data_dir", "required (env CONCLAVE_DATA_DIR, flag --data-dir)")
+	case c.Database.RetiredDataDir != "":
+		return fe("database.data_dir", "replaced by data_dir: the managed cluster lives in <data_dir>/pg; "+
+			"set data_dir (env CONCLAVE_DATA_DIR, flag --data-dir) to the directory that holds pg")
 	case c.Database.MaxConns < 2:
 		return fe("database.max_conns", "must be at least 2")
 	case c.Auth.KeyCacheTTL < 0 || c.Auth.KeyCacheTTL > 10*time.Second:
