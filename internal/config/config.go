@@ -157,8 +157,8 @@ type Limits struct {
 	Lease time.Duration `yaml:"lease"`
 	// ConcurrencyRetryAfter is the Retry-After of
 	// concurrency_limit_exceeded, and of request_in_progress for a mode
-	// with no finished deliberation yet to learn its latency from.
-	// Defaults to 5s.
+	// with neither a finished deliberation yet to learn its latency from
+	// nor a straggler deadline to estimate it from. Defaults to 5s.
 	ConcurrencyRetryAfter time.Duration `yaml:"concurrency_retry_after"`
 	// DeliberationTimeout bounds one deliberation whether or not its caller
 	// still waits: a caller that leaves does not stop it, this does (the
