@@ -443,3 +443,10 @@ func TestServeDrainsRunningDeliberationsOnSIGTERM(t *testing.T) {
 	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM holds WHERE state = 'held'").Scan(&live))
 	require.Zero(t, live, "no hold is left behind")
 }
+
+// The configured repeat wait reaches the call service as it reads it: 0s
+// (off) becomes a negative wait, anything else passes through.
+func TestRepeatWaitFromTheConfiguration(t *testing.T) {
+	require.Negative(t, repeatWait(0))
+	require.Equal(t, 20*time.Second, repeatWait(20*time.Second))
+}

@@ -165,6 +165,11 @@ type Limits struct {
 	// call is then not billed). Defaults to 300s, the client timeout the
 	// spec recommends.
 	DeliberationTimeout time.Duration `yaml:"deliberation_timeout"`
+	// RepeatWait is how long a repeat of an idempotency key whose call runs
+	// on this replica waits for that call to end — and then answers with
+	// its replay — before it answers request_in_progress. 0s turns the wait
+	// off. Defaults to 20s.
+	RepeatWait time.Duration `yaml:"repeat_wait"`
 }
 
 // Log configures structured logging.
@@ -423,6 +428,8 @@ func (c *Config) Validate() error {
 		return fe("limits.concurrency_retry_after", "must be at least 1s")
 	case c.Limits.DeliberationTimeout < time.Second:
 		return fe("limits.deliberation_timeout", "must be at least 1s")
+	case c.Limits.RepeatWait < 0 || c.Limits.RepeatWait > c.Limits.DeliberationTimeout:
+		return fe("limits.repeat_wait", "must be between 0s (off) and limits.deliberation_timeout")
 	case c.Limits.CallCeilingUSD <= 0:
 		return fe("limits.call_ceiling_usd", "must be positive")
 	}

@@ -84,6 +84,8 @@ func TestFileErrorsNameTheField(t *testing.T) {
 		"operator = addr":  {"server:\n  addr: 127.0.0.1:7000\n  operator_addr: 127.0.0.1:7000\n", "is server.addr too"},
 		"blank data dir":   {"data_dir: \"\"\n", "data_dir: required"},
 		"retired data dir": {"database:\n  data_dir: /srv/conclave/pg\n", "database.data_dir: replaced by data_dir"},
+		"negative wait":    {"limits:\n  repeat_wait: -1s\n", "limits.repeat_wait"},
+		"wait past run":    {"limits:\n  repeat_wait: 301s\n", "limits.repeat_wait"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
