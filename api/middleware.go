@@ -13,6 +13,7 @@ import (
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
 	"github.com/conclavehq/conclave/core/calls"
+	"github.com/conclavehq/conclave/core/carrier"
 )
 
 type ctxKey int
@@ -158,8 +159,8 @@ func (h *handler) routeLabel(r *http.Request, st *reqState) string {
 // carries an Origin header, whatever its key: the API is server-to-server.
 func (h *handler) refuseBrowsers(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := r.Header["Origin"]; ok {
-			h.authFailure(w, r, core.Errorf(core.CodeBrowserOriginNotAllowed, "Requests from browsers are refused: the API is server-to-server only. Call it from your server."))
+		if e := carrier.RefuseBrowser(r); e != nil {
+			h.authFailure(w, r, e)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -176,7 +177,7 @@ func principalOf(ctx context.Context) *access.Principal {
 // revoked_api_key for a revoked or expired one; 403 org_suspended.
 func (h *handler) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		secret, _ := bearer(r)
+		secret, _ := carrier.Bearer(r)
 		p, err := h.access.Authenticate(r.Context(), secret)
 		if p != nil {
 			stateOf(r).orgID = p.Org.ID
@@ -197,33 +198,6 @@ func (h *handler) authenticate(next http.Handler) http.Handler {
 func (h *handler) authFailure(w http.ResponseWriter, r *http.Request, e *core.Error) {
 	h.metrics.authFailures.WithLabelValues(string(e.Code)).Inc()
 	writeError(w, r, e)
-}
-
-// bearer extracts the token of an "Authorization: Bearer …" header.
-func bearer(r *http.Request) (string, bool) {
-	v := r.Header.Get("Authorization")
-	const p = "bearer "
-	if len(v) <= len(p) || !equalFoldASCII(v[:len(p)], p) {
-		return "", false
-	}
-	tok := v[len(p):]
-	for len(tok) > 0 && tok[0] == ' ' {
-		tok = tok[1:]
-	}
-	return tok, tok != ""
-}
-
-func equalFoldASCII(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		ca, cb := a[i]|0x20, b[i]|0x20
-		if ca != cb {
-			return false
-		}
-	}
-	return true
 }
 
 // requireScope refuses the request unless the policy allows action.
