@@ -108,6 +108,7 @@ var codeTable = map[Code]CodeInfo{
 	CodeForbidden:         {403, TypePermission, RetryNo},
 	CodeModeNotFound:      {404, TypeInvalidRequest, RetryNo},
 	CodeInvalidRequest:    {400, TypeInvalidRequest, RetryNo},
+	CodeBatchTooLarge:     {413, TypeInvalidRequest, RetryNo},
 }
 
 // InfoFor returns what code means on the wire. An unknown code is an
