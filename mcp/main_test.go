@@ -108,10 +108,7 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 			o.spy(method)
 		}
 	})
-	mux := http.NewServeMux()
-	tools.Register(mux)
-	mux.Handle("/", rest)
-	srv.Config.Handler = mux
+	srv.Config.Handler = tools.Alongside(rest)
 	srv.Start()
 	t.Cleanup(srv.Close)
 

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -69,14 +68,14 @@ func (c Config) WithDefaults() Config {
 }
 
 func (c Config) validate() error {
-	if err := absoluteURL(c.BaseURL); err != nil {
+	if err := carrier.CheckBaseURL(c.BaseURL); err != nil {
 		return fmt.Errorf("mcp: BaseURL: %w", err)
 	}
 	if len(c.AuthorizationServers) == 0 {
 		return errors.New("mcp: AuthorizationServers needs at least one issuer")
 	}
 	for _, s := range c.AuthorizationServers {
-		if err := absoluteURL(s); err != nil {
+		if err := carrier.CheckBaseURL(s); err != nil {
 			return fmt.Errorf("mcp: AuthorizationServers: %w", err)
 		}
 	}
@@ -85,16 +84,6 @@ func (c Config) validate() error {
 		return errors.New("mcp: MaxBodyBytes cannot be negative")
 	case c.MaxSelfAnswered < 0:
 		return errors.New("mcp: MaxSelfAnswered cannot be negative")
-	}
-	return nil
-}
-
-// absoluteURL refuses anything but an http or https URL with a host and no
-// query or fragment.
-func absoluteURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("%q is not an absolute http(s) URL without query or fragment", s)
 	}
 	return nil
 }
@@ -118,6 +107,8 @@ type Handler struct {
 	calls  *calls.Service
 	log    *slog.Logger
 	tools  *toolSet
+	// started is the created time of the modes list_modes lists.
+	started time.Time
 	// metadata is the protected-resource document, encoded once.
 	metadata []byte
 	// onDispatch, when set (by tests), is told the method of every message
@@ -126,7 +117,8 @@ type Handler struct {
 }
 
 // New returns the tool server's handler. It serves Path, MetadataPath and
-// RootMetadataPath, and answers 404 elsewhere; mount it on those paths.
+// RootMetadataPath, and answers 404 elsewhere; Alongside mounts it beside
+// the REST handler.
 func New(cfg Config, d Deps) (*Handler, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
@@ -138,8 +130,8 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{cfg: cfg, access: d.Access, calls: d.Calls, log: d.Logger}
-	h.tools = newToolSet()
+	h := &Handler{cfg: cfg, access: d.Access, calls: d.Calls, log: d.Logger, started: time.Now()}
+	h.tools = h.newTools()
 	meta, err := marshal(resourceMetadata{
 		Resource: cfg.BaseURL + Path, AuthorizationServers: cfg.AuthorizationServers,
 		BearerMethodsSupported: []string{"header"}, ResourceName: "Conclave",
@@ -151,11 +143,18 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	return h, nil
 }
 
-// Register mounts h on mux at the paths it serves.
-func (h *Handler) Register(mux *http.ServeMux) {
-	for _, p := range []string{Path, MetadataPath, RootMetadataPath} {
-		mux.Handle(p, h)
-	}
+// Alongside returns a handler that serves h's paths with h and passes
+// every other request, untouched, to other (the REST handler): the public
+// listener's handler.
+func (h *Handler) Alongside(other http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case Path, MetadataPath, RootMetadataPath:
+			h.ServeHTTP(w, r)
+		default:
+			other.ServeHTTP(w, r)
+		}
+	})
 }
 
 // resourceMetadata is the RFC 9728 protected-resource document.

@@ -7,7 +7,9 @@
 package carrier
 
 import (
+	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -57,4 +59,15 @@ func RetryAfterSeconds(e *core.Error) int {
 		return 1
 	}
 	return 0
+}
+
+// CheckBaseURL refuses a configured base URL (the service's public URL, an
+// OAuth issuer) that is not an absolute http or https URL with a host and
+// without a query or fragment.
+func CheckBaseURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("%q is not an absolute http(s) URL without query or fragment", s)
+	}
+	return nil
 }
