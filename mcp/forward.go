@@ -18,7 +18,7 @@ import (
 
 // callOf names a tool call to the call service.
 func callOf(c *toolCall) calls.Call {
-	return calls.Call{RequestID: c.requestID, Endpoint: "mcp:" + c.name}
+	return calls.Call{RequestID: c.requestID, Endpoint: "mcp:" + c.name, Progress: c.progress}
 }
 
 // deliberate runs a billed deliberation, as POST /v1/chat/completions.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -57,6 +58,7 @@ type setupOpts struct {
 	maxBodyBytes int64
 	rpm          int
 	spy          func(method string) // runs as the dispatch spy records
+	progressGap  time.Duration       // the tool server's ProgressInterval
 }
 
 func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
@@ -97,7 +99,8 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 	tb := &testBundle{srv: srv, base: base, store: store, catalog: catalog, calls: svc, prov: prov}
 	rest, err := api.New(api.Config{}, api.Deps{Access: acc, Calls: svc, Ready: store.Ready})
 	require.NoError(t, err)
-	tools, err := mcp.New(mcp.Config{BaseURL: base, AuthorizationServers: []string{issuer}, MaxBodyBytes: o.maxBodyBytes},
+	tools, err := mcp.New(mcp.Config{BaseURL: base, AuthorizationServers: []string{issuer}, MaxBodyBytes: o.maxBodyBytes,
+		ProgressInterval: o.progressGap},
 		mcp.Deps{Access: acc, Calls: svc})
 	require.NoError(t, err)
 	mcp.SetDispatchSpy(tools, func(method string) {

@@ -50,6 +50,10 @@ type Config struct {
 	// Version is the server version reported by initialize. Defaults to
 	// "dev".
 	Version string
+	// ProgressInterval is the longest a deliberation's event stream stays
+	// silent: past it the last step is sent again as progress, so that a
+	// slow seat does not run out a client's timeout. Defaults to 15s.
+	ProgressInterval time.Duration
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -62,6 +66,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Version == "" {
 		c.Version = "dev"
+	}
+	if c.ProgressInterval == 0 {
+		c.ProgressInterval = 15 * time.Second
 	}
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
 	return c
@@ -84,6 +91,8 @@ func (c Config) validate() error {
 		return errors.New("mcp: MaxBodyBytes cannot be negative")
 	case c.MaxSelfAnswered < 0:
 		return errors.New("mcp: MaxSelfAnswered cannot be negative")
+	case c.ProgressInterval < 0:
+		return errors.New("mcp: ProgressInterval cannot be negative")
 	}
 	return nil
 }
@@ -276,7 +285,11 @@ func (h *Handler) serveOne(w http.ResponseWriter, r *http.Request, p *access.Pri
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	writeJSON(w, http.StatusOK, h.dispatch(r.Context(), p, m))
+	if h.streams(r, m) {
+		h.serveStream(w, r, p, m)
+		return
+	}
+	writeJSON(w, http.StatusOK, h.dispatch(r.Context(), p, m, nil))
 }
 
 // serveBatch answers a body holding a batch: every element on its own, the
@@ -317,7 +330,7 @@ func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request, p *access.P
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			out[i] = h.dispatch(r.Context(), p, m)
+			out[i] = h.dispatch(r.Context(), p, m, nil)
 		}()
 	}
 	wg.Wait()
@@ -357,8 +370,9 @@ func (h *Handler) notify(ctx context.Context, m *message) {
 	}
 }
 
-// dispatch answers one request. A fault in a method is the spec's -32603.
-func (h *Handler) dispatch(ctx context.Context, p *access.Principal, m *message) (res *response) {
+// dispatch answers one request; progress, when set, is told the steps of a
+// deliberation it runs. A fault in a method is the spec's -32603.
+func (h *Handler) dispatch(ctx context.Context, p *access.Principal, m *message, progress func(calls.Progress)) (res *response) {
 	defer func() {
 		if v := recover(); v != nil {
 			h.log.ErrorContext(ctx, "panic serving an MCP request", slog.String("method", *m.Method), slog.Any("panic", v))
@@ -376,7 +390,7 @@ func (h *Handler) dispatch(ctx context.Context, p *access.Principal, m *message)
 	case "tools/list":
 		return resultOf(m.ID, toolList{Tools: h.tools.list})
 	case "tools/call":
-		return h.tools.call(ctx, p, m)
+		return h.tools.call(ctx, p, m, progress)
 	}
 	return errorOf(m.ID, codeMethodNotFound, fmt.Sprintf("Method not found: %s.", *m.Method), nil)
 }

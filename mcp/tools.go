@@ -8,6 +8,7 @@ import (
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/calls"
 )
 
 // guidance is the spec's advice on when to deliberate, carried by
@@ -62,6 +63,9 @@ type toolCall struct {
 	rawArgs   json.RawMessage
 	meta      callMeta
 	requestID string
+	// progress is told the steps of a deliberation the call runs; nil
+	// unless the call is answered with an event stream.
+	progress func(calls.Progress)
 }
 
 // callMeta is what the tool server reads from a call's _meta.
@@ -153,12 +157,12 @@ func (s *toolSet) parseCall(m *message) (*tool, *toolCall, *response) {
 }
 
 // call runs a tools/call.
-func (s *toolSet) call(ctx context.Context, p *access.Principal, m *message) *response {
+func (s *toolSet) call(ctx context.Context, p *access.Principal, m *message, progress func(calls.Progress)) *response {
 	t, c, bad := s.parseCall(m)
 	if bad != nil {
 		return bad
 	}
-	c.requestID = core.NewID("req")
+	c.requestID, c.progress = core.NewID("req"), progress
 	return resultOf(m.ID, t.run(ctx, p, c))
 }
 

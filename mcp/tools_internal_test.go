@@ -26,7 +26,7 @@ func TestMissingRequiredArguments(t *testing.T) {
 	)
 	call := func(params string) *response {
 		method := "tools/call"
-		return set.call(context.Background(), nil, &message{ID: json.RawMessage(`5`), Method: &method, Params: json.RawMessage(params), hasID: true})
+		return set.call(context.Background(), nil, &message{ID: json.RawMessage(`5`), Method: &method, Params: json.RawMessage(params), hasID: true}, nil)
 	}
 	for _, params := range []string{
 		`{"name":"self"}`,

@@ -244,3 +244,34 @@ func TestBatchRunsAtMostEightSelfAnsweredCalls(t *testing.T) {
 	require.JSONEq(t, `"ping"`, string(out[11].ID))
 	require.Nil(t, out[11].Error)
 }
+
+// A client may name a call's idempotency key in _meta, as REST's
+// Idempotency-Key header does: a repeat with it replays the stored answer;
+// an empty one is refused as REST refuses an empty header.
+func TestIdempotencyKeyInMeta(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	call := func(key string) toolResult {
+		body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{
+			"name": "deliberate", "arguments": map[string]any{"model": "conclave-standard", "messages": messages(question)},
+			"_meta": map[string]any{"conclave/idempotency-key": key}}})
+		require.NoError(t, err)
+		r := tb.post(t, mcp.Path, tb.key, string(body))
+		var tr toolResult
+		require.NoError(t, json.Unmarshal(r.rpc(t).Result, &tr), r.raw)
+		return tr
+	}
+	first := call("order-42")
+	require.False(t, first.IsError, first.Content[0].Text)
+	var comp, again map[string]any
+	first.text(t, &comp)
+	repeat := call("order-42")
+	require.False(t, repeat.IsError, repeat.Content[0].Text)
+	repeat.text(t, &again)
+	require.Equal(t, true, again["panel"].(map[string]any)["replayed"])
+	require.Equal(t, comp["panel"].(map[string]any)["request_id"], again["panel"].(map[string]any)["request_id"])
+
+	empty := call("")
+	require.True(t, empty.IsError)
+	require.Contains(t, empty.Content[0].Text, `"code":"invalid_request"`)
+}

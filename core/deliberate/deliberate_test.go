@@ -2,6 +2,7 @@ package deliberate
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -138,4 +139,61 @@ func TestPromptsAreAnonymised(t *testing.T) {
 	}
 	require.True(t, fc.got["x/judge"][0].JSONOutput)
 	require.Contains(t, fc.got["x/synth"][0].Messages[0].Content, "Question:\n"+q)
+}
+
+// An observer is told every step of a deliberation in order — classified,
+// then each round started, its seats answered and its judgment, then
+// synthesis — and the deliberation does and costs exactly what it does
+// unobserved.
+func TestObserverIsToldEveryStep(t *testing.T) {
+	t.Parallel()
+	engines := []core.Engine{}
+	for _, id := range []string{"x/alpha", "x/beta", "x/judge", "x/synth"} {
+		engines = append(engines, core.Engine{ID: id, Family: "x", MaxTier: core.TierPro, Adapter: "openai", InputPerMTok: 1_000_000, OutputPerMTok: 2_000_000})
+	}
+	cat, err := core.NewCatalog(engines, nil)
+	require.NoError(t, err)
+	fc := &fakeCaller{got: map[string][]*core.SeatRequest{}, answers: map[string]string{
+		"x/alpha": "Position one.", "x/beta": "Position two.", "x/judge": "{}", "x/synth": "The one answer.",
+	}}
+	e, err := New(Config{Catalog: cat, Caller: fc, Judge: firstProtocol{}, Seed: func() int64 { return 3 }})
+	require.NoError(t, err)
+	mode := &core.Mode{ID: "m", Deliberation: core.Deliberation{
+		Seats:    map[core.Tier][]core.Seat{core.TierPlus: {{Engine: "x/alpha"}, {Engine: "x/beta"}}},
+		Staff:    map[string]core.Staff{"judge": {Engine: "x/judge"}, "synthesis": {Engine: "x/synth"}},
+		Critique: core.CritiqueAlways, MaxRounds: 2,
+	}}
+	msgs := []core.Message{{Role: core.RoleUser, Content: "Should we rewrite the scheduler?"}}
+	var mu sync.Mutex
+	var seen []Progress
+	observed, err := e.Run(context.Background(), &Request{Mode: mode, Tier: core.TierPlus, Messages: msgs, Observe: func(p Progress) {
+		mu.Lock()
+		seen = append(seen, p)
+		mu.Unlock()
+	}})
+	require.NoError(t, err)
+	var stages []string
+	for _, p := range seen {
+		s := string(p.Stage)
+		if p.Round > 0 && p.Stage != StageSynthesising {
+			s = fmt.Sprintf("%s %d", s, p.Round)
+		}
+		stages = append(stages, s)
+	}
+	require.Equal(t, []string{
+		"classified",
+		"round_started 1", "seat_answered 1", "seat_answered 1", "judged 1",
+		"round_started 2", "seat_answered 2", "seat_answered 2", "judged 2",
+		"synthesising",
+	}, stages)
+	require.Equal(t, core.DepthLight, seen[0].Depth)
+	require.Equal(t, core.LanePanel, seen[0].Lane)
+	require.Equal(t, 2, seen[1].Seats)
+	require.ElementsMatch(t, []int{1, 2}, []int{seen[2].Answered, seen[3].Answered})
+
+	plain, err := e.Run(context.Background(), &Request{Mode: mode, Tier: core.TierPlus, Messages: msgs})
+	require.NoError(t, err)
+	require.Equal(t, plain.Cost, observed.Cost)
+	require.Equal(t, plain.Answer, observed.Answer)
+	require.Len(t, observed.Calls, len(plain.Calls))
 }
