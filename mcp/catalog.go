@@ -99,7 +99,7 @@ func (h *Handler) newTools() *toolSet {
 				Title: "List the engines that can fill seats",
 				Description: "List the engines that can fill a mode's seats, up to the highest tier you may ask for: each " +
 					"engine's id, provider family and the tiers it can fill. Answered by the tool server itself.",
-				InputSchema: schema(`{"type": "object", "properties": {}}`),
+				InputSchema: schema(`{"type": "object", "properties": {}, "additionalProperties": false}`),
 				OutputSchema: schema(`{"type": "object", "required": ["tier", "engines"], "properties": {
 					"tier": {"type": "string", "description": "The highest tier you may ask for."},
 					"engines": {"type": "array", "items": {"type": "object", "required": ["id", "family", "max_tier", "tiers"],

@@ -26,10 +26,21 @@ type tool struct {
 	// forward to the REST endpoint's core service. Only self-answered
 	// calls count toward a batch's limit, and only they refuse missing
 	// required arguments with -32602 (a forwarding tool passes the call
-	// on, so the REST code comes back).
+	// on, so the REST code comes back). They also refuse arguments their
+	// input schema does not declare.
 	selfAnswered bool
 	required     []string
 	run          func(ctx context.Context, p *access.Principal, c *toolCall) *toolResult
+}
+
+// takes reports whether the tool's input schema declares the argument.
+func (t *tool) takes(name string) bool {
+	var in struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	_ = json.Unmarshal(t.desc.InputSchema, &in) // a schema without properties takes none
+	_, ok := in.Properties[name]
+	return ok
 }
 
 // toolDesc is a tool as tools/list describes it.
@@ -123,7 +134,7 @@ func (s *toolSet) selfAnswered(m *message) bool {
 
 // parseCall reads a tools/call's params: -32602 for a missing or unknown
 // tool name, arguments that are not an object, or — for a self-answered
-// tool — a missing required argument.
+// tool — an argument it does not take or a missing required one.
 func (s *toolSet) parseCall(m *message) (*tool, *toolCall, *response) {
 	invalid := func(format string, args ...any) (*tool, *toolCall, *response) {
 		return nil, nil, errorOf(m.ID, codeInvalidParams, "Invalid params: "+fmt.Sprintf(format, args...), nil)
@@ -143,6 +154,11 @@ func (s *toolSet) parseCall(m *message) (*tool, *toolCall, *response) {
 		}
 	}
 	if t.selfAnswered {
+		for name := range c.args {
+			if !t.takes(name) {
+				return invalid("%s takes no argument %q; tools/list gives its input schema.", c.name, name)
+			}
+		}
 		var missing []string
 		for _, name := range t.required {
 			if !present(c.args[name]) {

@@ -10,8 +10,8 @@ import (
 	"github.com/conclavehq/conclave/core/access"
 )
 
-// A self-answered tool refuses a call that lacks a required argument with
-// -32602 before it runs; a forwarding tool runs, so that the REST code
+// A self-answered tool refuses a call that lacks a required argument, or
+// passes one its schema does not declare, with -32602 before it runs; a forwarding tool runs, so that the REST code
 // comes back in its result.
 func TestMissingRequiredArguments(t *testing.T) {
 	t.Parallel()
@@ -21,7 +21,8 @@ func TestMissingRequiredArguments(t *testing.T) {
 		return textResult(map[string]string{"ok": "yes"}, false)
 	}
 	set := newToolSet(
-		&tool{desc: toolDesc{Name: "self"}, selfAnswered: true, required: []string{"mode", "message"}, run: run},
+		&tool{desc: toolDesc{Name: "self", InputSchema: json.RawMessage(`{"type":"object","properties":{"mode":{},"message":{}}}`)},
+			selfAnswered: true, required: []string{"mode", "message"}, run: run},
 		&tool{desc: toolDesc{Name: "forward"}, required: []string{"model"}, run: run},
 	)
 	call := func(params string) *response {
@@ -34,6 +35,7 @@ func TestMissingRequiredArguments(t *testing.T) {
 		`{"name":"self","arguments":{"mode":"m"}}`,
 		`{"name":"self","arguments":{"mode":"m","message":null}}`,
 		`{"name":"self","arguments":["m"]}`,
+		`{"name":"self","arguments":{"mode":"m","message":"hi","extra":1}}`,
 	} {
 		res := call(params)
 		require.NotNil(t, res.Error, params)
