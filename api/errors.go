@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -50,27 +49,15 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := marshalJSON(v)
+	body, err := wire.Marshal(v)
 	if err != nil {
 		// Only a programming error (a value JSON cannot encode) gets here.
 		info := core.InfoFor(core.CodeInternalError)
 		status = info.Status
-		body, _ = marshalJSON(errorEnvelope{Error: wire.ErrorOf(core.Errorf(core.CodeInternalError,
+		body, _ = wire.Marshal(errorEnvelope{Error: wire.ErrorOf(core.Errorf(core.CodeInternalError,
 			"The service failed to encode its answer. Retry with the same Idempotency-Key."))})
 	}
 	writeRawJSON(w, status, body)
-}
-
-// marshalJSON is how every response body is encoded: HTML left unescaped,
-// a trailing newline.
-func marshalJSON(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
 }
 
 // writeRawJSON writes an already encoded JSON body, with its length, so

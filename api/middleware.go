@@ -51,28 +51,6 @@ const statusClientClosed = 499
 // RequestIDHeader carries the request id on every response.
 const RequestIDHeader = "X-Request-Id"
 
-// statusWriter records the status a handler wrote.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
 // observe gives every request an id (header X-Request-Id), recovers panics
 // into 500 internal_error, and records one log line and the metrics when the
 // request ends. Log lines carry ids, route, status and code — never a key,
@@ -83,27 +61,27 @@ func (h *handler) observe(next http.Handler) http.Handler {
 		st := &reqState{id: core.NewID("req"), logger: h.log}
 		w.Header().Set(RequestIDHeader, st.id)
 		r = r.WithContext(context.WithValue(r.Context(), stateKey, st))
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &carrier.StatusWriter{ResponseWriter: w}
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
 				h.log.ErrorContext(r.Context(), "panic serving request", slog.String("request_id", st.id), slog.Any("panic", p))
-				if sw.status == 0 {
+				if sw.Status == 0 {
 					writeError(sw, r, core.Errorf(core.CodeInternalError, "The service failed to complete the request. Retry with the same Idempotency-Key."))
 				}
 			}
 			// The answer goes out before the log line and the metrics: a
 			// body of known length is complete for the client once flushed,
 			// so a slow log writer never delays it.
-			if sw.status != 0 {
+			if sw.Status != 0 {
 				if f, ok := sw.ResponseWriter.(http.Flusher); ok {
 					f.Flush()
 				}
 			}
 			route := h.routeLabel(r, st)
-			status := sw.status
+			status := sw.Status
 			if status == 0 {
 				status = http.StatusOK
 				if r.Context().Err() != nil {

@@ -69,7 +69,7 @@ func TestEndpointHTTPBehaviour(t *testing.T) {
 		{name: "tools/call of an unknown tool", body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"nope"}}`,
 			status: 200, rpcCode: -32602},
 		{name: "a self-answered tool with an argument it does not take",
-			body: `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"list_engines","arguments":{"tier":"pro"}}}`,
+			body:   `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"list_engines","arguments":{"tier":"pro"}}}`,
 			status: 200, rpcCode: -32602},
 		{name: "all-notification batch", body: `[{"jsonrpc":"2.0","method":"notifications/initialized"},` +
 			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}]`, status: 202, empty: true},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/carrier"
+	"github.com/conclavehq/conclave/core/wire"
 )
 
 // JSON-RPC 2.0 error codes, and the two MCP adds for its transport.
@@ -125,16 +126,11 @@ func firstByte(b []byte) byte {
 	return b[0]
 }
 
-// marshal encodes v the way every answer is encoded: HTML left unescaped,
-// no trailing newline.
+// marshal encodes v as every carrier does (wire.Marshal), without the
+// trailing newline: an event stream's data line must end with the event.
 func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(b.Bytes(), "\n"), nil
+	b, err := wire.Marshal(v)
+	return bytes.TrimSuffix(b, []byte("\n")), err
 }
 
 // writeJSON writes v as an application/json answer with status.

@@ -177,10 +177,10 @@ type resourceMetadata struct {
 // ServeHTTP routes to the tool endpoint or the protected-resource document.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	sw := &statusWriter{ResponseWriter: w}
+	sw := &carrier.StatusWriter{ResponseWriter: w}
 	defer func() {
 		h.log.LogAttrs(r.Context(), slog.LevelInfo, "mcp request", slog.String("method", r.Method),
-			slog.String("path", r.URL.Path), slog.Int("status", sw.status), slog.Duration("duration", time.Since(start)))
+			slog.String("path", r.URL.Path), slog.Int("status", sw.Status), slog.Duration("duration", time.Since(start)))
 	}()
 	switch r.URL.Path {
 	case Path:
@@ -401,35 +401,6 @@ func (h *Handler) logFailure(ctx context.Context, e *core.Error) {
 		h.log.ErrorContext(ctx, "mcp request failed", slog.String("code", string(e.Code)), slog.String("error", e.Err.Error()))
 	}
 }
-
-// statusWriter records the status a handler wrote, for the log line.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// Flush lets event streams through the wrapper.
-func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Protocol versions the server speaks, newest first.
 var protocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}

@@ -71,3 +71,37 @@ func CheckBaseURL(s string) error {
 	}
 	return nil
 }
+
+// StatusWriter records the status its handler wrote — 0 until it writes —
+// for a carrier's request log and metrics. It passes Flush through (an
+// event stream needs it) and unwraps to the writer it wraps.
+type StatusWriter struct {
+	http.ResponseWriter
+	Status int
+}
+
+// WriteHeader records the first status written.
+func (w *StatusWriter) WriteHeader(code int) {
+	if w.Status == 0 {
+		w.Status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Write records 200 when nothing was written before.
+func (w *StatusWriter) Write(b []byte) (int, error) {
+	if w.Status == 0 {
+		w.Status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush flushes the wrapped writer when it can.
+func (w *StatusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap returns the wrapped writer, for http.ResponseController.
+func (w *StatusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

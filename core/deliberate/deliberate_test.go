@@ -147,30 +147,17 @@ func TestPromptsAreAnonymised(t *testing.T) {
 // unobserved.
 func TestObserverIsToldEveryStep(t *testing.T) {
 	t.Parallel()
-	engines := []core.Engine{}
-	for _, id := range []string{"x/alpha", "x/beta", "x/judge", "x/synth"} {
-		engines = append(engines, core.Engine{ID: id, Family: "x", MaxTier: core.TierPro, Adapter: "openai", InputPerMTok: 1_000_000, OutputPerMTok: 2_000_000})
-	}
-	cat, err := core.NewCatalog(engines, nil)
-	require.NoError(t, err)
-	fc := &fakeCaller{got: map[string][]*core.SeatRequest{}, answers: map[string]string{
-		"x/alpha": "Position one.", "x/beta": "Position two.", "x/judge": "{}", "x/synth": "The one answer.",
-	}}
-	e, err := New(Config{Catalog: cat, Caller: fc, Judge: firstProtocol{}, Seed: func() int64 { return 3 }})
-	require.NoError(t, err)
-	mode := &core.Mode{ID: "m", Deliberation: core.Deliberation{
-		Seats:    map[core.Tier][]core.Seat{core.TierPlus: {{Engine: "x/alpha"}, {Engine: "x/beta"}}},
-		Staff:    map[string]core.Staff{"judge": {Engine: "x/judge"}, "synthesis": {Engine: "x/synth"}},
-		Critique: core.CritiqueAlways, MaxRounds: 2,
-	}}
-	msgs := []core.Message{{Role: core.RoleUser, Content: "Should we rewrite the scheduler?"}}
+	tb := setup(t, nil)
+	mode := twoSeats(func(d *core.Deliberation) { d.MaxRounds = 2 })
 	var mu sync.Mutex
 	var seen []Progress
-	observed, err := e.Run(context.Background(), &Request{Mode: mode, Tier: core.TierPlus, Messages: msgs, Observe: func(p Progress) {
+	req := ask(mode, 0)
+	req.Observe = func(p Progress) {
 		mu.Lock()
 		seen = append(seen, p)
 		mu.Unlock()
-	}})
+	}
+	observed, err := tb.e.Run(context.Background(), req)
 	require.NoError(t, err)
 	var stages []string
 	for _, p := range seen {
@@ -191,7 +178,7 @@ func TestObserverIsToldEveryStep(t *testing.T) {
 	require.Equal(t, 2, seen[1].Seats)
 	require.ElementsMatch(t, []int{1, 2}, []int{seen[2].Answered, seen[3].Answered})
 
-	plain, err := e.Run(context.Background(), &Request{Mode: mode, Tier: core.TierPlus, Messages: msgs})
+	plain, err := tb.e.Run(context.Background(), ask(mode, 0))
 	require.NoError(t, err)
 	require.Equal(t, plain.Cost, observed.Cost)
 	require.Equal(t, plain.Answer, observed.Answer)

@@ -1,6 +1,23 @@
 package wire
 
-import "github.com/conclavehq/conclave/core"
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/conclavehq/conclave/core"
+)
+
+// Marshal is how every carrier encodes the bodies it sends: HTML left
+// unescaped (answers quote code and prose), a trailing newline.
+func Marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
 
 // ErrorObject is the error object of the spec's envelope, and of a
 // forwarding tool's failure.
