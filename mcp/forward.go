@@ -3,6 +3,8 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"strings"
 
 	"github.com/conclavehq/conclave/core"
@@ -16,6 +18,18 @@ import (
 // the REST one, and answer the endpoint's JSON. A failure is a result with
 // isError and the forwarding shape.
 
+// forwardFailure renders a forwarding tool's failure, logging the cause of
+// a 5xx (which is never sent), as REST's writeError does.
+func (h *Handler) forwardFailure(ctx context.Context, err error, requestID string) *toolResult {
+	var e *core.Error
+	if errors.As(err, &e) {
+		h.logFailure(ctx, e, requestID)
+	} else if ctx.Err() == nil {
+		h.log.ErrorContext(ctx, "mcp tool call failed", slog.String("request_id", requestID), slog.String("error", err.Error()))
+	}
+	return forwardedFailure(err, requestID)
+}
+
 // callOf names a tool call to the call service.
 func callOf(c *toolCall) calls.Call {
 	return calls.Call{RequestID: c.requestID, Endpoint: "mcp:" + c.name, Progress: c.progress}
@@ -26,7 +40,7 @@ func callOf(c *toolCall) calls.Call {
 // REST derives it, so a retry with the same arguments is the same call.
 func (h *Handler) deliberate(ctx context.Context, p *access.Principal, c *toolCall) *toolResult {
 	if err := h.access.Authorize(ctx, p, core.ActionChatCreate, nil, ""); err != nil {
-		return forwardedFailure(err, c.requestID)
+		return h.forwardFailure(ctx, err, c.requestID)
 	}
 	in := calls.ChatInput{Model: c.args["model"], Messages: c.args["messages"], Tier: c.args["tier"]}
 	if raw := c.args["max_cost_usd"]; present(raw) {
@@ -38,14 +52,14 @@ func (h *Handler) deliberate(ctx context.Context, p *access.Principal, c *toolCa
 		err = calls.CheckIdempotencyKey(req.IdempotencyKey)
 	}
 	if err != nil {
-		return forwardedFailure(h.access.Refused(ctx, p, c.requestID, err), c.requestID)
+		return h.forwardFailure(ctx, h.access.Refused(ctx, p, c.requestID, err), c.requestID)
 	}
 	res, err := h.calls.Chat(ctx, p, callOf(c), req)
 	switch {
 	case err != nil:
 		// A caller that left gets nothing; its deliberation goes on, is
 		// billed once and stored, and a retry replays it.
-		return forwardedFailure(err, c.requestID)
+		return h.forwardFailure(ctx, err, c.requestID)
 	case res.Replay != nil:
 		return structuredResult(wire.ReplayOf(res.Replay))
 	}
@@ -55,15 +69,15 @@ func (h *Handler) deliberate(ctx context.Context, p *access.Principal, c *toolCa
 // estimate classifies a question and quotes it, as POST /v1/estimate.
 func (h *Handler) estimate(ctx context.Context, p *access.Principal, c *toolCall) *toolResult {
 	if err := h.access.Authorize(ctx, p, core.ActionEstimate, nil, ""); err != nil {
-		return forwardedFailure(err, c.requestID)
+		return h.forwardFailure(ctx, err, c.requestID)
 	}
 	req, err := calls.ParseEstimate(&calls.EstimateInput{Model: c.args["model"], Messages: c.args["messages"]})
 	if err != nil {
-		return forwardedFailure(h.access.Refused(ctx, p, c.requestID, err), c.requestID)
+		return h.forwardFailure(ctx, h.access.Refused(ctx, p, c.requestID, err), c.requestID)
 	}
 	e, err := h.calls.Estimate(ctx, p, callOf(c), req)
 	if err != nil {
-		return forwardedFailure(err, c.requestID)
+		return h.forwardFailure(ctx, err, c.requestID)
 	}
 	return structuredResult(wire.EstimateOf(e, req.Model))
 }
@@ -80,11 +94,11 @@ func (h *Handler) read(ctx context.Context, p *access.Principal, c *toolCall, ac
 // listModes lists the modes the key may call, as GET /v1/models.
 func (h *Handler) listModes(ctx context.Context, p *access.Principal, c *toolCall) *toolResult {
 	if err := h.read(ctx, p, c, core.ActionModelsRead); err != nil {
-		return forwardedFailure(err, c.requestID)
+		return h.forwardFailure(ctx, err, c.requestID)
 	}
 	views, err := h.calls.ListModes(ctx, p)
 	if err != nil {
-		return forwardedFailure(err, c.requestID)
+		return h.forwardFailure(ctx, err, c.requestID)
 	}
 	return structuredResult(wire.ModelListOf(views, h.started.Unix()))
 }
@@ -92,25 +106,25 @@ func (h *Handler) listModes(ctx context.Context, p *access.Principal, c *toolCal
 // getReceipt reads a call's receipt, as GET /v1/receipts/{request_id}.
 func (h *Handler) getReceipt(ctx context.Context, p *access.Principal, c *toolCall) *toolResult {
 	if err := h.read(ctx, p, c, core.ActionReceiptsRead); err != nil {
-		return forwardedFailure(err, c.requestID)
+		return h.forwardFailure(ctx, err, c.requestID)
 	}
 	var id string
 	if raw := c.args["request_id"]; present(raw) && json.Unmarshal(raw, &id) != nil {
-		return forwardedFailure(core.Errorf(core.CodeInvalidRequest, "request_id must be a string: panel.request_id of the call.").
+		return h.forwardFailure(ctx, core.Errorf(core.CodeInvalidRequest, "request_id must be a string: panel.request_id of the call.").
 			WithParam("request_id"), c.requestID)
 	}
 	if id = strings.TrimSpace(id); id == "" {
-		return forwardedFailure(core.Errorf(core.CodeMissingRequestID, "Name the call: pass request_id, the panel.request_id of its answer.").
+		return h.forwardFailure(ctx, core.Errorf(core.CodeMissingRequestID, "Name the call: pass request_id, the panel.request_id of its answer.").
 			WithParam("request_id"), c.requestID)
 	}
 	var transcript bool
 	if raw := c.args["include_transcript"]; present(raw) && json.Unmarshal(raw, &transcript) != nil {
-		return forwardedFailure(core.Errorf(core.CodeInvalidRequest, "include_transcript must be true or false.").
+		return h.forwardFailure(ctx, core.Errorf(core.CodeInvalidRequest, "include_transcript must be true or false.").
 			WithParam("include_transcript"), c.requestID)
 	}
 	a, err := h.calls.Receipt(ctx, p, id)
 	if err != nil {
-		return forwardedFailure(err, c.requestID)
+		return h.forwardFailure(ctx, err, c.requestID)
 	}
 	return structuredResult(wire.ReceiptOf(a, transcript))
 }
@@ -123,7 +137,7 @@ func (h *Handler) listEngines(ctx context.Context, p *access.Principal, c *toolC
 	}
 	list, err := h.calls.ListEngines(ctx, p)
 	if err != nil {
-		h.logFailure(ctx, core.AsError(err))
+		h.logFailure(ctx, core.AsError(err), c.requestID)
 		return selfAnsweredFailure(err, nil)
 	}
 	out := engineList{Tier: list.Tier, Engines: []engineEntry{}}

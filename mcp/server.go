@@ -229,17 +229,20 @@ func (h *Handler) serveEndpoint(w http.ResponseWriter, r *http.Request) {
 		writeRefusal(w, codeServerError, e.Message, e)
 		return
 	}
-	secret, _ := carrier.Bearer(r)
+	secret, sent := carrier.Bearer(r)
 	p, err := h.access.Authenticate(r.Context(), secret)
 	if err != nil {
 		e := core.AsError(err)
 		if core.InfoFor(e.Code).Status == http.StatusUnauthorized {
+			msg := "Unauthorized: sign in with OAuth, or send your API key as a bearer token ('Authorization: Bearer ccl_live_…')."
+			if sent {
+				msg += " " + e.Message
+			}
 			w.Header().Set("WWW-Authenticate", h.challenge())
-			writeRefusal(w, codeUnauthorized, "Unauthorized: sign in with OAuth, or send your API key as a bearer token "+
-				"('Authorization: Bearer ccl_live_…'). "+e.Message, e)
+			writeRefusal(w, codeUnauthorized, msg, e)
 			return
 		}
-		h.logFailure(r.Context(), e)
+		h.logFailure(r.Context(), e, "")
 		writeRefusal(w, codeServerError, e.Message, e)
 		return
 	}
@@ -395,10 +398,12 @@ func (h *Handler) dispatch(ctx context.Context, p *access.Principal, m *message,
 	return errorOf(m.ID, codeMethodNotFound, fmt.Sprintf("Method not found: %s.", *m.Method), nil)
 }
 
-// logFailure logs the cause of a 5xx refusal; it is never sent.
-func (h *Handler) logFailure(ctx context.Context, e *core.Error) {
+// logFailure logs the cause of a 5xx refusal, with the tool call's
+// request id when there is one; the cause is never sent.
+func (h *Handler) logFailure(ctx context.Context, e *core.Error, requestID string) {
 	if core.InfoFor(e.Code).Status >= 500 && e.Err != nil {
-		h.log.ErrorContext(ctx, "mcp request failed", slog.String("code", string(e.Code)), slog.String("error", e.Err.Error()))
+		h.log.ErrorContext(ctx, "mcp request failed", slog.String("request_id", requestID), slog.String("code", string(e.Code)),
+			slog.String("error", e.Err.Error()))
 	}
 }
 
