@@ -108,6 +108,7 @@ var codeTable = map[Code]CodeInfo{
 	CodeForbidden:         {403, TypePermission, RetryNo},
 	CodeModeNotFound:      {404, TypeInvalidRequest, RetryNo},
 	CodeInvalidRequest:    {400, TypeInvalidRequest, RetryNo},
+	CodeBatchTooLarge:     {413, TypeInvalidRequest, RetryNo},
 }
 
 // InfoFor returns what code means on the wire. An unknown code is an
@@ -197,6 +198,7 @@ var clientAdvice = map[Code]string{
 	CodeForbidden:         "Use a key or sign-in allowed to change this mode.",
 	CodeModeNotFound:      "Check the mode id; only modes your organisation can see are found.",
 	CodeInvalidRequest:    "Fix the request as `error.message` says.",
+	CodeBatchTooLarge:     "Send at most 8 calls to self-answered tools in one JSON-RPC batch; resend the refused ids in another batch.",
 }
 
 // Advice is what a client should do on code ("" for a code without a row).

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -18,6 +19,7 @@ import (
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/deliberate"
 	"github.com/conclavehq/conclave/internal/config"
+	"github.com/conclavehq/conclave/mcp"
 	"github.com/conclavehq/conclave/plugins/egress"
 	"github.com/conclavehq/conclave/plugins/goplugin"
 	"github.com/conclavehq/conclave/plugins/protocol/direct"
@@ -113,8 +115,15 @@ func serve(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) erro
 			return err
 		}
 	}
-	public, err := listen(ctx, cfg, log, cfg.Server.Addr, h)
+	// The public listener serves REST at /v1 and the MCP tool server at
+	// /mcp; the tool server needs the public URL, which by default is the
+	// bound address, so it is mounted once the listener is bound.
+	public, err := listen(ctx, cfg, log, cfg.Server.Addr, nil)
 	if err != nil {
+		return err
+	}
+	if err := mountPublic(cfg, public, h, mcp.Deps{Access: acc, Calls: svc, Logger: log}); err != nil {
+		public.close()
 		return err
 	}
 	operator, operatorBound, err := listenOperator(ctx, cfg, log, reg, db.store.Ready)
@@ -146,6 +155,28 @@ func serve(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) erro
 		return err
 	}
 	log.Info("stopped")
+	return nil
+}
+
+// mountPublic gives the public listener its handler: the MCP tool server
+// on its paths, the REST handler for everything else. The tool server's base URL is server.public_url,
+// else http:// and the bound address; its authorization servers are
+// auth.authorization_servers, else that base URL.
+func mountPublic(cfg *config.Config, public *listener, rest http.Handler, deps mcp.Deps) error {
+	base := cfg.Server.PublicURL
+	if base == "" {
+		base = "http://" + public.ln.Addr().String()
+	}
+	issuers := cfg.Auth.AuthorizationServers
+	if len(issuers) == 0 {
+		issuers = []string{strings.TrimRight(base, "/")}
+	}
+	tools, err := mcp.New(mcp.Config{BaseURL: base, AuthorizationServers: issuers, MaxBodyBytes: cfg.Server.MaxBodyBytes,
+		Version: version}, deps)
+	if err != nil {
+		return err
+	}
+	public.srv.Handler = tools.Alongside(rest)
 	return nil
 }
 

@@ -28,7 +28,17 @@ type Call struct {
 	// Endpoint is the route the call came in on ("/v1/chat/completions",
 	// "mcp:deliberate"), recorded with an outcome that has no receipt.
 	Endpoint string
+	// Progress, when set, is told each step a chat completion's
+	// deliberation reaches, as deliberate.Request.Observe is: quickly,
+	// without blocking, from the deliberation's goroutines — and on after
+	// the caller has left, since the deliberation goes on. It is an
+	// observer only: what runs and what is billed do not depend on it.
+	// Defaults to nil.
+	Progress func(Progress)
 }
+
+// Progress is a step of a deliberation, reported to Call.Progress.
+type Progress = deliberate.Progress
 
 // ChatResult is what Chat answers: a fresh completion, or the stored one
 // replayed for a repeat of its idempotency key.
@@ -249,6 +259,7 @@ func (r *chatRun) run(ctx context.Context) (*ChatResult, error) {
 	}()
 	plan, err := s.d.Deliberator.Plan(ctx, &deliberate.Request{
 		Mode: r.mode, Tier: r.req.Tier, Messages: r.req.Messages, OrgID: r.p.Org.ID, RequestID: r.c.RequestID,
+		Observe: r.c.Progress,
 	})
 	if err != nil {
 		return nil, r.failed(ctx, err)

@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/carrier"
 )
 
 //go:embed default.yaml
@@ -61,6 +62,14 @@ type Server struct {
 	// so that a blank value never turns it off by accident. Env
 	// CONCLAVE_OPERATOR_ADDR. Defaults to 127.0.0.1:8081.
 	OperatorAddr string `yaml:"operator_addr"`
+	// PublicURL is the base URL clients reach the service at, with a path
+	// prefix if a proxy adds one ("https://conclave.example.com"). The MCP
+	// tool server names PublicURL+"/mcp" as its resource in its
+	// protected-resource document and 401 challenge, which clients check
+	// against the URL they used; it is never taken from a request. Env
+	// CONCLAVE_PUBLIC_URL. Defaults to "": http:// and the public
+	// listener's bound address, right for a client on the same host.
+	PublicURL string `yaml:"public_url"`
 	// MaxBodyBytes caps request bodies; larger ones get 413 request_too_large.
 	// Defaults to 1 MiB.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
@@ -135,6 +144,11 @@ type Auth struct {
 	// KeyCacheTTL is how long a key lookup is cached (by hash, never the
 	// secret); a revocation takes effect within it. At most 10s. Defaults to 3s.
 	KeyCacheTTL time.Duration `yaml:"key_cache_ttl"`
+	// AuthorizationServers are the issuer URLs of the OAuth authorization
+	// servers whose access tokens the MCP tool server accepts, as its
+	// protected-resource document lists them. Defaults to [] — the public
+	// URL (server.public_url) as the one issuer.
+	AuthorizationServers []string `yaml:"authorization_servers"`
 }
 
 // Limits are the per-key and per-organisation defaults a key can override.
@@ -363,6 +377,9 @@ func Load(path string) (*Config, error) {
 	if v := os.Getenv("CONCLAVE_OPERATOR_ADDR"); v != "" {
 		c.Server.OperatorAddr = v
 	}
+	if v := os.Getenv("CONCLAVE_PUBLIC_URL"); v != "" {
+		c.Server.PublicURL = v
+	}
 	if err := c.Validate(); err != nil {
 		if path != "" {
 			return nil, fmt.Errorf("%s: %w", path, err)
@@ -435,6 +452,16 @@ func (c *Config) Validate() error {
 	}
 	if err := s.validateOperatorAddr(); err != nil {
 		return err
+	}
+	if s.PublicURL != "" {
+		if err := carrier.CheckBaseURL(s.PublicURL); err != nil {
+			return fe("server.public_url", "%v", err)
+		}
+	}
+	for i, u := range c.Auth.AuthorizationServers {
+		if err := carrier.CheckBaseURL(u); err != nil {
+			return fe(fmt.Sprintf("auth.authorization_servers[%d]", i), "%v", err)
+		}
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

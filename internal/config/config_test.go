@@ -81,6 +81,8 @@ func TestFileErrorsNameTheField(t *testing.T) {
 		"blank operator":   {"server:\n  operator_addr: \"\"\n", `server.operator_addr: required; "off" disables`},
 		"operator no port": {"server:\n  operator_addr: localhost\n", "server.operator_addr: \"localhost\" is not HOST:PORT"},
 		"operator port":    {"server:\n  operator_addr: 127.0.0.1:99999\n", "server.operator_addr: \"127.0.0.1:99999\": the port"},
+		"public url":       {"server:\n  public_url: ftp://conclave.example\n", "server.public_url"},
+		"issuer":           {"auth:\n  authorization_servers: [\"/issuer\"]\n", "auth.authorization_servers[0]"},
 		"operator = addr":  {"server:\n  addr: 127.0.0.1:7000\n  operator_addr: 127.0.0.1:7000\n", "is server.addr too"},
 		"blank data dir":   {"data_dir: \"\"\n", "data_dir: required"},
 		"retired data dir": {"database:\n  data_dir: /srv/conclave/pg\n", "database.data_dir: replaced by data_dir"},
