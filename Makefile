@@ -79,9 +79,15 @@ plugins: ## Build the built-in and example plugins (.wasm and go-plugin) into bi
 	  done; } > $(PLUGIN_DIR)/plugins.yaml
 	@echo "Built and pinned $$(grep -c 'name:' $(PLUGIN_DIR)/plugins.yaml) plugins in $(PLUGIN_DIR)/plugins.yaml"
 
+# make run ADDR=127.0.0.1:9000 serves the API elsewhere, OPERATOR_ADDR the
+# metrics; CONCLAVE_DATA_DIR moves the local database and the demo key
+# (default ./.data).
+ADDR          ?=
+OPERATOR_ADDR ?=
+
 .PHONY: run
-run: deps build ## Serve on the built-in defaults (managed local PostgreSQL, simulated provider) and print a demo key.
-	./$(BIN) serve --demo
+run: deps build ## Serve on the built-in defaults (managed local PostgreSQL, simulated provider) and print a demo key; ADDR=host:port moves it.
+	./$(BIN) serve --demo $(if $(ADDR),--addr $(ADDR)) $(if $(OPERATOR_ADDR),--operator-addr $(OPERATOR_ADDR))
 
 # Tests find the prebuilt plugins here (they build them themselves when unset).
 export CONCLAVE_PLUGIN_DIR := $(abspath $(PLUGIN_DIR))

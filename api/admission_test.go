@@ -112,11 +112,12 @@ func TestIdempotentFailedCallRunsAgain(t *testing.T) {
 	cb.requireBalanceMoved(t, core.TrialCredit, billedMicros(t, r))
 }
 
-// A repeat while the first call runs gets 409 request_in_progress; after it
-// ends, the repeat replays it. A malformed key is refused.
+// A repeat while the first call runs gets 409 request_in_progress once its
+// wait for the call (here 50 ms) has passed; after the call ends, the
+// repeat replays it. A malformed key is refused.
 func TestIdempotentRepeatWhileRunning(t *testing.T) {
 	t.Parallel()
-	cb := setupChat(t)
+	cb := setupChatWith(t, func(p *parts) { p.limits.RepeatWait = 50 * time.Millisecond })
 	// delay is simulated time: 25 s at the test's time scale is 0.5 s a call.
 	slow := chatBody("conclave-standard", hardQuestion+" [[sim: delay=25s]]", "")
 	done := make(chan *response, 1)

@@ -278,7 +278,35 @@ func TestInsufficientScope(t *testing.T) {
 	require.Equal(t, 200, r.status)
 	require.Equal(t, []string{"conclave-max"}, modelIDs(r))
 	require.Equal(t, 200, tb.do(t, "GET", "/v1/models/CNCL:MAXX", limited, "").status)
-	requireError(t, tb.do(t, "GET", "/v1/models/conclave-standard", limited, ""), 403, core.CodeInsufficientScope, "permission_error")
+
+	// A mode outside the key's list is, to that key, a mode that does not
+	// exist: the same 404, word for word, as an id no one has, whether it
+	// is read or estimated (chat resolves through the same call; the
+	// policy's tests cover its action).
+	unknown := tb.do(t, "GET", "/v1/models/no-such-mode", limited, "")
+	requireError(t, unknown, 404, core.CodeModelNotFound, "invalid_request_error")
+	chat := `{"model":"CNCL:STND","messages":[{"role":"user","content":"hi"}]}`
+	for _, r := range []*response{
+		tb.do(t, "GET", "/v1/models/conclave-standard", limited, ""),
+		tb.do(t, "GET", "/v1/models/CNCL%3ASTND", limited, ""),
+		tb.do(t, "POST", "/v1/estimate", limited, chat),
+	} {
+		requireError(t, r, 404, core.CodeModelNotFound, "invalid_request_error")
+		require.Equal(t, unknown.body["error"], r.body["error"])
+	}
+}
+
+// A ticker (or slug) a client percent-encoded in the path resolves as
+// written plain.
+func TestModelByEncodedTicker(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	for _, path := range []string{"/v1/models/CNCL%3ASTND", "/v1/models/CNCL%3aSTND", "/v1/models/conclave%2Dstandard"} {
+		r := tb.do(t, "GET", path, tb.key, "")
+		require.Equal(t, 200, r.status, path)
+		require.Equal(t, "conclave-standard", r.body["id"], path)
+	}
+	requireError(t, tb.do(t, "GET", "/v1/models/CNCL%3AZZZZ", tb.key, ""), 404, core.CodeModelNotFound, "invalid_request_error")
 }
 
 func modelIDs(r *response) []string {

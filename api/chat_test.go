@@ -251,12 +251,22 @@ func TestChatValidationAndAdmission(t *testing.T) {
 	}
 	for _, tc := range cases {
 		requireError(t, cb.do(t, "POST", "/v1/chat/completions", cb.key, tc.body), tc.status, tc.code, tc.typ)
+		// The estimate takes the same body and refuses it alike; only a
+		// missing model has its own code there.
+		code := tc.code
+		if tc.name == "model missing" {
+			code = core.CodeInvalidModel
+		}
+		requireError(t, cb.do(t, "POST", "/v1/estimate", cb.key, tc.body), tc.status, code, tc.typ)
 	}
 
-	// Over the key's input limit, counted with the real tokenizer.
+	// Over the key's input limit, counted with the real tokenizer; the
+	// estimate of the same prompt is refused alike.
 	small := cb.newKey(t, &core.CreateKeyParams{MaxInputTokens: 20})
 	long := strings.Repeat("Consider the trade-offs carefully. ", 20)
 	r := cb.do(t, "POST", "/v1/chat/completions", small, chatBody("conclave-standard", long, ""))
+	requireError(t, r, 413, core.CodeContextLengthExceeded, "invalid_request_error")
+	r = cb.do(t, "POST", "/v1/estimate", small, chatBody("conclave-standard", long, ""))
 	requireError(t, r, 413, core.CodeContextLengthExceeded, "invalid_request_error")
 	// 24 bytes with its framing, over the limit of 20, but 15 tokens: it
 	// is counted, and within.

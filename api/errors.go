@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -10,22 +9,16 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/carrier"
+	"github.com/conclavehq/conclave/core/wire"
 )
 
 // errorEnvelope is the spec's error body.
 type errorEnvelope struct {
-	Error    errorObject  `json:"error"`
-	Conclave requestBlock `json:"conclave"`
-}
-
-type errorObject struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Code    string  `json:"code"`
-	Param   *string `json:"param"`
+	Error    wire.ErrorObject `json:"error"`
+	Conclave requestBlock     `json:"conclave"`
 }
 
 type requestBlock struct {
@@ -45,44 +38,26 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		st.logger.ErrorContext(r.Context(), "request failed", slog.String("request_id", st.id),
 			slog.String("code", string(e.Code)), slog.String("error", e.Err.Error()))
 	}
-	body := errorEnvelope{Error: errorObject{Message: e.Message, Type: string(info.Type), Code: string(e.Code)}}
-	if e.Param != "" {
-		p := e.Param
-		body.Error.Param = &p
-	}
+	body := errorEnvelope{Error: wire.ErrorOf(e)}
 	if id := RequestID(r.Context()); id != "" {
 		body.Conclave.RequestID = &id
 	}
-	if e.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
-	} else if info.Status == http.StatusTooManyRequests {
-		w.Header().Set("Retry-After", "1")
+	if secs := carrier.RetryAfterSeconds(e); secs > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
 	}
 	writeJSON(w, info.Status, body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := marshalJSON(v)
+	body, err := wire.Marshal(v)
 	if err != nil {
 		// Only a programming error (a value JSON cannot encode) gets here.
 		info := core.InfoFor(core.CodeInternalError)
 		status = info.Status
-		body, _ = marshalJSON(errorEnvelope{Error: errorObject{Message: "The service failed to encode its answer. Retry with the same Idempotency-Key.",
-			Type: string(info.Type), Code: string(core.CodeInternalError)}})
+		body, _ = wire.Marshal(errorEnvelope{Error: wire.ErrorOf(core.Errorf(core.CodeInternalError,
+			"The service failed to encode its answer. Retry with the same Idempotency-Key."))})
 	}
 	writeRawJSON(w, status, body)
-}
-
-// marshalJSON is how every response body is encoded: HTML left unescaped,
-// a trailing newline.
-func marshalJSON(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
 }
 
 // writeRawJSON writes an already encoded JSON body, with its length, so
@@ -109,7 +84,7 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, maxBytes int64, v any) e
 		var syntaxErr *json.SyntaxError
 		switch {
 		case errors.As(err, &tooBig):
-			return core.Errorf(core.CodeRequestTooLarge, "The request body is over the %d-byte limit.", maxBytes)
+			return carrier.BodyTooLarge(maxBytes)
 		case errors.As(err, &typeErr) && typeErr.Field == "":
 			return core.Errorf(core.CodeInvalidJSON, "The request body must be a JSON object.")
 		case typeErr != nil:

@@ -13,6 +13,7 @@ import (
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
 	"github.com/conclavehq/conclave/core/calls"
+	"github.com/conclavehq/conclave/core/carrier"
 )
 
 type ctxKey int
@@ -50,28 +51,6 @@ const statusClientClosed = 499
 // RequestIDHeader carries the request id on every response.
 const RequestIDHeader = "X-Request-Id"
 
-// statusWriter records the status a handler wrote.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
 // observe gives every request an id (header X-Request-Id), recovers panics
 // into 500 internal_error, and records one log line and the metrics when the
 // request ends. Log lines carry ids, route, status and code — never a key,
@@ -82,27 +61,27 @@ func (h *handler) observe(next http.Handler) http.Handler {
 		st := &reqState{id: core.NewID("req"), logger: h.log}
 		w.Header().Set(RequestIDHeader, st.id)
 		r = r.WithContext(context.WithValue(r.Context(), stateKey, st))
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &carrier.StatusWriter{ResponseWriter: w}
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
 				h.log.ErrorContext(r.Context(), "panic serving request", slog.String("request_id", st.id), slog.Any("panic", p))
-				if sw.status == 0 {
+				if sw.Status == 0 {
 					writeError(sw, r, core.Errorf(core.CodeInternalError, "The service failed to complete the request. Retry with the same Idempotency-Key."))
 				}
 			}
 			// The answer goes out before the log line and the metrics: a
 			// body of known length is complete for the client once flushed,
 			// so a slow log writer never delays it.
-			if sw.status != 0 {
+			if sw.Status != 0 {
 				if f, ok := sw.ResponseWriter.(http.Flusher); ok {
 					f.Flush()
 				}
 			}
 			route := h.routeLabel(r, st)
-			status := sw.status
+			status := sw.Status
 			if status == 0 {
 				status = http.StatusOK
 				if r.Context().Err() != nil {
@@ -158,8 +137,8 @@ func (h *handler) routeLabel(r *http.Request, st *reqState) string {
 // carries an Origin header, whatever its key: the API is server-to-server.
 func (h *handler) refuseBrowsers(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := r.Header["Origin"]; ok {
-			h.authFailure(w, r, core.Errorf(core.CodeBrowserOriginNotAllowed, "Requests from browsers are refused: the API is server-to-server only. Call it from your server."))
+		if e := carrier.RefuseBrowser(r); e != nil {
+			h.authFailure(w, r, e)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -176,7 +155,7 @@ func principalOf(ctx context.Context) *access.Principal {
 // revoked_api_key for a revoked or expired one; 403 org_suspended.
 func (h *handler) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		secret, _ := bearer(r)
+		secret, _ := carrier.Bearer(r)
 		p, err := h.access.Authenticate(r.Context(), secret)
 		if p != nil {
 			stateOf(r).orgID = p.Org.ID
@@ -197,33 +176,6 @@ func (h *handler) authenticate(next http.Handler) http.Handler {
 func (h *handler) authFailure(w http.ResponseWriter, r *http.Request, e *core.Error) {
 	h.metrics.authFailures.WithLabelValues(string(e.Code)).Inc()
 	writeError(w, r, e)
-}
-
-// bearer extracts the token of an "Authorization: Bearer …" header.
-func bearer(r *http.Request) (string, bool) {
-	v := r.Header.Get("Authorization")
-	const p = "bearer "
-	if len(v) <= len(p) || !equalFoldASCII(v[:len(p)], p) {
-		return "", false
-	}
-	tok := v[len(p):]
-	for len(tok) > 0 && tok[0] == ' ' {
-		tok = tok[1:]
-	}
-	return tok, tok != ""
-}
-
-func equalFoldASCII(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		ca, cb := a[i]|0x20, b[i]|0x20
-		if ca != cb {
-			return false
-		}
-	}
-	return true
 }
 
 // requireScope refuses the request unless the policy allows action.

@@ -24,11 +24,12 @@ const slowQuestion = hardQuestion + " [[sim: delay=40s]]"
 
 // A client that gives up after one second does not stop its deliberation:
 // the call runs to its end, is billed once and stored; a retry with the
-// same Idempotency-Key gets 409 request_in_progress while it runs and the
-// replay after.
+// same Idempotency-Key gets 409 request_in_progress while it runs (the
+// repeat's wait for the call is off here, so that it answers at once) and
+// the replay after.
 func TestDeliberationOutlivesItsCaller(t *testing.T) {
 	t.Parallel()
-	cb := setupChat(t)
+	cb := setupChatWith(t, func(p *parts) { p.limits.RepeatWait = -1 })
 	body := chatBody("conclave-standard", slowQuestion, "")
 	req, err := http.NewRequest("POST", cb.srv.URL+"/v1/chat/completions", bytes.NewBufferString(body))
 	require.NoError(t, err)
@@ -77,10 +78,12 @@ func receiptRequestID(t *testing.T, cb *chatBundle) string {
 // duplicate of a running deliberation and ends with its replay: the 409's
 // Retry-After is the expected remaining time from the mode's recent
 // deliberations, so its default two retries reach the stored answer (a
-// fixed one-second Retry-After would spend both long before it ends).
+// fixed one-second Retry-After would spend both long before it ends). The
+// repeat's wait for the call is off here: the retries do the waiting.
 func TestOfficialClientRetriesReachTheReplay(t *testing.T) {
 	t.Parallel()
-	cb := setupChat(t, func(c *config.Config) { c.Limits.ConcurrencyRetryAfter = time.Second })
+	cb := setupChatWith(t, func(p *parts) { p.limits.RepeatWait = -1 },
+		func(c *config.Config) { c.Limits.ConcurrencyRetryAfter = time.Second })
 	// One deliberation teaches the service how long the mode takes.
 	first := cb.do(t, "POST", "/v1/chat/completions", cb.key, chatBody("conclave-standard", slowQuestion, ""), "Idempotency-Key", "teach-1")
 	require.Equal(t, 200, first.status, first.raw)

@@ -20,6 +20,7 @@ import (
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
 	"github.com/conclavehq/conclave/core/calls"
+	"github.com/conclavehq/conclave/core/carrier"
 )
 
 // Config configures the REST handler.
@@ -32,7 +33,7 @@ type Config struct {
 // WithDefaults returns c with zero fields set to their defaults.
 func (c Config) WithDefaults() Config {
 	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = 1 << 20
+		c.MaxBodyBytes = carrier.DefaultMaxBodyBytes
 	}
 	return c
 }

@@ -26,6 +26,7 @@ type limits struct {
 	Lease               time.Duration
 	RetryAfter          time.Duration // concurrency and in-progress fallback
 	ActivationAllowance core.Micros
+	RepeatWait          time.Duration // a repeat's wait for its running call; negative: none
 }
 
 // parts are what a test serves from; serve wires them into the core
@@ -61,7 +62,8 @@ func (p *parts) serve(t testing.TB) (http.Handler, *calls.Service) {
 	l := p.limits
 	acc, err := access.New(access.Config{KeyCacheTTL: l.KeyCacheTTL, RPM: l.RPM, Concurrency: l.Concurrency}, p.store, p.authz, p.admission)
 	require.NoError(t, err)
-	svc, err := calls.New(calls.Config{Lease: l.Lease, ConcurrencyRetryAfter: l.RetryAfter, ActivationAllowance: l.ActivationAllowance}, calls.Deps{
+	svc, err := calls.New(calls.Config{Lease: l.Lease, ConcurrencyRetryAfter: l.RetryAfter, ActivationAllowance: l.ActivationAllowance,
+		RepeatWait: l.RepeatWait}, calls.Deps{
 		Access: acc, Admission: p.admission, Settlement: p.settlement, Receipts: p.store, Outcomes: p.outcomes,
 		Catalog: p.catalog, Deliberator: p.deliberator, TokensOver: tokens.Over, Logger: p.logger,
 	})

@@ -94,4 +94,7 @@ const (
 	CodeForbidden         Code = "forbidden"
 	CodeModeNotFound      Code = "mode_not_found"
 	CodeInvalidRequest    Code = "invalid_request"
+	// CodeBatchTooLarge answers a call to a self-answered tool past the
+	// limit of such calls in one batch; the call did not run.
+	CodeBatchTooLarge Code = "batch_too_large"
 )

@@ -108,6 +108,7 @@ var codeTable = map[Code]CodeInfo{
 	CodeForbidden:         {403, TypePermission, RetryNo},
 	CodeModeNotFound:      {404, TypeInvalidRequest, RetryNo},
 	CodeInvalidRequest:    {400, TypeInvalidRequest, RetryNo},
+	CodeBatchTooLarge:     {413, TypeInvalidRequest, RetryNo},
 }
 
 // InfoFor returns what code means on the wire. An unknown code is an
@@ -124,3 +125,81 @@ func KnownCode(code Code) bool {
 	_, ok := codeTable[code]
 	return ok
 }
+
+// clientAdvice is what a client should do on each code, for the reference in
+// docs/api.md (generated from it); a test checks every code has a line.
+var clientAdvice = map[Code]string{
+	CodeInvalidAPIKey:            "Send `Authorization: Bearer <key>` with a live key of your organisation; do not retry with the same key.",
+	CodeRevokedAPIKey:            "The key was revoked or expired: create a new key and use it.",
+	CodeInvalidOAuthToken:        "Sign in again to get a fresh token.",
+	CodeOrgSuspended:             "Contact the operator; nothing can be called until the organisation is reinstated.",
+	CodeBrowserOriginNotAllowed:  "Call from a server, never a browser: a request with an `Origin` header is refused whatever the key.",
+	CodeInsufficientScope:        "Use a key with the endpoint's scope (`error.message` names it), or create one.",
+	CodeInvalidModel:             "Send `model`: a mode id or ticker from `GET /v1/models`.",
+	CodeInvalidMessages:          "Fix the field `error.param` names: `messages` is a non-empty array of `{role, content}` with at least one user message; on chat completions a missing `model` is also this code.",
+	CodeInvalidTier:              "Send `tier` as `experience`, `plus` or `pro`, or leave it out.",
+	CodeInvalidMaxCostUSD:        "Send `panel.max_cost_usd` as a positive number of dollars at or above the ceiling the message names, or leave it out.",
+	CodeStreamNotSupported:       "Send `stream: false` (or leave it out) and allow up to 300 seconds for the answer.",
+	CodeContextLengthExceeded:    "Shorten the prompt below the key's input limit (the message gives both counts), or use a key with a higher limit.",
+	CodeModelNotFound:            "Pick a mode from `GET /v1/models`: the one named does not exist for this key.",
+	CodeTierNotPermitted:         "Ask for a tier the mode has seats for and your plan reaches, or leave `tier` out.",
+	CodeModeNotPermitted:         "The organisation's plan does not include this mode: pick another from `GET /v1/models` or change the plan.",
+	CodeModeNotPublished:         "The mode is not published: use a published version or ask its owner.",
+	CodeLabNotAvailable:          "This version is open only to its author, team and invited users.",
+	CodeRequestInProgress:        "Wait `Retry-After` seconds and repeat with the same `Idempotency-Key`: you get the answer once the first call finishes, billed once.",
+	CodeMissingRequestID:         "Put the receipt's request id (`req_…`) in the path.",
+	CodeReceiptNotFound:          "Check the request id; a receipt is readable only by the organisation that made the call.",
+	CodeMethodNotAllowed:         "Use the method the `Allow` header lists.",
+	CodeVerificationRequired:     "Verify the organisation; its activation allowance is used up.",
+	CodeInsufficientBalance:      "Add funds, or lower `panel.max_cost_usd` so that the ceiling fits the balance.",
+	CodeQuotaExceeded:            "Wait for the next month or raise the organisation's monthly quota.",
+	CodeNoBillingConfigured:      "Add prepaid funds: the trial credit has ended.",
+	CodePlanLimitReached:         "Upgrade the plan or wait for its limit to reset.",
+	CodeRateLimitExceeded:        "Wait `Retry-After` seconds, then retry with exponential back-off.",
+	CodeConcurrencyLimitExceeded: "Wait `Retry-After` seconds for one of the organisation's calls in flight to finish, then retry.",
+	CodeTooManyConcurrent:        "Wait `Retry-After` seconds, then retry.",
+	CodeClassificationFailed:     "Retry shortly; nothing was billed.",
+	CodeServiceUnavailable:       "Retry with back-off; nothing was run or billed (a check failed closed).",
+	CodeModeUnavailable:          "Retry later or pick another mode: too few of the mode's engines are answering.",
+	CodeUpstreamProviderError:    "Retry with the same `Idempotency-Key`; nothing is billed twice.",
+	CodeModeResolutionMismatch:   "Retry; the mode changed while the call was being set up.",
+	CodeCostUnreadable:           "Retry with the same `Idempotency-Key`; the call was not billed.",
+	CodeInternalError:            "Retry with the same `Idempotency-Key`; quote `conclave.request_id` if it persists.",
+
+	CodeUnknownURL:           "Check the path against the API reference; every path starts with `/v1`.",
+	CodeInvalidJSON:          "Send one JSON object with `Content-Type: application/json`; `error.param` names a field of the wrong type.",
+	CodeRequestTooLarge:      "Send a smaller body (1 MiB by default).",
+	CodeUnsupportedMediaType: "Send the body as `application/json`.",
+
+	CodeInvalidBuckets:             "Send `buckets` with `light`, `medium` and `hard` counts.",
+	CodeInvalidBucket:              "Name only the buckets `light`, `medium` and `hard`.",
+	CodeInvalidBucketCount:         "Give each bucket 1 to 100 questions.",
+	CodeTooManyQuestions:           "Ask for at most 300 questions in all.",
+	CodeInvalidJudges:              "Name judges from `nova_pro`, `mistral_large`, `llama4_maverick`, or leave `judges` out.",
+	CodeInvalidQuestions:           "Send `questions` with `easy`, `medium` and `hard` counts.",
+	CodeInvalidDifficulty:          "Name only the difficulties `easy`, `medium` and `hard`.",
+	CodeInvalidQuestionCount:       "Give each difficulty a count within the limits.",
+	CodeInvalidTiers:               "Name tiers from `free`, `plus` and `pro`.",
+	CodeInvalidPunchUp:             "Send `punch_up` as a boolean.",
+	CodePriceUnavailable:           "The mode has no API price for a band: set one before testing.",
+	CodeModeNotOwned:               "Test or certify a mode your organisation owns or can edit.",
+	CodeLaunchRefused:              "Read `error.message`; fix what it names and launch again.",
+	CodeListingRequired:            "List the mode before certifying it.",
+	CodeMissingBatchID:             "Send `batch_id` in the query.",
+	CodeBatchNotFound:              "Check the batch id; a batch is visible only to the organisation that launched it.",
+	CodeProviderUnavailable:        "Wait and launch again: an engine the run needs has no working primary or backup.",
+	CodeIdempotencyKeyReused:       "Use a new `Idempotency-Key` for a different request (or another API key's call); reuse a key only to repeat the same request.",
+	CodeReconciliationRequired:     "An earlier attempt stopped mid-charge: contact the operator with the request id before retrying.",
+	CodeTestLaunchLimitExceeded:    "Wait `Retry-After` seconds (the daily launch limit resets).",
+	CodeCertifyLaunchLimitExceeded: "Wait `Retry-After` seconds (the daily certification limit resets).",
+
+	CodeTestKeyNotAllowed: "Use a live key: test keys cannot change modes.",
+	CodeModeNotAllowed:    "This key is limited to other modes: use a key allowed this mode.",
+	CodeForbidden:         "Use a key or sign-in allowed to change this mode.",
+	CodeModeNotFound:      "Check the mode id; only modes your organisation can see are found.",
+	CodeInvalidRequest:    "Fix the request as `error.message` says.",
+	CodeBatchTooLarge:     "Send at most 8 calls to self-answered tools in one JSON-RPC batch; resend the refused ids in another batch.",
+}
+
+// Advice is what a client should do on code ("" for a code without a row).
+func Advice(code Code) string { return clientAdvice[code] }

@@ -61,18 +61,29 @@ func TestEveryCodeHasOneTableRow(t *testing.T) {
 var update = flag.Bool("update", false, "rewrite generated documentation")
 
 const (
-	docPath    = "../docs/errors.md"
+	docPath    = "../docs/api.md"
 	beginTable = "<!-- codes:begin (generated from core/codetable.go by `go test ./core -run TestErrorsDoc -update`) -->"
 	endTable   = "<!-- codes:end -->"
 )
 
-// TestErrorsDocMatchesTheCodeTable keeps docs/errors.md's table identical to
-// codeTable.
+// TestErrorsDocMatchesTheCodeTable keeps the code table of docs/api.md
+// identical to codeTable and clientAdvice.
 func codeOf(s string) Code { return Code(s) }
+
+// Every code has a line of advice for clients, and every line of advice a
+// code.
+func TestEveryCodeHasClientAdvice(t *testing.T) {
+	for c := range codeTable {
+		require.NotEmpty(t, Advice(c), "code %s has no advice in clientAdvice", c)
+	}
+	for c := range clientAdvice {
+		require.True(t, KnownCode(c), "advice for %s, which the code table lacks", c)
+	}
+}
 
 func TestErrorsDocMatchesTheCodeTable(t *testing.T) {
 	var b strings.Builder
-	b.WriteString("| code | HTTP | type | retry |\n|---|---|---|---|\n")
+	b.WriteString("| code | HTTP | type | retry | what a client should do |\n|---|---|---|---|---|\n")
 	codes := make([]string, 0, len(codeTable))
 	for c := range codeTable {
 		codes = append(codes, string(c))
@@ -86,7 +97,7 @@ func TestErrorsDocMatchesTheCodeTable(t *testing.T) {
 	})
 	for _, c := range codes {
 		info := codeTable[codeOf(c)]
-		fmt.Fprintf(&b, "| `%s` | %d | `%s` | %s |\n", c, info.Status, info.Type, info.Retry)
+		fmt.Fprintf(&b, "| `%s` | %d | `%s` | %s | %s |\n", c, info.Status, info.Type, info.Retry, Advice(codeOf(c)))
 	}
 	want := b.String()
 
@@ -94,12 +105,12 @@ func TestErrorsDocMatchesTheCodeTable(t *testing.T) {
 	require.NoError(t, err)
 	s := string(doc)
 	i, j := strings.Index(s, beginTable), strings.Index(s, endTable)
-	require.True(t, i >= 0 && j > i, "docs/errors.md lacks the generated-table markers")
+	require.True(t, i >= 0 && j > i, "docs/api.md lacks the generated-table markers")
 	got := s[i+len(beginTable)+1 : j]
 	if *update {
 		s = s[:i+len(beginTable)+1] + want + s[j:]
 		require.NoError(t, os.WriteFile(docPath, []byte(s), 0o644))
 		return
 	}
-	require.Equal(t, want, got, "docs/errors.md is out of date: run go test ./core -run TestErrorsDoc -update")
+	require.Equal(t, want, got, "docs/api.md is out of date: run go test ./core -run TestErrorsDoc -update")
 }

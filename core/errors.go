@@ -83,3 +83,10 @@ func AsError(err error) *Error {
 	}
 	return &Error{Code: CodeInternalError, Message: "The service failed to complete the request. Retry with the same Idempotency-Key.", Err: err}
 }
+
+// ModelNotFound is the one answer for a mode the caller may not know of:
+// an unknown id or ticker, another organisation's mode, or a mode outside
+// the key's list. It names nothing, so none of these can be told apart.
+func ModelNotFound() *Error {
+	return Errorf(CodeModelNotFound, "The requested model does not exist or is not available to your organisation. GET /v1/models lists the modes you can call.").WithParam("model")
+}

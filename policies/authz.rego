@@ -55,10 +55,10 @@ plan_limited_modes := {}
 # precedence orders the denials: when several apply, the lowest number wins.
 precedence := {
 	"mode_of_another_org": 1, # model_not_found
-	"missing_scope": 2, # insufficient_scope
-	"test_key": 3, # test_key_not_allowed
-	"plan_excluded": 4, # mode_not_permitted
-	"key_limited": 5, # insufficient_scope
+	"key_limited": 2, # model_not_found; mode_not_allowed for modes.write
+	"missing_scope": 3, # insufficient_scope
+	"test_key": 4, # test_key_not_allowed
+	"plan_excluded": 5, # mode_not_permitted
 	"tier": 6, # tier_not_permitted
 }
 
@@ -207,12 +207,16 @@ entitled if {
 	org_plan in mode_plans
 }
 
+# hidden_mode_message answers for a mode the caller may not know of; it names
+# nothing, so it reveals nothing.
+hidden_mode_message := "The requested model does not exist or is not available to your organisation. GET /v1/models lists the modes you can call."
+
 # A mode owned by another organisation is answered as if it did not exist:
 # the message names nothing, so it reveals nothing.
 denials contains {
 	"rank": precedence.mode_of_another_org,
 	"code": "model_not_found",
-	"message": "The requested model does not exist or is not available to your organisation. GET /v1/models lists the modes you can call.",
+	"message": hidden_mode_message,
 } if {
 	mode_owner != ""
 	mode_owner != org_id
@@ -230,21 +234,38 @@ denials contains {
 
 # ---------------------------------------------------------------------------
 # Rule 4 — a key limited to named modes may use only those, named by id or
-# by ticker.
+# by ticker. A mode outside the list is, to that key, a mode that does not
+# exist: GET /v1/models leaves it out, so reading or calling it answers the
+# same model_not_found (and the same message) as an unknown id. Changing it
+# (modes.write) is refused with mode_not_allowed.
 # ---------------------------------------------------------------------------
 
 key_allows_mode if mode_id in key_modes
 
 key_allows_mode if mode_ticker in key_modes
 
-denials contains {
-	"rank": precedence.key_limited,
-	"code": "insufficient_scope",
-	"message": sprintf("This key is limited to named modes, and %q is not one of them.", [mode_id]),
-} if {
+key_hides_mode if {
 	has_mode
 	count(key_modes) > 0
 	not key_allows_mode
+}
+
+denials contains {
+	"rank": precedence.key_limited,
+	"code": "model_not_found",
+	"message": hidden_mode_message,
+} if {
+	key_hides_mode
+	action != "modes.write"
+}
+
+denials contains {
+	"rank": precedence.key_limited,
+	"code": "mode_not_allowed",
+	"message": sprintf("This key is limited to named modes, and %q is not one of them.", [mode_id]),
+} if {
+	key_hides_mode
+	action == "modes.write"
 }
 
 # ---------------------------------------------------------------------------

@@ -230,8 +230,18 @@ test_system_mode_message_names_mode if {
 # ---------------------------------------------------------------------------
 
 test_key_limited_to_other_modes if {
+	# Outside the key's list, a mode reads as one that does not exist: the
+	# same code and message as another organisation's mode.
 	d := decide(chat({"principal": {"modes": ["conclave-fast", "CNCL:FAST"]}}))
-	d.code == "insufficient_scope"
+	d.code == "model_not_found"
+	d.message == authz.hidden_mode_message
+	code(object.union_n([request("models.read"), {"mode": open_mode}, {"principal": {"modes": ["conclave-fast"]}}])) == "model_not_found"
+	code(object.union_n([request("estimate.create"), {"mode": open_mode}, {"principal": {"modes": ["conclave-fast"]}}])) == "model_not_found"
+}
+
+test_key_limited_cannot_change_other_modes if {
+	d := decide(chat(object.union({"action": "modes.write"}, {"principal": {"modes": ["conclave-fast"]}})))
+	d.code == "mode_not_allowed"
 	contains(d.message, "limited to named modes")
 }
 
@@ -285,9 +295,10 @@ test_tier_seats_checked_before_plan_cap if {
 }
 
 # ---------------------------------------------------------------------------
-# Precedence: model_not_found > insufficient_scope (endpoint) >
-# test_key_not_allowed > mode_not_permitted > insufficient_scope (mode-limited
-# key) > tier_not_permitted. One test per pair.
+# Precedence: model_not_found (another org's mode) > model_not_found or
+# mode_not_allowed (mode-limited key) > insufficient_scope (endpoint) >
+# test_key_not_allowed > mode_not_permitted > tier_not_permitted. One test
+# per pair.
 # ---------------------------------------------------------------------------
 
 no_scopes := {"principal": {"scopes": []}}
@@ -336,11 +347,8 @@ test_precedence_scope_over_mode_not_permitted if {
 	code(chat(object.union({"mode": pro_mode}, no_scopes))) == "insufficient_scope"
 }
 
-test_precedence_scope_over_limited_key if {
-	d := decide(chat(object.union_n([limited_key, no_scopes])))
-	d.code == "insufficient_scope"
-	contains(d.message, "\"deliberate\" scope")
-	not contains(d.message, "limited to named modes")
+test_precedence_limited_key_over_scope if {
+	code(chat(object.union_n([limited_key, no_scopes]))) == "model_not_found"
 }
 
 test_precedence_scope_over_tier if {
@@ -351,16 +359,16 @@ test_precedence_test_key_over_mode_not_permitted if {
 	code(chat(object.union_n([{"mode": pro_mode}, modes_write, as_test_key]))) == "test_key_not_allowed"
 }
 
-test_precedence_test_key_over_limited_key if {
-	code(chat(object.union_n([modes_write, as_test_key, limited_key]))) == "test_key_not_allowed"
+test_precedence_limited_key_over_test_key if {
+	code(chat(object.union_n([modes_write, as_test_key, limited_key]))) == "mode_not_allowed"
 }
 
 test_precedence_test_key_over_tier if {
 	code(chat(object.union_n([modes_write, as_test_key, bad_tier]))) == "test_key_not_allowed"
 }
 
-test_precedence_mode_not_permitted_over_limited_key if {
-	code(chat(object.union({"mode": pro_mode}, limited_key))) == "mode_not_permitted"
+test_precedence_limited_key_over_mode_not_permitted if {
+	code(chat(object.union({"mode": pro_mode}, limited_key))) == "model_not_found"
 }
 
 test_precedence_mode_not_permitted_over_tier if {
@@ -368,9 +376,7 @@ test_precedence_mode_not_permitted_over_tier if {
 }
 
 test_precedence_limited_key_over_tier if {
-	d := decide(chat(object.union(limited_key, bad_tier)))
-	d.code == "insufficient_scope"
-	contains(d.message, "limited to named modes")
+	code(chat(object.union(limited_key, bad_tier))) == "model_not_found"
 }
 
 # ---------------------------------------------------------------------------

@@ -22,8 +22,13 @@ func newFlags(name string) *flag.FlagSet {
 	return fs
 }
 
+// parse parses args into fs. -h and --help answer flag.ErrHelp, which the
+// dispatcher turns into the command's help on stdout.
 func parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return flag.ErrHelp
+		}
 		return usagef("%s: %v", fs.Name(), err)
 	}
 	if fs.NArg() > 0 {
@@ -89,114 +94,71 @@ func orgOut(o *core.Org) orgJSON {
 	return out
 }
 
-func orgCmd(ctx context.Context, args []string, w io.Writer) error {
-	if len(args) == 0 {
-		return usagef("org: want create, suspend, unsuspend, plan, verify, unverify or limits")
-	}
-	fs := newFlags("org " + args[0])
+func orgCreate(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) error {
 	cf := addCommon(fs)
-	switch args[0] {
-	case "create":
-		name := fs.String("name", "", "organisation name")
-		ticker := fs.String("ticker", "", "four letters A-Z; derived from the name when omitted")
-		plan := fs.String("plan", core.PlanStandard, "plan name, read by the entitlement policy")
-		unverified := fs.Bool("unverified", false, "create it unverified: it may spend only the activation allowance until `org verify`")
-		if err := parse(fs, args[1:]); err != nil {
-			return err
-		}
-		if err := required(fs, "name"); err != nil {
-			return err
-		}
-		*name = strings.TrimSpace(*name)
-		if *name == "" {
-			return usagef("org create: --name is empty")
-		}
-		if *ticker != "" && !core.ValidTicker(*ticker) {
-			return usagef("org create: --ticker %q is not four letters A-Z", *ticker)
-		}
-		return withStore(ctx, cf, func(s *pgstore.Store) error {
-			org, bal, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: *name, Ticker: *ticker, Plan: *plan, Unverified: *unverified})
-			if errors.Is(err, core.ErrConflict) {
-				return fmt.Errorf("ticker %q is already in use", *ticker)
-			}
-			if err != nil {
-				return err
-			}
-			out := orgOut(org)
-			b := core.Dollars(bal.Balance)
-			out.BalanceUSD = &b
-			return emit(w, *cf.json, out, fmt.Sprintf("Created organisation %s (%s, ticker %s) with $%s trial credit.", org.Name, org.ID, org.Ticker, bal.Balance))
-		})
-	case "suspend", "unsuspend":
-		return orgSwitch(ctx, fs, cf, args, w, func(s *pgstore.Store, id string) (*core.Org, error) {
-			return s.SetOrgSuspended(ctx, &core.SetOrgSuspendedParams{OrgID: id, Suspended: args[0] == "suspend"})
-		})
-	case "plan":
-		id := fs.String("org", "", "organisation id")
-		plan := fs.String("plan", "", "plan name")
-		if err := parse(fs, args[1:]); err != nil {
-			return err
-		}
-		if err := required(fs, "org", "plan"); err != nil {
-			return err
-		}
-		return withStore(ctx, cf, func(s *pgstore.Store) error {
-			org, err := s.SetOrgPlan(ctx, &core.SetOrgPlanParams{OrgID: *id, Plan: *plan})
-			if err != nil {
-				return notFound(err, "organisation", *id)
-			}
-			return emit(w, *cf.json, orgOut(org), fmt.Sprintf("Organisation %s is on plan %s.", org.ID, org.Plan))
-		})
-	case "verify", "unverify":
-		return orgSwitch(ctx, fs, cf, args, w, func(s *pgstore.Store, id string) (*core.Org, error) {
-			return s.SetOrgVerified(ctx, id, args[0] == "verify")
-		})
-	case "limits":
-		id := fs.String("org", "", "organisation id")
-		conc := fs.Int("concurrency", -1, "calls in flight for the organisation; 0 returns to the deployment default")
-		quota := fs.String("monthly-quota-usd", "", "monthly spend quota in USD; \"none\" removes it")
-		if err := parse(fs, args[1:]); err != nil {
-			return err
-		}
-		if err := required(fs, "org"); err != nil {
-			return err
-		}
-		p := &core.SetOrgLimitsParams{OrgID: *id}
-		if *conc >= 0 {
-			p.Concurrency = conc
-		}
-		switch *quota {
-		case "":
-		case "none":
-			none := core.Micros(-1)
-			p.MonthlyQuota = &none
-		default:
-			q, err := core.ParseUSD(*quota)
-			if err != nil || q < 0 {
-				return usagef("org limits: --monthly-quota-usd %q is not an amount in USD", *quota)
-			}
-			p.MonthlyQuota = &q
-		}
-		if p.Concurrency == nil && p.MonthlyQuota == nil {
-			return usagef("org limits: give --concurrency, --monthly-quota-usd or both")
-		}
-		return withStore(ctx, cf, func(s *pgstore.Store) error {
-			org, err := s.SetOrgLimits(ctx, p)
-			if err != nil {
-				return notFound(err, "organisation", *id)
-			}
-			return emit(w, *cf.json, orgOut(org), fmt.Sprintf("Limits of %s updated.", org.ID))
-		})
+	name := fs.String("name", "", "the organisation's `NAME`")
+	ticker := fs.String("ticker", "", "`ABCD`, four letters A-Z; derived from the name when omitted")
+	plan := fs.String("plan", core.PlanStandard, "the `PLAN`, read by the entitlement policy")
+	unverified := fs.Bool("unverified", false, "create it unverified: it may spend only the activation allowance until 'org verify'")
+	if err := parse(fs, args); err != nil {
+		return err
 	}
-	return usagef("org: unknown subcommand %q", args[0])
+	if err := required(fs, "name"); err != nil {
+		return err
+	}
+	*name = strings.TrimSpace(*name)
+	if *name == "" {
+		return usagef("org create: --name is empty")
+	}
+	if *ticker != "" && !core.ValidTicker(*ticker) {
+		return usagef("org create: --ticker %q is not four letters A-Z", *ticker)
+	}
+	return withStore(ctx, cf, func(s *pgstore.Store) error {
+		org, bal, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: *name, Ticker: *ticker, Plan: *plan, Unverified: *unverified})
+		if errors.Is(err, core.ErrConflict) {
+			return fmt.Errorf("ticker %q is already in use", *ticker)
+		}
+		if err != nil {
+			return err
+		}
+		out := orgOut(org)
+		b := core.Dollars(bal.Balance)
+		out.BalanceUSD = &b
+		return emit(cio.stdout, *cf.json, out, fmt.Sprintf("Created organisation %s (%s, ticker %s) with $%s trial credit.", org.Name, org.ID, org.Ticker, bal.Balance))
+	})
 }
 
-// orgSwitch runs an org subcommand that takes only --org and turns a state
-// on or off (suspend/unsuspend, verify/unverify): args[0] names it.
-func orgSwitch(ctx context.Context, fs *flag.FlagSet, cf commonFlags, args []string, w io.Writer,
+func orgSuspend(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) error {
+	return orgSwitch(ctx, fs, args, cio, "suspended", func(s *pgstore.Store, id string) (*core.Org, error) {
+		return s.SetOrgSuspended(ctx, &core.SetOrgSuspendedParams{OrgID: id, Suspended: true})
+	})
+}
+
+func orgUnsuspend(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) error {
+	return orgSwitch(ctx, fs, args, cio, "unsuspended", func(s *pgstore.Store, id string) (*core.Org, error) {
+		return s.SetOrgSuspended(ctx, &core.SetOrgSuspendedParams{OrgID: id, Suspended: false})
+	})
+}
+
+func orgVerify(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) error {
+	return orgSwitch(ctx, fs, args, cio, "verified", func(s *pgstore.Store, id string) (*core.Org, error) {
+		return s.SetOrgVerified(ctx, id, true)
+	})
+}
+
+func orgUnverify(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) error {
+	return orgSwitch(ctx, fs, args, cio, "unverified", func(s *pgstore.Store, id string) (*core.Org, error) {
+		return s.SetOrgVerified(ctx, id, false)
+	})
+}
+
+// orgSwitch runs an org command that takes only --org and turns a state on
+// or off; done words the new state ("suspended").
+func orgSwitch(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO, done string,
 	apply func(s *pgstore.Store, id string) (*core.Org, error)) error {
-	id := fs.String("org", "", "organisation id")
-	if err := parse(fs, args[1:]); err != nil {
+	cf := addCommon(fs)
+	id := fs.String("org", "", "organisation `ID` (org_…)")
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := required(fs, "org"); err != nil {
@@ -207,7 +169,65 @@ func orgSwitch(ctx context.Context, fs *flag.FlagSet, cf commonFlags, args []str
 		if err != nil {
 			return notFound(err, "organisation", *id)
 		}
-		return emit(w, *cf.json, orgOut(org), fmt.Sprintf("Organisation %s is %sed.", org.ID, args[0]))
+		return emit(cio.stdout, *cf.json, orgOut(org), fmt.Sprintf("Organisation %s is %s.", org.ID, done))
+	})
+}
+
+func orgPlan(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) error {
+	cf := addCommon(fs)
+	id := fs.String("org", "", "organisation `ID` (org_…)")
+	plan := fs.String("plan", "", "the `PLAN`, read by the entitlement policy")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := required(fs, "org", "plan"); err != nil {
+		return err
+	}
+	return withStore(ctx, cf, func(s *pgstore.Store) error {
+		org, err := s.SetOrgPlan(ctx, &core.SetOrgPlanParams{OrgID: *id, Plan: *plan})
+		if err != nil {
+			return notFound(err, "organisation", *id)
+		}
+		return emit(cio.stdout, *cf.json, orgOut(org), fmt.Sprintf("Organisation %s is on plan %s.", org.ID, org.Plan))
+	})
+}
+
+func orgLimits(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) error {
+	cf := addCommon(fs)
+	id := fs.String("org", "", "organisation `ID` (org_…)")
+	conc := fs.Int("concurrency", -1, "at most `N` calls in flight for the organisation; 0 returns to the deployment default")
+	quota := fs.String("monthly-quota-usd", "", "a monthly spend quota of `X` dollars; \"none\" removes it")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := required(fs, "org"); err != nil {
+		return err
+	}
+	p := &core.SetOrgLimitsParams{OrgID: *id}
+	if *conc >= 0 {
+		p.Concurrency = conc
+	}
+	switch *quota {
+	case "":
+	case "none":
+		none := core.Micros(-1)
+		p.MonthlyQuota = &none
+	default:
+		q, err := core.ParseUSD(*quota)
+		if err != nil || q < 0 {
+			return usagef("org limits: --monthly-quota-usd %q is not an amount in USD", *quota)
+		}
+		p.MonthlyQuota = &q
+	}
+	if p.Concurrency == nil && p.MonthlyQuota == nil {
+		return usagef("org limits: give --concurrency, --monthly-quota-usd or both")
+	}
+	return withStore(ctx, cf, func(s *pgstore.Store) error {
+		org, err := s.SetOrgLimits(ctx, p)
+		if err != nil {
+			return notFound(err, "organisation", *id)
+		}
+		return emit(cio.stdout, *cf.json, orgOut(org), fmt.Sprintf("Limits of %s updated.", org.ID))
 	})
 }
 
@@ -224,53 +244,49 @@ func balanceOut(b *core.Balance) balanceJSON {
 		AvailableUSD: core.Dollars(b.Available()), TrialRemainingUSD: core.Dollars(b.TrialRemaining)}
 }
 
-func balanceCmd(ctx context.Context, args []string, w io.Writer) error {
-	if len(args) == 0 {
-		return usagef("balance: want add or show")
-	}
-	fs := newFlags("balance " + args[0])
+func balanceAdd(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) error {
 	cf := addCommon(fs)
-	id := fs.String("org", "", "organisation id")
-	switch args[0] {
-	case "add":
-		usd := fs.String("usd", "", "amount in dollars, e.g. 25 or 12.50")
-		memo := fs.String("memo", "", "journal memo")
-		if err := parse(fs, args[1:]); err != nil {
-			return err
-		}
-		if err := required(fs, "org", "usd"); err != nil {
-			return err
-		}
-		amount, err := core.ParseUSD(*usd)
-		if err != nil || amount <= 0 {
-			return usagef("balance add: --usd %q is not a positive dollar amount with at most six decimals", *usd)
-		}
-		return withStore(ctx, cf, func(s *pgstore.Store) error {
-			bal, err := s.AddFunds(ctx, &core.AddFundsParams{OrgID: *id, Amount: amount, Memo: *memo})
-			if err != nil {
-				if _, gerr := s.GetOrg(ctx, *id); errors.Is(gerr, core.ErrNotFound) {
-					return notFound(gerr, "organisation", *id)
-				}
-				return err
-			}
-			return emit(w, *cf.json, balanceOut(bal), fmt.Sprintf("Added $%s; balance of %s is now $%s.", amount, bal.OrgID, bal.Balance))
-		})
-	case "show":
-		if err := parse(fs, args[1:]); err != nil {
-			return err
-		}
-		if err := required(fs, "org"); err != nil {
-			return err
-		}
-		return withStore(ctx, cf, func(s *pgstore.Store) error {
-			bal, err := s.GetBalance(ctx, *id)
-			if err != nil {
-				return notFound(err, "organisation", *id)
-			}
-			return emit(w, *cf.json, balanceOut(bal), fmt.Sprintf("Balance of %s: $%s ($%s held, $%s trial credit).", bal.OrgID, bal.Balance, bal.Held, bal.TrialRemaining))
-		})
+	id := fs.String("org", "", "organisation `ID` (org_…)")
+	usd := fs.String("usd", "", "`AMOUNT` in dollars, e.g. 25 or 12.50")
+	memo := fs.String("memo", "", "a memo `TEXT` for the journal")
+	if err := parse(fs, args); err != nil {
+		return err
 	}
-	return usagef("balance: unknown subcommand %q", args[0])
+	if err := required(fs, "org", "usd"); err != nil {
+		return err
+	}
+	amount, err := core.ParseUSD(*usd)
+	if err != nil || amount <= 0 {
+		return usagef("balance add: --usd %q is not a positive dollar amount with at most six decimals", *usd)
+	}
+	return withStore(ctx, cf, func(s *pgstore.Store) error {
+		bal, err := s.AddFunds(ctx, &core.AddFundsParams{OrgID: *id, Amount: amount, Memo: *memo})
+		if err != nil {
+			if _, gerr := s.GetOrg(ctx, *id); errors.Is(gerr, core.ErrNotFound) {
+				return notFound(gerr, "organisation", *id)
+			}
+			return err
+		}
+		return emit(cio.stdout, *cf.json, balanceOut(bal), fmt.Sprintf("Added $%s; balance of %s is now $%s.", amount, bal.OrgID, bal.Balance))
+	})
+}
+
+func balanceShow(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) error {
+	cf := addCommon(fs)
+	id := fs.String("org", "", "organisation `ID` (org_…)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := required(fs, "org"); err != nil {
+		return err
+	}
+	return withStore(ctx, cf, func(s *pgstore.Store) error {
+		bal, err := s.GetBalance(ctx, *id)
+		if err != nil {
+			return notFound(err, "organisation", *id)
+		}
+		return emit(cio.stdout, *cf.json, balanceOut(bal), fmt.Sprintf("Balance of %s: $%s ($%s held, $%s trial credit).", bal.OrgID, bal.Balance, bal.Held, bal.TrialRemaining))
+	})
 }
 
 type keyJSON struct {
@@ -322,77 +338,75 @@ func splitList(s string) []string {
 	return out
 }
 
-func keyCmd(ctx context.Context, args []string, w io.Writer) error {
-	if len(args) == 0 {
-		return usagef("key: want create, revoke or list")
-	}
-	fs := newFlags("key " + args[0])
+func keyCreate(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) error {
 	cf := addCommon(fs)
-	switch args[0] {
-	case "create":
-		p, err := keyCreateParams(fs, args[1:])
+	p, err := keyCreateParams(fs, args)
+	if err != nil {
+		return err
+	}
+	return withStore(ctx, cf, func(s *pgstore.Store) error {
+		return createKey(ctx, s, p, cio.stdout, *cf.json)
+	})
+}
+
+func keyRevoke(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) error {
+	cf := addCommon(fs)
+	id := fs.String("key", "", "key `ID` (key_…)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := required(fs, "key"); err != nil {
+		return err
+	}
+	return withStore(ctx, cf, func(s *pgstore.Store) error {
+		k, err := s.RevokeKey(ctx, *id)
+		if err != nil {
+			return notFound(err, "key", *id)
+		}
+		return emit(cio.stdout, *cf.json, keyOut(k), fmt.Sprintf("Key %s is revoked.", k.ID))
+	})
+}
+
+func keyList(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) error {
+	cf := addCommon(fs)
+	org := fs.String("org", "", "organisation `ID` (org_…)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := required(fs, "org"); err != nil {
+		return err
+	}
+	return withOrgStore(ctx, cf, *org, func(s *pgstore.Store) error {
+		keys, err := s.ListKeys(ctx, *org)
 		if err != nil {
 			return err
 		}
-		return withStore(ctx, cf, func(s *pgstore.Store) error {
-			return createKey(ctx, s, p, w, *cf.json)
-		})
-	case "revoke":
-		id := fs.String("key", "", "key id (key_…)")
-		if err := parse(fs, args[1:]); err != nil {
-			return err
+		out := struct {
+			Keys []keyJSON `json:"keys"`
+		}{Keys: []keyJSON{}}
+		var lines []string
+		for _, k := range keys {
+			kj := keyOut(k)
+			out.Keys = append(out.Keys, kj)
+			lines = append(lines, fmt.Sprintf("%s  %-8s %-14s %s", k.ID, kj.Status, k.Hint, k.Name))
 		}
-		if err := required(fs, "key"); err != nil {
-			return err
-		}
-		return withStore(ctx, cf, func(s *pgstore.Store) error {
-			k, err := s.RevokeKey(ctx, *id)
-			if err != nil {
-				return notFound(err, "key", *id)
-			}
-			return emit(w, *cf.json, keyOut(k), fmt.Sprintf("Key %s is revoked.", k.ID))
-		})
-	case "list":
-		org := fs.String("org", "", "organisation id")
-		if err := parse(fs, args[1:]); err != nil {
-			return err
-		}
-		if err := required(fs, "org"); err != nil {
-			return err
-		}
-		return withOrgStore(ctx, cf, *org, func(s *pgstore.Store) error {
-			keys, err := s.ListKeys(ctx, *org)
-			if err != nil {
-				return err
-			}
-			out := struct {
-				Keys []keyJSON `json:"keys"`
-			}{Keys: []keyJSON{}}
-			var lines []string
-			for _, k := range keys {
-				kj := keyOut(k)
-				out.Keys = append(out.Keys, kj)
-				lines = append(lines, fmt.Sprintf("%s  %-8s %-14s %s", k.ID, kj.Status, k.Hint, k.Name))
-			}
-			return emit(w, *cf.json, out, strings.Join(lines, "\n"))
-		})
-	}
-	return usagef("key: unknown subcommand %q", args[0])
+		return emit(cio.stdout, *cf.json, out, strings.Join(lines, "\n"))
+	})
 }
 
 // keyCreateParams parses the flags of `key create` into store parameters
 // (without the secret, which createKey makes).
 func keyCreateParams(fs *flag.FlagSet, args []string) (*core.CreateKeyParams, error) {
-	org := fs.String("org", "", "organisation id")
+	org := fs.String("org", "", "organisation `ID` (org_…)")
 	test := fs.Bool("test", false, "issue a ccl_test_ key")
-	name := fs.String("name", "", "a label for the key")
-	scopes := fs.String("scopes", "", "comma-separated scopes; defaults to all: "+strings.Join(core.AllScopes, ","))
-	modes := fs.String("modes", "", "comma-separated mode ids the key is limited to; defaults to every entitled mode")
-	rpm := fs.Int("rpm", 0, "requests per minute (overrides the default)")
-	conc := fs.Int("concurrency", 0, "calls in flight (overrides the default)")
-	maxIn := fs.Int("max-input-tokens", 0, "input token limit (overrides the default)")
-	ceiling := fs.String("ceiling-usd", "", "the key's own per-call bill ceiling in dollars")
-	expires := fs.Duration("expires-in", 0, "lifetime, e.g. 720h; defaults to no expiry")
+	name := fs.String("name", "", "a `NAME` for the key")
+	scopes := fs.String("scopes", "", "comma-separated scopes `s1,s2`; defaults to all: "+strings.Join(core.AllScopes, ","))
+	modes := fs.String("modes", "", "comma-separated mode ids `m1,m2` the key is limited to; defaults to every entitled mode")
+	rpm := fs.Int("rpm", 0, "at most `N` requests per minute (overrides the default)")
+	conc := fs.Int("concurrency", 0, "at most `N` calls in flight (overrides the default)")
+	maxIn := fs.Int("max-input-tokens", 0, "at most `N` input tokens per request (overrides the default)")
+	ceiling := fs.String("ceiling-usd", "", "the key's own per-call bill ceiling, `X` dollars")
+	expires := fs.Duration("expires-in", 0, "a lifetime of `DURATION`, e.g. 720h; defaults to no expiry")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -446,8 +460,7 @@ func createKey(ctx context.Context, s core.Keys, p *core.CreateKeyParams, w io.W
 	return emit(w, asJSON, out, fmt.Sprintf("Created key %s for %s. It is shown only now:\n%s", k.ID, k.OrgID, secret))
 }
 
-func migrate(ctx context.Context, args []string, w io.Writer) error {
-	fs := newFlags("migrate")
+func migrate(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) error {
 	cf := addCommon(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -457,6 +470,6 @@ func migrate(ctx context.Context, args []string, w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return emit(w, *cf.json, map[string]int{"schema_version": v}, fmt.Sprintf("Schema is at version %d.", v))
+		return emit(cio.stdout, *cf.json, map[string]int{"schema_version": v}, fmt.Sprintf("Schema is at version %d.", v))
 	})
 }

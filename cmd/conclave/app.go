@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
@@ -30,6 +31,7 @@ func newCallServices(cfg *config.Config, catalog *core.Catalog, authz core.Autho
 		ConcurrencyRetryAfter: cfg.Limits.ConcurrencyRetryAfter,
 		ActivationAllowance:   core.Micros(cfg.Limits.ActivationAllowanceUSD),
 		DeliberationTimeout:   cfg.Limits.DeliberationTimeout,
+		RepeatWait:            repeatWait(cfg.Limits.RepeatWait),
 	}, calls.Deps{
 		Access: acc, Admission: store, Receipts: store, Outcomes: store,
 		Catalog: catalog, Deliberator: engine, TokensOver: tokens.Over, Logger: log,
@@ -80,4 +82,13 @@ func serveResult(err error) error {
 		return nil
 	}
 	return err
+}
+
+// repeatWait is the configured wait as the call service reads it, where 0
+// means its default and a negative wait means none.
+func repeatWait(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,13 +14,6 @@ import (
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/plugins/byok"
 )
-
-// byokIO is what `conclave byok` reads besides its flags: the secret on
-// stdin, and the environment (the sealing key, --key-env).
-type byokIO struct {
-	stdin     io.Reader
-	lookupEnv func(string) (string, bool)
-}
 
 type byokJSON struct {
 	OrgID    string `json:"org_id"`
@@ -55,132 +49,134 @@ const providerList = "openai, anthropic, google, mistral or aws"
 // maxKeyInput bounds what --key-stdin reads.
 const maxKeyInput = 8 << 10
 
-func byokCmd(ctx context.Context, args []string, in byokIO, w io.Writer) error {
-	if len(args) == 0 {
-		return usagef("byok: want set, list or remove")
-	}
-	fs := newFlags("byok " + args[0])
+// byokSet reads the secret from stdin or the environment (--key-env), and
+// the sealing key from the environment, through cio.
+func byokSet(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) error {
 	cf := addCommon(fs)
-	org := fs.String("org", "", "organisation id")
-	switch args[0] {
-	case "set":
-		provider := fs.String("provider", "", providerList)
-		keyStdin := fs.Bool("key-stdin", false, "read the API key from standard input")
-		keyEnv := fs.String("key-env", "", "read the API key from this environment variable")
-		roleARN := fs.String("role-arn", "", "aws: the role Conclave assumes in your account")
-		externalID := fs.String("external-id", "", "aws: the external id the role's trust policy requires")
-		if err := parse(fs, args[1:]); err != nil {
-			return err
-		}
-		if err := required(fs, "org", "provider"); err != nil {
-			return err
-		}
-		if !core.ValidBYOKProvider(*provider) {
-			return usagef("byok set: --provider %q is not %s", *provider, providerList)
-		}
-		var rec *core.ProviderCredential
-		if *provider == core.ProviderAWS {
-			if *keyStdin || *keyEnv != "" {
-				return usagef("byok set: aws takes --role-arn and --external-id, not a key")
-			}
-			if err := required(fs, "role-arn", "external-id"); err != nil {
-				return err
-			}
-			if _, err := byok.FromEnv(in.lookupEnv); err != nil {
-				return err
-			}
-			r, err := byok.NewRoleCredential(*org, *roleARN, *externalID)
-			if err != nil {
-				return usagef("byok set: %v", err)
-			}
-			rec = r
-		} else {
-			if *roleARN != "" || *externalID != "" {
-				return usagef("byok set: --role-arn and --external-id are for aws; %s takes a key", *provider)
-			}
-			if *keyStdin == (*keyEnv != "") {
-				return usagef("byok set: give the key with exactly one of --key-stdin or --key-env VAR (never on the command line)")
-			}
-			// Refuse before reading the secret when it could not be sealed.
-			sealer, err := byok.FromEnv(in.lookupEnv)
-			if err != nil {
-				return err
-			}
-			key, err := readKey(in, *keyStdin, *keyEnv)
-			if err != nil {
-				return err
-			}
-			r, err := byok.NewKeyCredential(sealer, *org, *provider, key)
-			if err != nil {
-				return usagef("byok set: %v", err)
-			}
-			rec = r
-		}
-		return withStore(ctx, cf, func(s *pgstore.Store) error {
-			out, err := s.SetProviderCredential(ctx, rec)
-			if err != nil {
-				return notFound(err, "organisation", *org)
-			}
-			what := fmt.Sprintf("key …%s", out.Hint)
-			if out.Provider == core.ProviderAWS {
-				what = "role " + out.RoleARN
-			}
-			return emit(w, *cf.json, byokOut(out), fmt.Sprintf("Stored %s's own %s %s. Its seat calls to %s engines run on it within 30 seconds.", out.OrgID, out.Provider, what, out.Provider))
-		})
-	case "list":
-		if err := parse(fs, args[1:]); err != nil {
-			return err
-		}
-		if err := required(fs, "org"); err != nil {
-			return err
-		}
-		return withOrgStore(ctx, cf, *org, func(s *pgstore.Store) error {
-			recs, err := s.ListProviderCredentials(ctx, *org)
-			if err != nil {
-				return err
-			}
-			out := struct {
-				OrgID       string     `json:"org_id"`
-				Credentials []byokJSON `json:"credentials"`
-			}{OrgID: *org, Credentials: []byokJSON{}}
-			lines := []string{}
-			for _, r := range recs {
-				out.Credentials = append(out.Credentials, byokOut(r))
-				lines = append(lines, byokLine(r))
-			}
-			if len(lines) == 0 {
-				lines = append(lines, fmt.Sprintf("Organisation %s has no credentials of its own: its calls run on the service's keys.", *org))
-			}
-			return emit(w, *cf.json, out, strings.Join(lines, "\n"))
-		})
-	case "remove":
-		provider := fs.String("provider", "", providerList)
-		if err := parse(fs, args[1:]); err != nil {
-			return err
-		}
-		if err := required(fs, "org", "provider"); err != nil {
-			return err
-		}
-		if !core.ValidBYOKProvider(*provider) {
-			return usagef("byok remove: --provider %q is not %s", *provider, providerList)
-		}
-		return withOrgStore(ctx, cf, *org, func(s *pgstore.Store) error {
-			if err := s.RemoveProviderCredential(ctx, *org, *provider); err != nil {
-				if errors.Is(err, core.ErrNotFound) {
-					return fmt.Errorf("organisation %s has no %s credential", *org, *provider)
-				}
-				return err
-			}
-			out := map[string]any{"org_id": *org, "provider": *provider, "removed": true}
-			return emit(w, *cf.json, out, fmt.Sprintf("Removed %s's own %s credential. Its calls run on the service's keys within 30 seconds.", *org, *provider))
-		})
+	org := fs.String("org", "", "organisation `ID` (org_…)")
+	provider := fs.String("provider", "", "the provider `P`: "+providerList)
+	keyStdin := fs.Bool("key-stdin", false, "read the API key from standard input")
+	keyEnv := fs.String("key-env", "", "read the API key from the environment variable `VAR`")
+	roleARN := fs.String("role-arn", "", "aws: the `ARN` of the role Conclave assumes in your account")
+	externalID := fs.String("external-id", "", "aws: the external id `X` the role's trust policy requires")
+	if err := parse(fs, args); err != nil {
+		return err
 	}
-	return usagef("byok: unknown subcommand %q", args[0])
+	if err := required(fs, "org", "provider"); err != nil {
+		return err
+	}
+	if !core.ValidBYOKProvider(*provider) {
+		return usagef("byok set: --provider %q is not %s", *provider, providerList)
+	}
+	var rec *core.ProviderCredential
+	if *provider == core.ProviderAWS {
+		if *keyStdin || *keyEnv != "" {
+			return usagef("byok set: aws takes --role-arn and --external-id, not a key")
+		}
+		if err := required(fs, "role-arn", "external-id"); err != nil {
+			return err
+		}
+		if _, err := byok.FromEnv(cio.lookupEnv); err != nil {
+			return err
+		}
+		r, err := byok.NewRoleCredential(*org, *roleARN, *externalID)
+		if err != nil {
+			return usagef("byok set: %v", err)
+		}
+		rec = r
+	} else {
+		if *roleARN != "" || *externalID != "" {
+			return usagef("byok set: --role-arn and --external-id are for aws; %s takes a key", *provider)
+		}
+		if *keyStdin == (*keyEnv != "") {
+			return usagef("byok set: give the key with exactly one of --key-stdin or --key-env VAR (never on the command line)")
+		}
+		// Refuse before reading the secret when it could not be sealed.
+		sealer, err := byok.FromEnv(cio.lookupEnv)
+		if err != nil {
+			return err
+		}
+		key, err := readKey(cio, *keyStdin, *keyEnv)
+		if err != nil {
+			return err
+		}
+		r, err := byok.NewKeyCredential(sealer, *org, *provider, key)
+		if err != nil {
+			return usagef("byok set: %v", err)
+		}
+		rec = r
+	}
+	return withStore(ctx, cf, func(s *pgstore.Store) error {
+		out, err := s.SetProviderCredential(ctx, rec)
+		if err != nil {
+			return notFound(err, "organisation", *org)
+		}
+		what := fmt.Sprintf("key …%s", out.Hint)
+		if out.Provider == core.ProviderAWS {
+			what = "role " + out.RoleARN
+		}
+		return emit(cio.stdout, *cf.json, byokOut(out), fmt.Sprintf("Stored %s's own %s %s. Its seat calls to %s engines run on it within 30 seconds.", out.OrgID, out.Provider, what, out.Provider))
+	})
+}
+
+func byokList(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) error {
+	cf := addCommon(fs)
+	org := fs.String("org", "", "organisation `ID` (org_…)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := required(fs, "org"); err != nil {
+		return err
+	}
+	return withOrgStore(ctx, cf, *org, func(s *pgstore.Store) error {
+		recs, err := s.ListProviderCredentials(ctx, *org)
+		if err != nil {
+			return err
+		}
+		out := struct {
+			OrgID       string     `json:"org_id"`
+			Credentials []byokJSON `json:"credentials"`
+		}{OrgID: *org, Credentials: []byokJSON{}}
+		lines := []string{}
+		for _, r := range recs {
+			out.Credentials = append(out.Credentials, byokOut(r))
+			lines = append(lines, byokLine(r))
+		}
+		if len(lines) == 0 {
+			lines = append(lines, fmt.Sprintf("Organisation %s has no credentials of its own: its calls run on the service's keys.", *org))
+		}
+		return emit(cio.stdout, *cf.json, out, strings.Join(lines, "\n"))
+	})
+}
+
+func byokRemove(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) error {
+	cf := addCommon(fs)
+	org := fs.String("org", "", "organisation `ID` (org_…)")
+	provider := fs.String("provider", "", "the provider `P`: "+providerList)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := required(fs, "org", "provider"); err != nil {
+		return err
+	}
+	if !core.ValidBYOKProvider(*provider) {
+		return usagef("byok remove: --provider %q is not %s", *provider, providerList)
+	}
+	return withOrgStore(ctx, cf, *org, func(s *pgstore.Store) error {
+		if err := s.RemoveProviderCredential(ctx, *org, *provider); err != nil {
+			if errors.Is(err, core.ErrNotFound) {
+				return fmt.Errorf("organisation %s has no %s credential", *org, *provider)
+			}
+			return err
+		}
+		out := map[string]any{"org_id": *org, "provider": *provider, "removed": true}
+		return emit(cio.stdout, *cf.json, out, fmt.Sprintf("Removed %s's own %s credential. Its calls run on the service's keys within 30 seconds.", *org, *provider))
+	})
 }
 
 // readKey reads the API key from stdin or from the named variable, trimmed
 // of surrounding white space.
-func readKey(in byokIO, fromStdin bool, env string) (string, error) {
+func readKey(in cmdIO, fromStdin bool, env string) (string, error) {
 	if fromStdin {
 		if in.stdin == nil {
 			return "", errors.New("byok set: no standard input to read the key from")

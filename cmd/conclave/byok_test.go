@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -21,8 +22,9 @@ import (
 func (b *adminBundle) byokRun(t *testing.T, stdin string, env map[string]string, args ...string) (map[string]any, string, error) {
 	t.Helper()
 	var out bytes.Buffer
-	in := byokIO{stdin: strings.NewReader(stdin), lookupEnv: func(n string) (string, bool) { v, ok := env[n]; return v, ok }}
-	err := byokCmd(context.Background(), append(args, "--config", b.cfgPath, "--json"), in, &out)
+	cio := cmdIO{stdout: &out, stderr: io.Discard, stdin: strings.NewReader(stdin),
+		lookupEnv: func(n string) (string, bool) { v, ok := env[n]; return v, ok }}
+	err := runIO(context.Background(), append(append([]string{"byok"}, args...), "--config", b.cfgPath, "--json"), cio)
 	if err != nil {
 		return nil, out.String(), err
 	}
@@ -51,8 +53,8 @@ func TestBYOKCommands(t *testing.T) {
 
 	// Without the sealing key, set refuses in one line, before reading the key.
 	var out bytes.Buffer
-	err := byokCmd(ctx, []string{"set", "--org", orgID, "--provider", "openai", "--key-stdin", "--config", b.cfgPath},
-		byokIO{stdin: failingReader{t}, lookupEnv: func(string) (string, bool) { return "", false }}, &out)
+	err := runIO(ctx, []string{"byok", "set", "--org", orgID, "--provider", "openai", "--key-stdin", "--config", b.cfgPath},
+		cmdIO{stdout: &out, stderr: io.Discard, stdin: failingReader{t}, lookupEnv: func(string) (string, bool) { return "", false }})
 	require.ErrorIs(t, err, byok.ErrNoKey)
 	require.NotContains(t, err.Error(), "\n")
 	require.Contains(t, err.Error(), "CONCLAVE_BYOK_KEY is not set")

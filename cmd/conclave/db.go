@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -21,16 +22,22 @@ type database struct {
 	cluster *localpg.Cluster // nil when DATABASE_URL points elsewhere
 }
 
-// openDatabase connects to DATABASE_URL, or to the managed local cluster
-// (starting it when no other process has), and applies migrations.
-func openDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger) (*database, error) {
+// openDatabase connects to DATABASE_URL, or to the managed local cluster in
+// the data directory, and applies migrations. Only serve passes create: it
+// may initialise the cluster; every other command uses the one there
+// (starting it when no process has) or fails with errNoCluster, so that it
+// never acts on an empty database that the server does not see.
+func openDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger, create bool) (*database, error) {
 	db := &database{}
 	url := cfg.Database.URL
 	if url == "" {
-		c, err := localpg.Start(ctx, localpg.Config{Dir: cfg.Database.DataDir, Logger: log})
+		c, err := localpg.Start(ctx, localpg.Config{Dir: cfg.ClusterDir(), Existing: !create, Logger: log})
 		if err != nil {
 			if errors.Is(err, localpg.ErrNoBinaries) {
 				return nil, localpg.ErrNoBinaries
+			}
+			if errors.Is(err, localpg.ErrNoCluster) {
+				return nil, errNoCluster(cfg.ClusterDir())
 			}
 			return nil, fmt.Errorf("starting the local PostgreSQL cluster: %w", err)
 		}
@@ -56,6 +63,18 @@ func openDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger) (*d
 	return db, nil
 }
 
+// errNoCluster is the one line a command other than serve stops with when
+// the data directory holds no cluster: where it looked, and how to point it
+// at the server's database.
+func errNoCluster(dir string) error {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return fmt.Errorf("no database: no PostgreSQL cluster in %s, and only 'conclave serve' creates one; "+
+		"run this where the server runs, give the server's data directory with --data-dir DIR or CONCLAVE_DATA_DIR, "+
+		"or set DATABASE_URL", dir)
+}
+
 func (db *database) close() {
 	if db.pool != nil {
 		db.pool.Close()
@@ -65,26 +84,52 @@ func (db *database) close() {
 	}
 }
 
-// commonFlags are the flags every subcommand that touches the database takes.
+// configFlags are the flags that find the configuration and the data
+// directory: every command that reads the configuration takes them.
+type configFlags struct {
+	config  *string
+	dataDir *string
+}
+
+func addConfig(fs *flag.FlagSet) configFlags {
+	return configFlags{
+		config: fs.String("config", "", "read the configuration `FILE` (YAML) over the built-in one"),
+		dataDir: fs.String("data-dir", "", "keep local state in `DIR`: the managed PostgreSQL cluster is DIR/pg "+
+			"(env CONCLAVE_DATA_DIR); defaults to data_dir of the configuration, ./.data"),
+	}
+}
+
+// load reads the configuration; --data-dir overrides the file and the
+// environment.
+func (f configFlags) load() (*config.Config, error) {
+	cfg, err := config.Load(*f.config)
+	if err != nil {
+		return nil, err
+	}
+	if *f.dataDir != "" {
+		cfg.DataDir = *f.dataDir
+	}
+	return cfg, nil
+}
+
+// commonFlags are the flags every admin command takes.
 type commonFlags struct {
-	config *string
-	json   *bool
+	configFlags
+	json *bool
 }
 
 func addCommon(fs *flag.FlagSet) commonFlags {
-	return commonFlags{
-		config: fs.String("config", "", "configuration file (YAML); defaults to the built-in configuration"),
-		json:   fs.Bool("json", false, "print the result as JSON"),
-	}
+	return commonFlags{configFlags: addConfig(fs), json: fs.Bool("json", false, "print the result as JSON")}
 }
 
-// withDatabase loads configuration, opens the database, runs fn, and closes.
+// withDatabase loads configuration, opens the database (never creating a
+// cluster), runs fn, and closes.
 func withDatabase(ctx context.Context, cf commonFlags, fn func(*config.Config, *database) error) error {
-	cfg, err := config.Load(*cf.config)
+	cfg, err := cf.load()
 	if err != nil {
 		return err
 	}
-	db, err := openDatabase(ctx, cfg, slog.New(slog.DiscardHandler))
+	db, err := openDatabase(ctx, cfg, slog.New(slog.DiscardHandler), false)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -46,16 +47,12 @@ type sweepJSON struct {
 	IdempotencyReaped int          `json:"idempotency_keys_reaped"`
 }
 
-// jobsCmd runs `conclave jobs sweep`: the background jobs' work once, now,
-// with the configured settings — for an operator who will not wait for the
-// next scheduled run.
-func jobsCmd(ctx context.Context, args []string, w io.Writer) error {
-	if len(args) == 0 || args[0] != "sweep" {
-		return usagef("jobs: want sweep")
-	}
-	fs := newFlags("jobs sweep")
+// jobsSweep runs `conclave jobs sweep`: the background jobs' work once,
+// now, with the configured settings — for an operator who will not wait for
+// the next scheduled run.
+func jobsSweep(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) error {
 	cf := addCommon(fs)
-	if err := parse(fs, args[1:]); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	return withDatabase(ctx, cf, func(cfg *config.Config, db *database) error {
@@ -63,7 +60,7 @@ func jobsCmd(ctx context.Context, args []string, w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return sweepNow(ctx, r, *cf.json, w)
+		return sweepNow(ctx, r, *cf.json, cio.stdout)
 	})
 }
 

@@ -70,5 +70,5 @@ func TestJobsSweepCommand(t *testing.T) {
 	require.Equal(t, 0.0, bal["held_usd"])
 	require.Equal(t, 10.0, bal["balance_usd"], "nothing billed")
 	_, err = b.run(t, "jobs", "dance")
-	require.ErrorContains(t, err, "jobs: want sweep")
+	require.ErrorContains(t, err, `jobs: unknown subcommand "dance" (want sweep)`)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/conclavehq/conclave/adapters"
 	"github.com/conclavehq/conclave/core"
-	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/plugins/goplugin"
 	"github.com/conclavehq/conclave/plugins/manifest"
 	"github.com/conclavehq/conclave/plugins/wasmhost"
@@ -48,19 +48,21 @@ type engineUse struct {
 	Error   string `json:"error,omitempty"`
 }
 
-// pluginsCmd shows (list) or checks (verify) the plugins a deployment loads.
-func pluginsCmd(ctx context.Context, args []string, w io.Writer) error {
-	if len(args) == 0 || (args[0] != "list" && args[0] != "verify") {
-		return usagef("plugins: want list or verify")
+// pluginsRun is `plugins list` or, with verify, `plugins verify`.
+func pluginsRun(verify bool) func(context.Context, *flag.FlagSet, []string, cmdIO) error {
+	return func(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) error {
+		return pluginsCmd(ctx, fs, args, verify, cio.stdout)
 	}
-	verify := args[0] == "verify"
-	fs := newFlags("plugins " + args[0])
+}
+
+// pluginsCmd shows (list) or checks (verify) the plugins a deployment loads.
+func pluginsCmd(ctx context.Context, fs *flag.FlagSet, args []string, verify bool, w io.Writer) error {
 	cf := addCommon(fs)
-	mpath := fs.String("manifest", "", "plugin manifest; defaults to plugins.manifest of the configuration")
-	if err := parse(fs, args[1:]); err != nil {
+	mpath := fs.String("manifest", "", "the plugin manifest `FILE`; defaults to plugins.manifest of the configuration")
+	if err := parse(fs, args); err != nil {
 		return err
 	}
-	cfg, err := config.Load(*cf.config)
+	cfg, err := cf.load()
 	if err != nil {
 		return err
 	}
@@ -136,7 +138,7 @@ func pluginsCmd(ctx context.Context, args []string, w io.Writer) error {
 				switch e.Carrier {
 				case manifest.CarrierWasm:
 					if wasm == nil {
-						if wasm, err = wasmhost.New(ctx, wasmhost.Config{CacheDir: cfg.Plugins.WasmCacheDir, Logger: quiet}); err != nil {
+						if wasm, err = wasmhost.New(ctx, wasmhost.Config{CacheDir: cfg.WasmCache(), Logger: quiet}); err != nil {
 							return err
 						}
 					}

@@ -22,7 +22,7 @@ func pluginsConfig(t *testing.T, m *manifest.Manifest, extraEngine string) strin
 	mpath := plugintest.WriteManifest(t, m)
 	cfg := fmt.Sprintf(`plugins:
   manifest: %q
-  wasm_cache_dir: ""
+  wasm_cache_dir: "off"
 engines:
   - {id: sim/atlas, family: sim-openai, max_tier: plus, adapter: openai, endpoint: sim, carrier: wasm, plugin: openai-wasm}
   - {id: sim/sonnet, family: sim-anthropic, max_tier: plus, adapter: anthropic, endpoint: sim, carrier: goplugin, plugin: anthropic-goplugin}

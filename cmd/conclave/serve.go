@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -18,6 +19,7 @@ import (
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/deliberate"
 	"github.com/conclavehq/conclave/internal/config"
+	"github.com/conclavehq/conclave/mcp"
 	"github.com/conclavehq/conclave/plugins/egress"
 	"github.com/conclavehq/conclave/plugins/goplugin"
 	"github.com/conclavehq/conclave/plugins/protocol/direct"
@@ -28,18 +30,19 @@ import (
 
 // serve runs the gateway until ctx is cancelled (SIGINT or SIGTERM), then
 // drains in-flight requests for up to server.shutdown_timeout.
-func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve")
-	cfgPath := fs.String("config", "", "configuration file (YAML); defaults to the built-in configuration")
-	addr := fs.String("addr", "", "listen address (env CONCLAVE_ADDR); defaults to 127.0.0.1:8080")
-	operatorAddr := fs.String("operator-addr", "", "operator listen address for /metrics and a detailed /readyz "+
+func serve(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) error {
+	cf := addConfig(fs)
+	addr := fs.String("addr", "", "listen on `HOST:PORT` (env CONCLAVE_ADDR); defaults to 127.0.0.1:8080")
+	operatorAddr := fs.String("operator-addr", "", "serve /metrics and a detailed /readyz on `HOST:PORT` "+
 		`(env CONCLAVE_OPERATOR_ADDR); "off" disables it; defaults to 127.0.0.1:8081`)
-	policyDir := fs.String("policy-dir", "", "replace the embedded policies with the .rego files in this directory")
-	demo := fs.Bool("demo", false, "ensure a demo organisation (ticker DEMO) and print a fresh key for it")
+	policyDir := fs.String("policy-dir", "", "replace the embedded policies with the .rego files in `DIR`")
+	demoFlag := fs.Bool("demo", false, "ensure a demo organisation (ticker DEMO) and a key for it, kept in the data "+
+		"directory and printed on every start")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	cfg, err := config.Load(*cfgPath)
+	stdout, stderr := cio.stdout, cio.stderr
+	cfg, err := cf.load()
 	if err != nil {
 		return err
 	}
@@ -66,7 +69,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("loading policies: %w", err)
 	}
-	db, err := openDatabase(ctx, cfg, log)
+	db, err := openDatabase(ctx, cfg, log, true)
 	if err != nil {
 		return err
 	}
@@ -106,8 +109,21 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	public, err := listen(ctx, cfg, log, cfg.Server.Addr, h)
+	var d *demo
+	if *demoFlag {
+		if d, err = prepareDemo(ctx, db.store, cfg.DataDir, log); err != nil {
+			return err
+		}
+	}
+	// The public listener serves REST at /v1 and the MCP tool server at
+	// /mcp; the tool server needs the public URL, which by default is the
+	// bound address, so it is mounted once the listener is bound.
+	public, err := listen(ctx, cfg, log, cfg.Server.Addr, nil)
 	if err != nil {
+		return err
+	}
+	if err := mountPublic(cfg, public, h, mcp.Deps{Access: acc, Calls: svc, Logger: log}); err != nil {
+		public.close()
 		return err
 	}
 	operator, operatorBound, err := listenOperator(ctx, cfg, log, reg, db.store.Ready)
@@ -122,15 +138,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log.Info("serving", slog.String("addr", public.ln.Addr().String()), slog.String("operator_addr", operatorBound),
 		slog.Bool("managed_postgres", db.cluster != nil), slog.String("simulated_provider", simURL))
-	// The demo key comes first: "serving on" is the line scripts wait for.
-	if *demo {
-		if err := printDemoKey(ctx, db, base, stdout); err != nil {
-			public.close()
-			operator.close()
-			return err
-		}
-	}
-	fmt.Fprintf(stdout, "Conclave is serving on %s\n", base)
+	// One write: a script that waits for "serving on" finds the demo lines
+	// with it.
+	fmt.Fprint(stdout, banner(base, d))
 
 	public.start()
 	operator.start()
@@ -145,6 +155,28 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	log.Info("stopped")
+	return nil
+}
+
+// mountPublic gives the public listener its handler: the MCP tool server
+// on its paths, the REST handler for everything else. The tool server's base URL is server.public_url,
+// else http:// and the bound address; its authorization servers are
+// auth.authorization_servers, else that base URL.
+func mountPublic(cfg *config.Config, public *listener, rest http.Handler, deps mcp.Deps) error {
+	base := cfg.Server.PublicURL
+	if base == "" {
+		base = "http://" + public.ln.Addr().String()
+	}
+	issuers := cfg.Auth.AuthorizationServers
+	if len(issuers) == 0 {
+		issuers = []string{strings.TrimRight(base, "/")}
+	}
+	tools, err := mcp.New(mcp.Config{BaseURL: base, AuthorizationServers: issuers, MaxBodyBytes: cfg.Server.MaxBodyBytes,
+		Version: version}, deps)
+	if err != nil {
+		return err
+	}
+	public.srv.Handler = tools.Alongside(rest)
 	return nil
 }
 
@@ -217,33 +249,6 @@ func (l *listener) close() {
 	}
 }
 
-// printDemoKey ensures the demo organisation exists and prints a new key for
-// it with a command to try.
-func printDemoKey(ctx context.Context, db *database, base string, w io.Writer) error {
-	org, err := db.store.OrgByTicker(ctx, "DEMO")
-	if errors.Is(err, core.ErrNotFound) {
-		org, _, err = db.store.CreateOrg(ctx, &core.CreateOrgParams{Name: "Demo", Ticker: "DEMO"})
-	}
-	if err != nil {
-		return fmt.Errorf("preparing the demo organisation: %w", err)
-	}
-	bal, err := db.store.GetBalance(ctx, org.ID)
-	if err != nil {
-		return err
-	}
-	secret, hash := core.NewKeySecret(false)
-	if _, err := db.store.CreateKey(ctx, &core.CreateKeyParams{OrgID: org.ID, Hash: hash, Hint: core.KeyHint(secret), Name: "demo"}); err != nil {
-		return fmt.Errorf("issuing the demo key: %w", err)
-	}
-	fmt.Fprintf(w, `Demo organisation %s (%s), balance $%s
-Demo key (shown once): %s
-Try it:
-  curl -s -H "Authorization: Bearer %s" %s/v1/models
-
-`, org.Ticker, org.ID, bal.Balance, secret, secret, base)
-	return nil
-}
-
 // providersConfig maps the deployment configuration onto the providers'
 // wiring: carriers, simulator and egress.
 func providersConfig(cfg *config.Config, catalog *core.Catalog, log *slog.Logger, reg prometheus.Registerer) providers.Config {
@@ -251,7 +256,7 @@ func providersConfig(cfg *config.Config, catalog *core.Catalog, log *slog.Logger
 		Catalog:      catalog,
 		ManifestPath: cfg.Plugins.Manifest,
 		Wasm: wasmhost.Config{
-			CacheDir: cfg.Plugins.WasmCacheDir, PoolSize: cfg.Plugins.WasmPoolSize,
+			CacheDir: cfg.WasmCache(), PoolSize: cfg.Plugins.WasmPoolSize,
 			MemoryLimitPages: uint32(cfg.Plugins.WasmMemoryLimitMiB) * 16, CallTimeout: cfg.Plugins.CallTimeout,
 		},
 		GoPlugin:  goplugin.Config{CallTimeout: cfg.Plugins.CallTimeout},

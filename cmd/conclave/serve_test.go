@@ -171,6 +171,22 @@ func (p *process) operatorBase(t testing.TB) string {
 	}
 }
 
+var demoKeyRe = regexp.MustCompile(`(?m)^Demo key: (ccl_live_[A-Za-z0-9_-]{43})$`)
+
+// demoKey waits for the banner's demo key line (the banner's last, after
+// the "serving on" line startProcess waits for) and returns the key.
+func (p *process) demoKey(t testing.TB) string {
+	t.Helper()
+	var key string
+	require.Eventually(t, func() bool {
+		if m := demoKeyRe.FindStringSubmatch(p.stdout.String()); m != nil {
+			key = m[1]
+		}
+		return key != ""
+	}, 10*time.Second, 10*time.Millisecond, "no demo key line in:\n%s", p.stdout)
+	return key
+}
+
 // stop sends SIGTERM and requires a clean exit.
 func (p *process) stop(t testing.TB) {
 	t.Helper()
@@ -234,8 +250,7 @@ func TestServeDemoKeyAndGracefulDrain(t *testing.T) {
 	t.Parallel()
 	url := pgtest.NewEmptyDatabase(t)
 	p := startServe(t, t.TempDir(), []string{"DATABASE_URL=" + url}, "--demo")
-	m := regexp.MustCompile(`ccl_live_[A-Za-z0-9_-]{43}`).FindString(p.stdout.String())
-	require.NotEmpty(t, m, "a demo key is printed:\n%s", p.stdout)
+	m := p.demoKey(t)
 	status, body := get(t, p.base+"/v1/models", m)
 	require.Equal(t, 200, status, body)
 	require.Contains(t, body, `"id":"conclave-standard"`)
@@ -284,6 +299,7 @@ func TestServeDemoKeyAndGracefulDrain(t *testing.T) {
 
 	// A restart reuses the demo organisation rather than making another.
 	p2 := startServe(t, t.TempDir(), []string{"DATABASE_URL=" + url}, "--demo")
+	p2.demoKey(t)
 	require.Contains(t, p2.stdout.String(), "Demo organisation DEMO")
 	p2.stop(t)
 }
@@ -300,7 +316,7 @@ func TestServePolicyDirReplacesTheEmbeddedPolicies(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(edited), 0o600))
 
 	p := startServe(t, t.TempDir(), []string{"DATABASE_URL=" + pgtest.NewDatabase(t)}, "--demo", "--policy-dir", dir)
-	key := regexp.MustCompile(`ccl_live_[A-Za-z0-9_-]{43}`).FindString(p.stdout.String())
+	key := p.demoKey(t)
 	status, body := get(t, p.base+"/v1/models", key)
 	require.Equal(t, 200, status, body)
 	require.Contains(t, body, `"id":"conclave-standard"`)
@@ -360,7 +376,7 @@ func TestServeManagesALocalClusterWhenNoDatabaseURL(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(dataDir, 0o755)) // the server may run as another OS user
 	t.Cleanup(func() { _ = os.RemoveAll(dataDir) })
-	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf("database:\n  data_dir: %q\n", filepath.Join(dataDir, "pg"))), 0o600))
+	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf("data_dir: %q\n", dataDir)), 0o600))
 	p := startServe(t, dir, []string{"DATABASE_URL="}, "--config", cfg)
 	status, body := get(t, p.base+"/readyz", "")
 	require.Equal(t, 200, status, body)
@@ -393,8 +409,7 @@ func TestServeDrainsRunningDeliberationsOnSIGTERM(t *testing.T) {
 	t.Parallel()
 	url := pgtest.NewEmptyDatabase(t)
 	p := startServe(t, t.TempDir(), []string{"DATABASE_URL=" + url}, "--demo")
-	key := regexp.MustCompile(`ccl_live_[A-Za-z0-9_-]{43}`).FindString(p.stdout.String())
-	require.NotEmpty(t, key, "a demo key is printed:\n%s", p.stdout)
+	key := p.demoKey(t)
 
 	// Every engine call takes 1.5 s: a deliberation of several seconds.
 	body := `{"model":"conclave-standard","messages":[{"role":"user","content":` +
@@ -427,4 +442,11 @@ func TestServeDrainsRunningDeliberationsOnSIGTERM(t *testing.T) {
 	require.Positive(t, billed, "and billed")
 	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM holds WHERE state = 'held'").Scan(&live))
 	require.Zero(t, live, "no hold is left behind")
+}
+
+// The configured repeat wait reaches the call service as it reads it: 0s
+// (off) becomes a negative wait, anything else passes through.
+func TestRepeatWaitFromTheConfiguration(t *testing.T) {
+	require.Negative(t, repeatWait(0))
+	require.Equal(t, 20*time.Second, repeatWait(20*time.Second))
 }

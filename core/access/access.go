@@ -159,7 +159,11 @@ func (s *Service) Authorize(ctx context.Context, p *Principal, action string, mo
 	switch d.Code {
 	case core.CodeTierNotPermitted:
 		e.Param = "tier"
-	case core.CodeModelNotFound, core.CodeModeNotPermitted:
+	case core.CodeModelNotFound:
+		// Whatever hid the mode, the answer is the unknown mode's, word
+		// for word.
+		return core.ModelNotFound()
+	case core.CodeModeNotPermitted:
 		if mode != nil {
 			e.Param = "model"
 		}

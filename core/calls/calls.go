@@ -55,8 +55,17 @@ type Config struct {
 	// 30 s.
 	Lease time.Duration
 	// ConcurrencyRetryAfter is the Retry-After sent with
-	// concurrency_limit_exceeded. Defaults to 5 s.
+	// concurrency_limit_exceeded, and with request_in_progress for a mode
+	// that has neither a finished deliberation on record nor a straggler
+	// deadline to estimate one from. Defaults to 5 s.
 	ConcurrencyRetryAfter time.Duration
+	// RepeatWait is how long a repeat of an idempotency key whose call is
+	// running in this process waits for that call to end before it answers
+	// request_in_progress. A call that ends within it answers the repeat at
+	// once: its replay, or, when it ended without an answer to replay, a
+	// run of the repeat's own. A repeat whose caller leaves stops waiting.
+	// Negative turns the wait off. Defaults to 20 s.
+	RepeatWait time.Duration
 	// ActivationAllowance is what an unverified organisation may spend
 	// before verification_required. Defaults to $10.00.
 	ActivationAllowance core.Micros
@@ -79,6 +88,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ConcurrencyRetryAfter == 0 {
 		c.ConcurrencyRetryAfter = 5 * time.Second
+	}
+	if c.RepeatWait == 0 {
+		c.RepeatWait = 20 * time.Second
 	}
 	if c.ActivationAllowance == 0 {
 		c.ActivationAllowance = 10 * core.MicrosPerUSD
@@ -153,7 +165,7 @@ type Service struct {
 	base     context.Context // parent of every deliberation; nil until Start
 	cancel   context.CancelFunc
 	draining bool
-	running  map[string]time.Time // request id → start, of this process's live calls
+	running  map[string]liveCall // request id → this process's live calls
 	wg       sync.WaitGroup
 }
 
@@ -185,8 +197,15 @@ func New(cfg Config, d Deps) (*Service, error) {
 		cfg: cfg, d: d, log: d.Logger,
 		leases:  newLeaseKeeper(d.Admission, cfg.Lease, d.Logger),
 		latency: newLatencies(),
-		running: map[string]time.Time{},
+		running: map[string]liveCall{},
 	}, nil
+}
+
+// liveCall is a call running in this process: when it began, and a channel
+// closed once it has ended — settled, or given back what it held.
+type liveCall struct {
+	start time.Time
+	done  chan struct{}
 }
 
 // Start begins keeping the leases of live calls; calls are taken from then
@@ -251,14 +270,17 @@ func (s *Service) begin(requestID string) (context.Context, context.CancelFunc, 
 		return nil, nil, errNotTaking()
 	}
 	s.wg.Add(1)
-	s.running[requestID] = time.Now()
+	s.running[requestID] = liveCall{start: time.Now(), done: make(chan struct{})}
 	ctx, cancel := context.WithTimeout(s.base, s.cfg.DeliberationTimeout)
 	return ctx, cancel, nil
 }
 
 func (s *Service) end(requestID string) {
 	s.mu.Lock()
-	delete(s.running, requestID)
+	if c, ok := s.running[requestID]; ok {
+		close(c.done)
+		delete(s.running, requestID)
+	}
 	s.mu.Unlock()
 	s.wg.Done()
 }
@@ -267,8 +289,19 @@ func (s *Service) end(requestID string) {
 func (s *Service) startedAt(requestID string) (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t, ok := s.running[requestID]
-	return t, ok
+	c, ok := s.running[requestID]
+	return c.start, ok
+}
+
+// ended returns a channel closed when the call requestID ends, or nil when
+// that call is not running in this process.
+func (s *Service) ended(requestID string) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.running[requestID]; ok {
+		return c.done
+	}
+	return nil
 }
 
 // taking reports whether the service takes calls now.

@@ -28,7 +28,17 @@ type Call struct {
 	// Endpoint is the route the call came in on ("/v1/chat/completions",
 	// "mcp:deliberate"), recorded with an outcome that has no receipt.
 	Endpoint string
+	// Progress, when set, is told each step a chat completion's
+	// deliberation reaches, as deliberate.Request.Observe is: quickly,
+	// without blocking, from the deliberation's goroutines — and on after
+	// the caller has left, since the deliberation goes on. It is an
+	// observer only: what runs and what is billed do not depend on it.
+	// Defaults to nil.
+	Progress func(Progress)
 }
+
+// Progress is a step of a deliberation, reported to Call.Progress.
+type Progress = deliberate.Progress
 
 // ChatResult is what Chat answers: a fresh completion, or the stored one
 // replayed for a repeat of its idempotency key.
@@ -41,7 +51,10 @@ type ChatResult struct {
 // spec's code. Once admitted, the deliberation runs to its end even if ctx
 // ends first — the caller left — in which case Chat returns ctx.Err() at
 // once and the call is still billed once and stored, so that a repeat with
-// the same idempotency key gets request_in_progress, then the replay.
+// the same idempotency key gets the replay. A repeat that finds the call
+// still running in this process waits for it up to Config.RepeatWait; one
+// that finds it running past that, or on another replica, gets
+// request_in_progress with the expected remaining time as its RetryAfter.
 func (s *Service) Chat(ctx context.Context, p *access.Principal, c Call, req *ChatParams) (*ChatResult, error) {
 	start := time.Now()
 	if s.d.Deliberator == nil {
@@ -79,6 +92,20 @@ func (s *Service) Chat(ctx context.Context, p *access.Principal, c Call, req *Ch
 		return nil, err
 	}
 	if adm.Refused != nil { // another call holds the key
+		ended, err := s.awaitHolder(ctx, p, adm.Claim, req)
+		if err != nil {
+			return nil, err // the caller left while it waited
+		}
+		if ended {
+			// Ask again, now that the key's call has settled or given the
+			// key back; the key's rate was spent by the first asking.
+			ap.PerMinute = 0
+			if adm, err = s.tryAdmit(ctx, p, c, ap); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if adm.Refused != nil {
 		return s.repeat(ctx, p, mode, adm.Claim, req)
 	}
 	run := &chatRun{s: s, p: p, c: c, req: req, mode: mode, ceiling: ceiling, idemKey: idemKey, hold: adm.Hold, start: start}
@@ -141,6 +168,11 @@ func (s *Service) admit(ctx context.Context, p *access.Principal, c Call, ap *co
 	ap.KeyID, ap.OrgID, ap.RequestID, ap.Lease = p.Key.ID, p.Org.ID, c.RequestID, s.cfg.Lease
 	ap.PerMinute = s.d.Access.RPM(p)
 	ap.SlotLimit = s.d.Access.SlotLimit(p)
+	return s.tryAdmit(ctx, p, c, ap)
+}
+
+// tryAdmit is admit with ap as given.
+func (s *Service) tryAdmit(ctx context.Context, p *access.Principal, c Call, ap *core.AdmitParams) (*core.AdmitResult, error) {
 	adm, err := s.d.Admission.Admit(ctx, ap)
 	if err != nil {
 		return nil, core.Errorf(core.CodeServiceUnavailable, "The call's limits could not be checked; it was refused and nothing was billed. Retry shortly.").WithCause(err)
@@ -227,6 +259,7 @@ func (r *chatRun) run(ctx context.Context) (*ChatResult, error) {
 	}()
 	plan, err := s.d.Deliberator.Plan(ctx, &deliberate.Request{
 		Mode: r.mode, Tier: r.req.Tier, Messages: r.req.Messages, OrgID: r.p.Org.ID, RequestID: r.c.RequestID,
+		Observe: r.c.Progress,
 	})
 	if err != nil {
 		return nil, r.failed(ctx, err)
@@ -354,6 +387,33 @@ func completionOf(mode *core.Mode, hash string, res *deliberate.Result, bill cor
 	}
 }
 
+// awaitHolder waits for the call that holds a repeat's idempotency key to
+// end, when that call is in flight in this process and was made by the
+// repeat's API key, for at most RepeatWait; it reports whether the call
+// ended. The wait costs the repeat no slot and no trip to the store, and
+// ends as soon as the call has settled or given back its claim. When ctx
+// ends first — the caller left — it returns ctx's error.
+func (s *Service) awaitHolder(ctx context.Context, p *access.Principal, claim *core.Claim, req *ChatParams) (bool, error) {
+	if claim == nil || claim.State != core.ClaimInFlight || s.cfg.RepeatWait <= 0 ||
+		!claimedBy(claim.RequestHash, p.Key.ID, req.RequestHash) {
+		return false, nil
+	}
+	done := s.ended(claim.RequestID)
+	if done == nil {
+		return false, nil // it runs on another replica
+	}
+	t := time.NewTimer(s.cfg.RepeatWait)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true, nil
+	case <-t.C:
+		return false, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
 // repeat answers a call whose idempotency key another call holds: 409
 // while that call runs, with the expected time to its end as Retry-After;
 // the stored answer once it succeeded.
@@ -365,7 +425,7 @@ func (s *Service) repeat(ctx context.Context, p *access.Principal, mode *core.Mo
 	switch claim.State {
 	case core.ClaimInFlight:
 		e := core.Errorf(core.CodeRequestInProgress, "A request with this Idempotency-Key (%s) is still running. Wait for it, then repeat to get its answer.", claim.RequestID)
-		e.RetryAfter = s.retryAfter(mode.ID, claim.RequestID)
+		e.RetryAfter = s.retryAfter(mode, claim.RequestID)
 		return nil, e
 	case core.ClaimStopped:
 		return nil, core.Errorf(core.CodeReconciliationRequired, "An earlier attempt with this Idempotency-Key stopped mid-charge. Retry with a new key.")
@@ -416,14 +476,12 @@ const (
 )
 
 // retryAfter is how long a repeat should wait for the call requestID of
-// mode to end: the mode's median recent deliberation time less what the
-// call has already run when it runs in this process, plus a margin. A call
-// already past the median is expected to end within a quarter of it more.
-func (s *Service) retryAfter(mode, requestID string) time.Duration {
-	expected, ok := s.latency.median(mode)
-	if !ok {
-		expected = s.cfg.ConcurrencyRetryAfter
-	}
+// mode to end: the time a deliberation of the mode is expected to take
+// (see expectedDuration) less what the call has already run when it runs
+// in this process, plus a margin. A call already past that is expected to
+// end within a quarter of it more.
+func (s *Service) retryAfter(mode *core.Mode, requestID string) time.Duration {
+	expected := s.expectedDuration(mode)
 	remaining := expected
 	if started, ok := s.startedAt(requestID); ok {
 		remaining = expected - time.Since(started)
@@ -432,4 +490,21 @@ func (s *Service) retryAfter(mode, requestID string) time.Duration {
 		}
 	}
 	return min(max(remaining+retryMargin, minRetryAfter), maxRetryAfter)
+}
+
+// expectedDuration is how long a deliberation of mode is expected to take:
+// the median of its recent deliberations in this process; before one has
+// finished, the time its configuration lets its rounds wait for their seats
+// (the straggler deadline, once per round it may run) — an overestimate
+// for most questions, which costs a repeat some waiting, where an
+// underestimate would spend a client's few retries before the answer
+// exists; for a mode without a straggler deadline, ConcurrencyRetryAfter.
+func (s *Service) expectedDuration(mode *core.Mode) time.Duration {
+	if d, ok := s.latency.median(mode.ID); ok {
+		return d
+	}
+	if d := mode.Deliberation; d.StragglerDeadline > 0 && d.MaxRounds > 0 {
+		return time.Duration(d.MaxRounds) * d.StragglerDeadline
+	}
+	return s.cfg.ConcurrencyRetryAfter
 }

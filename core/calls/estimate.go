@@ -45,7 +45,7 @@ type classification struct {
 // mode's classifier engine, the deterministic fallback when it fails, the
 // lane from the mode's express threshold), or the Classifier when the
 // service runs no deliberations.
-func (s *Service) classify(ctx context.Context, mode *core.Mode, messages []core.Message) (*classification, error) {
+func (s *Service) classify(ctx context.Context, mode *core.Mode, tier core.Tier, messages []core.Message) (*classification, error) {
 	if s.d.Deliberator == nil {
 		c, err := s.d.Classifier.Classify(ctx, messages)
 		if err != nil {
@@ -54,7 +54,7 @@ func (s *Service) classify(ctx context.Context, mode *core.Mode, messages []core
 		return &classification{score: c.Score, depth: c.Depth, taskType: c.TaskType, risk: c.HallucinationRisk,
 			lane: core.LanePanel, value: c.Value}, nil
 	}
-	plan, err := s.d.Deliberator.Plan(ctx, &deliberate.Request{Mode: mode, Tier: planTier(mode), Messages: messages})
+	plan, err := s.d.Deliberator.Plan(ctx, &deliberate.Request{Mode: mode, Tier: tier, Messages: messages})
 	if err != nil {
 		return nil, err
 	}
@@ -67,26 +67,20 @@ func (s *Service) classify(ctx context.Context, mode *core.Mode, messages []core
 		lane: plan.Lane, value: v}, nil
 }
 
-// planTier is the tier an estimate plans at: the default when the mode
-// seats it, else the mode's first tier that has seats.
-func planTier(mode *core.Mode) core.Tier {
-	if len(mode.Deliberation.Seats[core.DefaultTier]) > 0 {
-		return core.DefaultTier
-	}
-	for _, t := range []core.Tier{core.TierExperience, core.TierPlus, core.TierPro} {
-		if len(mode.Deliberation.Seats[t]) > 0 {
-			return t
-		}
-	}
-	return core.DefaultTier
-}
-
 // Estimate classifies req's question for p. It is free, but counted
 // against the same rate and concurrency ceilings as a billed call.
 func (s *Service) Estimate(ctx context.Context, p *access.Principal, c Call, req *EstimateParams) (*Estimate, error) {
 	start := time.Now()
-	mode, err := s.ResolveMode(ctx, p, req.Model, core.ActionEstimate, "")
+	// Checked as Chat checks the same body: the tier against the policy,
+	// the prompt against the key's input limit.
+	mode, err := s.ResolveMode(ctx, p, req.Model, core.ActionEstimate, req.Tier)
 	if err != nil {
+		return nil, s.d.Access.Refused(ctx, p, c.RequestID, err)
+	}
+	if err := s.checkInput(ctx, p, req.Messages); err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
 		return nil, s.d.Access.Refused(ctx, p, c.RequestID, err)
 	}
 	if _, err := s.admit(ctx, p, c, &core.AdmitParams{}); err != nil {
@@ -94,7 +88,7 @@ func (s *Service) Estimate(ctx context.Context, p *access.Principal, c Call, req
 	}
 	defer s.releaseSlot(ctx, p.Org.ID, c.RequestID)
 	cstart := time.Now()
-	cls, err := s.classify(ctx, mode, req.Messages)
+	cls, err := s.classify(ctx, mode, req.Tier, req.Messages)
 	if err != nil {
 		return nil, core.Errorf(core.CodeClassificationFailed, "The question could not be classified; nothing was billed. Retry shortly.").WithCause(err)
 	}

@@ -43,7 +43,12 @@ type ChatParams struct {
 // → invalid_messages on this endpoint), messages, stream, tier,
 // panel.max_cost_usd.
 func ParseChat(in *ChatInput) (*ChatParams, error) {
-	model, err := parseModel(in.Model, core.CodeInvalidMessages)
+	return parseChat(in, core.CodeInvalidMessages)
+}
+
+// parseChat is ParseChat answering missingModel for a missing model.
+func parseChat(in *ChatInput, missingModel core.Code) (*ChatParams, error) {
+	model, err := parseModel(in.Model, missingModel)
 	if err != nil {
 		return nil, err
 	}
@@ -85,28 +90,26 @@ func ParseChat(in *ChatInput) (*ChatParams, error) {
 }
 
 // EstimateInput is an estimate's arguments as a carrier received them: the
-// same body as a chat completion, of which the estimate reads model and
-// messages.
+// same body as a chat completion.
 type EstimateInput = ChatInput
 
-// EstimateParams is a validated estimate.
+// EstimateParams is a validated estimate: what a chat completion of the same
+// body would be asked.
 type EstimateParams struct {
 	Model    string
 	Messages []core.Message
+	Tier     core.Tier
 }
 
-// ParseEstimate validates an estimate: model (missing → invalid_model on
-// this endpoint), then messages.
+// ParseEstimate validates an estimate exactly as ParseChat validates the
+// same body — stream, tier and panel.max_cost_usd included, with the same
+// codes — except that a missing model is invalid_model on this endpoint.
 func ParseEstimate(in *EstimateInput) (*EstimateParams, error) {
-	model, err := parseModel(in.Model, core.CodeInvalidModel)
+	p, err := parseChat(in, core.CodeInvalidModel)
 	if err != nil {
 		return nil, err
 	}
-	messages, err := parseMessages(in.Messages)
-	if err != nil {
-		return nil, err
-	}
-	return &EstimateParams{Model: model, Messages: messages}, nil
+	return &EstimateParams{Model: p.Model, Messages: p.Messages, Tier: p.Tier}, nil
 }
 
 func present(raw json.RawMessage) bool {

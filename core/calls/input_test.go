@@ -9,7 +9,7 @@ import (
 	"github.com/conclavehq/conclave/core"
 )
 
-func parseChat(t *testing.T, body string) (*ChatParams, error) {
+func parseChatBody(t *testing.T, body string) (*ChatParams, error) {
 	t.Helper()
 	var b ChatInput
 	require.NoError(t, json.Unmarshal([]byte(body), &b))
@@ -43,17 +43,30 @@ func TestChatRequestValidation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := parseChat(t, tc.body)
+			_, err := parseChatBody(t, tc.body)
 			e := core.AsError(err)
 			require.Equal(t, tc.code, e.Code, "%v", err)
 			require.Equal(t, tc.param, e.Param)
+
+			// The estimate takes the same body and refuses it with the
+			// same code, but for a missing model: invalid_model there.
+			var in EstimateInput
+			require.NoError(t, json.Unmarshal([]byte(tc.body), &in))
+			_, err = ParseEstimate(&in)
+			e = core.AsError(err)
+			want := tc.code
+			if tc.param == "model" {
+				want = core.CodeInvalidModel
+			}
+			require.Equal(t, want, e.Code, "estimate: %v", err)
+			require.Equal(t, tc.param, e.Param, "estimate")
 		})
 	}
 }
 
 func TestChatRequestDefaultsAndExactMoney(t *testing.T) {
 	t.Parallel()
-	r, err := parseChat(t, `{"model":"conclave-standard","messages":[{"role":"user","content":"hi"}],"stream":false}`)
+	r, err := parseChatBody(t, `{"model":"conclave-standard","messages":[{"role":"user","content":"hi"}],"stream":false}`)
 	require.NoError(t, err)
 	require.Equal(t, core.TierPlus, r.Tier, "tier defaults to plus")
 	require.Nil(t, r.MaxCost)
@@ -61,7 +74,7 @@ func TestChatRequestDefaultsAndExactMoney(t *testing.T) {
 	for body, want := range map[string]core.Micros{
 		`0.25`: 250_000, `1`: 1_000_000, `2.5e-1`: 250_000, `0.0000019`: 1, `1E2`: 100_000_000, `0.1`: 100_000,
 	} {
-		r, err := parseChat(t, `{"model":"m","messages":[{"role":"user","content":"hi"}],"tier":"pro","panel":{"max_cost_usd":`+body+`,"future_field":1}}`)
+		r, err := parseChatBody(t, `{"model":"m","messages":[{"role":"user","content":"hi"}],"tier":"pro","panel":{"max_cost_usd":`+body+`,"future_field":1}}`)
 		require.NoError(t, err, body)
 		require.Equal(t, want, *r.MaxCost, body)
 		require.Equal(t, core.TierPro, r.Tier)

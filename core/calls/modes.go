@@ -24,7 +24,7 @@ func (s *Service) ResolveMode(ctx context.Context, p *access.Principal, id, acti
 	m, err := s.d.Modes.ResolveMode(ctx, p.Org.ID, id)
 	switch {
 	case errors.Is(err, core.ErrNotFound):
-		return nil, core.Errorf(core.CodeModelNotFound, "The model %q does not exist or is not available to your organisation. GET /v1/models lists the modes you can call.", id).WithParam("model")
+		return nil, core.ModelNotFound()
 	case err != nil:
 		return nil, core.Errorf(core.CodeServiceUnavailable, "The mode could not be read; nothing was run or billed. Retry shortly.").WithCause(err)
 	}

@@ -2,6 +2,7 @@ package deliberate
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -138,4 +139,48 @@ func TestPromptsAreAnonymised(t *testing.T) {
 	}
 	require.True(t, fc.got["x/judge"][0].JSONOutput)
 	require.Contains(t, fc.got["x/synth"][0].Messages[0].Content, "Question:\n"+q)
+}
+
+// An observer is told every step of a deliberation in order — classified,
+// then each round started, its seats answered and its judgment, then
+// synthesis — and the deliberation does and costs exactly what it does
+// unobserved.
+func TestObserverIsToldEveryStep(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, nil)
+	mode := twoSeats(func(d *core.Deliberation) { d.MaxRounds = 2 })
+	var mu sync.Mutex
+	var seen []Progress
+	req := ask(mode, 0)
+	req.Observe = func(p Progress) {
+		mu.Lock()
+		seen = append(seen, p)
+		mu.Unlock()
+	}
+	observed, err := tb.e.Run(context.Background(), req)
+	require.NoError(t, err)
+	var stages []string
+	for _, p := range seen {
+		s := string(p.Stage)
+		if p.Round > 0 && p.Stage != StageSynthesising {
+			s = fmt.Sprintf("%s %d", s, p.Round)
+		}
+		stages = append(stages, s)
+	}
+	require.Equal(t, []string{
+		"classified",
+		"round_started 1", "seat_answered 1", "seat_answered 1", "judged 1",
+		"round_started 2", "seat_answered 2", "seat_answered 2", "judged 2",
+		"synthesising",
+	}, stages)
+	require.Equal(t, core.DepthLight, seen[0].Depth)
+	require.Equal(t, core.LanePanel, seen[0].Lane)
+	require.Equal(t, 2, seen[1].Seats)
+	require.ElementsMatch(t, []int{1, 2}, []int{seen[2].Answered, seen[3].Answered})
+
+	plain, err := tb.e.Run(context.Background(), ask(mode, 0))
+	require.NoError(t, err)
+	require.Equal(t, plain.Cost, observed.Cost)
+	require.Equal(t, plain.Answer, observed.Answer)
+	require.Len(t, observed.Calls, len(plain.Calls))
 }

@@ -163,6 +163,11 @@ type Request struct {
 	// with core.CostBudget. The first round always runs: a caller refuses a
 	// budget below Plan.MinCost before executing.
 	Budget core.Micros
+	// Observe, when set, is told each step the deliberation reaches (see
+	// Stage), on the goroutine that reached it: it must return at once,
+	// never block, and be safe for concurrent use. It changes nothing the
+	// deliberation does or costs. Defaults to nil: nobody is told.
+	Observe func(Progress)
 }
 
 // run is the state of one deliberation.
@@ -492,6 +497,7 @@ func (r *run) express(ctx context.Context, seat core.Seat, res *Result) error {
 	res.BestSeatJudgedBy = JudgedByExpressLane
 	res.Seats = 1
 	seats := []*seatState{{role: seatRole(0), seat: seat}}
+	r.req.observe(Progress{Stage: StageRoundStarted, Round: 1, Seats: 1})
 	rd, outs, err := r.round(ctx, 1, seats, r.firstPrompt, 0, r.hedge)
 	if err != nil {
 		return err
@@ -575,6 +581,7 @@ func (r *run) panel(ctx context.Context, row []core.Seat, maxRounds int, res *Re
 		if q > len(live) {
 			q = len(live)
 		}
+		r.req.observe(Progress{Stage: StageRoundStarted, Round: n, Seats: len(live)})
 		rd, outs, err := r.round(ctx, n, live, prompt, q, hedge)
 		if err != nil {
 			return err
@@ -597,6 +604,7 @@ func (r *run) panel(ctx context.Context, row []core.Seat, maxRounds int, res *Re
 		if err != nil {
 			return err
 		}
+		r.req.observe(Progress{Stage: StageJudged, Round: n, Seats: len(live), Answered: len(answered)})
 		rd.Judgment = j.summary()
 		_, rd.Cost = r.spent(n)
 		res.Rounds = append(res.Rounds, rd)
@@ -620,6 +628,7 @@ func (r *run) panel(ctx context.Context, row []core.Seat, maxRounds int, res *Re
 	res.BestSeatRationale = judg.rationale(len(res.Rounds))
 
 	// Synthesis.
+	r.req.observe(Progress{Stage: StageSynthesising, Round: len(res.Rounds)})
 	ans, _, why := r.staffCall(ctx, RoleSynthesis, len(res.Rounds), r.synthesisPrompt(final, seed))
 	if ctx.Err() != nil {
 		return ctx.Err()

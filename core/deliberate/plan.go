@@ -103,6 +103,7 @@ func (e *Engine) Plan(ctx context.Context, req *Request) (*Plan, error) {
 	if d.ExpressThreshold > 0 && cls.Score < d.ExpressThreshold {
 		p.Lane = core.LaneExpress
 		p.RoundCost = core.CallCost(p.promptTokens, e.expectedOutput(row[0].Engine, kindSeat), e.engine(row[0].Engine))
+		req.observe(Progress{Stage: StageClassified, Depth: cls.Depth, Lane: p.Lane})
 		return p, nil
 	}
 	if d.Critique == core.CritiqueAlways || d.Critique == core.CritiqueDeep && cls.Depth == core.DepthDeep {
@@ -116,6 +117,7 @@ func (e *Engine) Plan(ctx context.Context, req *Request) (*Plan, error) {
 	}
 	p.RoundCost += e.projectStaff(d, RoleJudge, p.questionTokens+outs)
 	p.MinCost = p.RoundCost
+	req.observe(Progress{Stage: StageClassified, Depth: cls.Depth, Lane: p.Lane})
 	return p, nil
 }
 

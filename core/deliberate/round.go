@@ -78,13 +78,17 @@ func (r *run) round(ctx context.Context, n int, seats []*seatState, prompt func(
 		s := seats[i]
 		o := r.seat(rctx, n, s, prompt(s), hedge)
 		mu.Lock()
-		defer mu.Unlock()
 		outs[i] = o
 		pending--
 		if o.answered {
 			answered++
 		}
+		sofar := answered
 		closeOnQuorum()
+		mu.Unlock()
+		if o.answered {
+			r.req.observe(Progress{Stage: StageSeatAnswered, Round: n, Seats: len(seats), Answered: sofar, Seat: o.role})
+		}
 	}
 	var wg sync.WaitGroup
 	for i := 1; i < len(seats); i++ {

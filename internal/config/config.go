@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/carrier"
 )
 
 //go:embed default.yaml
@@ -28,6 +30,13 @@ func Default() []byte { return bytes.Clone(defaultYAML) }
 
 // Config is a whole deployment's configuration.
 type Config struct {
+	// DataDir is the one place Conclave keeps local state: the managed
+	// PostgreSQL cluster (DataDir/pg), the WebAssembly compilation cache
+	// (DataDir/wasm-cache) and the key `serve --demo` reuses
+	// (DataDir/demo-key). serve and the admin commands read the same
+	// setting, so that both find the same cluster. Env CONCLAVE_DATA_DIR,
+	// flag --data-dir. Defaults to ./.data.
+	DataDir   string    `yaml:"data_dir"`
 	Server    Server    `yaml:"server"`
 	Database  Database  `yaml:"database"`
 	Policy    Policy    `yaml:"policy"`
@@ -53,6 +62,14 @@ type Server struct {
 	// so that a blank value never turns it off by accident. Env
 	// CONCLAVE_OPERATOR_ADDR. Defaults to 127.0.0.1:8081.
 	OperatorAddr string `yaml:"operator_addr"`
+	// PublicURL is the base URL clients reach the service at, with a path
+	// prefix if a proxy adds one ("https://conclave.example.com"). The MCP
+	// tool server names PublicURL+"/mcp" as its resource in its
+	// protected-resource document and 401 challenge, which clients check
+	// against the URL they used; it is never taken from a request. Env
+	// CONCLAVE_PUBLIC_URL. Defaults to "": http:// and the public
+	// listener's bound address, right for a client on the same host.
+	PublicURL string `yaml:"public_url"`
 	// MaxBodyBytes caps request bodies; larger ones get 413 request_too_large.
 	// Defaults to 1 MiB.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
@@ -80,13 +97,37 @@ type Server struct {
 // OperatorOff as server.operator_addr disables the operator listener.
 const OperatorOff = "off"
 
+// WasmCacheOff as plugins.wasm_cache_dir keeps the WebAssembly compilation
+// cache in memory.
+const WasmCacheOff = "off"
+
+// ClusterDir is the managed PostgreSQL cluster's directory: pg in the data
+// directory.
+func (c *Config) ClusterDir() string { return filepath.Join(c.DataDir, "pg") }
+
+// WasmCache is the WebAssembly compilation cache's directory: the one
+// plugins.wasm_cache_dir names, else wasm-cache in the data directory; ""
+// when it is off (in memory).
+func (c *Config) WasmCache() string {
+	switch c.Plugins.WasmCacheDir {
+	case WasmCacheOff:
+		return ""
+	case "":
+		return filepath.Join(c.DataDir, "wasm-cache")
+	}
+	return c.Plugins.WasmCacheDir
+}
+
 // Database configures PostgreSQL.
 type Database struct {
 	// URL is a PostgreSQL connection string. Env DATABASE_URL. Defaults to
-	// "", which means: manage a local cluster in DataDir.
+	// "", which means: manage a local cluster in the data directory (see
+	// Config.ClusterDir).
 	URL string `yaml:"url"`
-	// DataDir holds the managed local cluster. Defaults to ./.data/pg.
-	DataDir string `yaml:"data_dir"`
+	// RetiredDataDir is the former database.data_dir, read only to refuse
+	// it with a pointer to data_dir: two settings locating one cluster let
+	// serve and the admin commands disagree about where it is.
+	RetiredDataDir string `yaml:"data_dir"`
 	// MaxConns caps the connection pool. Defaults to 20.
 	MaxConns int32 `yaml:"max_conns"`
 }
@@ -103,6 +144,11 @@ type Auth struct {
 	// KeyCacheTTL is how long a key lookup is cached (by hash, never the
 	// secret); a revocation takes effect within it. At most 10s. Defaults to 3s.
 	KeyCacheTTL time.Duration `yaml:"key_cache_ttl"`
+	// AuthorizationServers are the issuer URLs of the OAuth authorization
+	// servers whose access tokens the MCP tool server accepts, as its
+	// protected-resource document lists them. Defaults to [] — the public
+	// URL (server.public_url) as the one issuer.
+	AuthorizationServers []string `yaml:"authorization_servers"`
 }
 
 // Limits are the per-key and per-organisation defaults a key can override.
@@ -125,14 +171,19 @@ type Limits struct {
 	Lease time.Duration `yaml:"lease"`
 	// ConcurrencyRetryAfter is the Retry-After of
 	// concurrency_limit_exceeded, and of request_in_progress for a mode
-	// with no finished deliberation yet to learn its latency from.
-	// Defaults to 5s.
+	// with neither a finished deliberation yet to learn its latency from
+	// nor a straggler deadline to estimate it from. Defaults to 5s.
 	ConcurrencyRetryAfter time.Duration `yaml:"concurrency_retry_after"`
 	// DeliberationTimeout bounds one deliberation whether or not its caller
 	// still waits: a caller that leaves does not stop it, this does (the
 	// call is then not billed). Defaults to 300s, the client timeout the
 	// spec recommends.
 	DeliberationTimeout time.Duration `yaml:"deliberation_timeout"`
+	// RepeatWait is how long a repeat of an idempotency key whose call runs
+	// on this replica waits for that call to end — and then answers with
+	// its replay — before it answers request_in_progress. 0s turns the wait
+	// off. Defaults to 20s.
+	RepeatWait time.Duration `yaml:"repeat_wait"`
 }
 
 // Log configures structured logging.
@@ -149,8 +200,9 @@ type Plugins struct {
 	// and go-plugin plugins engines may name, each pinned by sha256.
 	// Defaults to "" (native adapters only).
 	Manifest string `yaml:"manifest"`
-	// WasmCacheDir holds wazero's compilation cache. Defaults to
-	// ./.data/wasm-cache; "" keeps it in memory.
+	// WasmCacheDir holds wazero's compilation cache; WasmCacheOff keeps it
+	// in memory. Read it through Config.WasmCache. Defaults to "", the
+	// data directory's wasm-cache.
 	WasmCacheDir string `yaml:"wasm_cache_dir"`
 	// WasmPoolSize is the number of warm instances per module. Defaults to
 	// 0, one per core.
@@ -297,7 +349,7 @@ func Builtin() (*Config, error) {
 }
 
 // Load reads the built-in default, then the file at path (if path is not
-// ""), then the environment (DATABASE_URL, CONCLAVE_ADDR,
+// ""), then the environment (DATABASE_URL, CONCLAVE_DATA_DIR, CONCLAVE_ADDR,
 // CONCLAVE_OPERATOR_ADDR), and validates the result.
 func Load(path string) (*Config, error) {
 	var c Config
@@ -316,11 +368,17 @@ func Load(path string) (*Config, error) {
 	if v := os.Getenv("DATABASE_URL"); v != "" {
 		c.Database.URL = v
 	}
+	if v := os.Getenv("CONCLAVE_DATA_DIR"); v != "" {
+		c.DataDir = v
+	}
 	if v := os.Getenv("CONCLAVE_ADDR"); v != "" {
 		c.Server.Addr = v
 	}
 	if v := os.Getenv("CONCLAVE_OPERATOR_ADDR"); v != "" {
 		c.Server.OperatorAddr = v
+	}
+	if v := os.Getenv("CONCLAVE_PUBLIC_URL"); v != "" {
+		c.Server.PublicURL = v
 	}
 	if err := c.Validate(); err != nil {
 		if path != "" {
@@ -364,8 +422,11 @@ func (c *Config) Validate() error {
 		return fe("server.idle_timeout", "must be positive")
 	case s.ShutdownTimeout <= 0:
 		return fe("server.shutdown_timeout", "must be positive")
-	case c.Database.URL == "" && c.Database.DataDir == "":
-		return fe("database.data_dir", "required when database.url (DATABASE_URL) is not set")
+	case c.DataDir == "":
+		return fe("data_dir", "required (env CONCLAVE_DATA_DIR, flag --data-dir)")
+	case c.Database.RetiredDataDir != "":
+		return fe("database.data_dir", "replaced by data_dir: the managed cluster lives in <data_dir>/pg; "+
+			"set data_dir (env CONCLAVE_DATA_DIR, flag --data-dir) to the directory that holds pg")
 	case c.Database.MaxConns < 2:
 		return fe("database.max_conns", "must be at least 2")
 	case c.Auth.KeyCacheTTL < 0 || c.Auth.KeyCacheTTL > 10*time.Second:
@@ -384,11 +445,23 @@ func (c *Config) Validate() error {
 		return fe("limits.concurrency_retry_after", "must be at least 1s")
 	case c.Limits.DeliberationTimeout < time.Second:
 		return fe("limits.deliberation_timeout", "must be at least 1s")
+	case c.Limits.RepeatWait < 0 || c.Limits.RepeatWait > c.Limits.DeliberationTimeout:
+		return fe("limits.repeat_wait", "must be between 0s (off) and limits.deliberation_timeout")
 	case c.Limits.CallCeilingUSD <= 0:
 		return fe("limits.call_ceiling_usd", "must be positive")
 	}
 	if err := s.validateOperatorAddr(); err != nil {
 		return err
+	}
+	if s.PublicURL != "" {
+		if err := carrier.CheckBaseURL(s.PublicURL); err != nil {
+			return fe("server.public_url", "%v", err)
+		}
+	}
+	for i, u := range c.Auth.AuthorizationServers {
+		if err := carrier.CheckBaseURL(u); err != nil {
+			return fe(fmt.Sprintf("auth.authorization_servers[%d]", i), "%v", err)
+		}
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

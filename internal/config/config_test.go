@@ -61,6 +61,7 @@ func TestEnvironmentOverrides(t *testing.T) {
 
 func TestFileErrorsNameTheField(t *testing.T) {
 	t.Setenv("DATABASE_URL", "")
+	t.Setenv("CONCLAVE_DATA_DIR", "")
 	t.Setenv("CONCLAVE_ADDR", "")
 	t.Setenv("CONCLAVE_OPERATOR_ADDR", "")
 	cases := map[string]struct{ yaml, want string }{
@@ -80,7 +81,13 @@ func TestFileErrorsNameTheField(t *testing.T) {
 		"blank operator":   {"server:\n  operator_addr: \"\"\n", `server.operator_addr: required; "off" disables`},
 		"operator no port": {"server:\n  operator_addr: localhost\n", "server.operator_addr: \"localhost\" is not HOST:PORT"},
 		"operator port":    {"server:\n  operator_addr: 127.0.0.1:99999\n", "server.operator_addr: \"127.0.0.1:99999\": the port"},
+		"public url":       {"server:\n  public_url: ftp://conclave.example\n", "server.public_url"},
+		"issuer":           {"auth:\n  authorization_servers: [\"/issuer\"]\n", "auth.authorization_servers[0]"},
 		"operator = addr":  {"server:\n  addr: 127.0.0.1:7000\n  operator_addr: 127.0.0.1:7000\n", "is server.addr too"},
+		"blank data dir":   {"data_dir: \"\"\n", "data_dir: required"},
+		"retired data dir": {"database:\n  data_dir: /srv/conclave/pg\n", "database.data_dir: replaced by data_dir"},
+		"negative wait":    {"limits:\n  repeat_wait: -1s\n", "limits.repeat_wait"},
+		"wait past run":    {"limits:\n  repeat_wait: 301s\n", "limits.repeat_wait"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -121,6 +128,39 @@ func TestOperatorAddrDefaultsToLoopback(t *testing.T) {
 	t.Setenv("CONCLAVE_OPERATOR_ADDR", "nowhere")
 	_, err = config.Load("")
 	require.ErrorContains(t, err, "server.operator_addr")
+}
+
+// One setting places the local state: the managed cluster and the
+// WebAssembly cache follow data_dir, from the file or CONCLAVE_DATA_DIR.
+func TestDataDirPlacesTheClusterAndTheCache(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("CONCLAVE_DATA_DIR", "")
+	c, err := config.Load("")
+	require.NoError(t, err)
+	require.Equal(t, "./.data", c.DataDir)
+	require.Equal(t, filepath.Join(".data", "pg"), c.ClusterDir())
+	require.Equal(t, filepath.Join(".data", "wasm-cache"), c.WasmCache())
+
+	path := filepath.Join(t.TempDir(), "conclave.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("data_dir: /srv/conclave\n"), 0o600))
+	c, err = config.Load(path)
+	require.NoError(t, err)
+	require.Equal(t, "/srv/conclave/pg", c.ClusterDir())
+	require.Equal(t, "/srv/conclave/wasm-cache", c.WasmCache())
+
+	t.Setenv("CONCLAVE_DATA_DIR", "/var/lib/conclave")
+	c, err = config.Load(path)
+	require.NoError(t, err)
+	require.Equal(t, "/var/lib/conclave/pg", c.ClusterDir(), "the environment overrides the file")
+
+	require.NoError(t, os.WriteFile(path, []byte("plugins:\n  wasm_cache_dir: off\n"), 0o600))
+	c, err = config.Load(path)
+	require.NoError(t, err)
+	require.Empty(t, c.WasmCache(), "off keeps the cache in memory")
+	require.NoError(t, os.WriteFile(path, []byte("plugins:\n  wasm_cache_dir: /tmp/wasm\n"), 0o600))
+	c, err = config.Load(path)
+	require.NoError(t, err)
+	require.Equal(t, "/tmp/wasm", c.WasmCache(), "a directory of its own stays where it is named")
 }
 
 func modesWith(seat string) string {

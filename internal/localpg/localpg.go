@@ -33,6 +33,10 @@ import (
 // binaries can be found.
 var ErrNoBinaries = errors.New("PostgreSQL server binaries (initdb, pg_ctl, postgres) not found: install PostgreSQL (e.g. `apt-get install postgresql`), set CONCLAVE_PG_BIN to their directory, or set DATABASE_URL to use an existing server")
 
+// ErrNoCluster is returned (wrapped) by Start with Existing set when Dir
+// holds no initialised cluster.
+var ErrNoCluster = errors.New("no PostgreSQL cluster")
+
 // Port is the port number the server uses. There is no TCP listener; the port
 // only names the Unix socket file (.s.PGSQL.<Port>).
 const Port = 5432
@@ -48,6 +52,12 @@ type Config struct {
 	BinDir string
 	// Database is created on first start if missing. Defaults to "conclave".
 	Database string
+	// Existing makes Start use only a cluster already initialised in Dir
+	// (running or not): when there is none it creates nothing — no
+	// directory, no initdb — and returns an error wrapping ErrNoCluster.
+	// For commands that must act on a server's database, never on a new
+	// empty one. Defaults to false.
+	Existing bool
 	// Fast turns off fsync and full_page_writes; for throwaway test clusters
 	// only. Defaults to false.
 	Fast bool
@@ -97,6 +107,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("localpg: %w", err)
 	}
+	if cfg.Existing && !initialized(dir) {
+		return nil, fmt.Errorf("localpg: %s: %w", dir, ErrNoCluster)
+	}
 	if err := checkSocketPath(dir); err != nil {
 		return nil, err
 	}
@@ -123,6 +136,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	defer lock.Close() // releases the flock
 
 	b := bins{dir: binDir, as: as, log: log}
+	if cfg.Existing && !initialized(dir) { // removed while we waited for the lock
+		return nil, fmt.Errorf("localpg: %s: %w", dir, ErrNoCluster)
+	}
 	if err := b.ensureInitialized(ctx, dir, cfg.InitCache); err != nil {
 		return nil, err
 	}
@@ -462,6 +478,12 @@ func (c *Cluster) ensureDatabase(ctx context.Context) error {
 		return fmt.Errorf("localpg: creating database %q: %w", c.database, err)
 	}
 	return nil
+}
+
+// initialized reports whether dir holds an initialised cluster.
+func initialized(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "PG_VERSION"))
+	return err == nil
 }
 
 // checkSocketPath fails when the Unix socket path would exceed sun_path.

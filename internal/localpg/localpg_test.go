@@ -107,6 +107,41 @@ func TestStartStopRestart(t *testing.T) {
 	require.NoError(t, c3.Stop())
 }
 
+// Existing acts on a cluster already initialised in Dir, running or not,
+// and creates nothing — not even the directory — when there is none.
+func TestStartExistingCreatesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	root := tempRoot(t)
+	dir := filepath.Join(root, "data", "pg")
+	cache, _ := DefaultInitCache("")
+
+	_, err := Start(ctx, Config{Dir: dir, Existing: true})
+	require.ErrorIs(t, err, ErrNoCluster)
+	require.Contains(t, err.Error(), dir)
+	require.NoDirExists(t, filepath.Join(root, "data"), "no directory, no lock file, no initdb")
+
+	owner, err := Start(ctx, Config{Dir: dir, Fast: true, InitCache: cache})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = owner.Stop() })
+	_, err = connect(t, owner.URL()).Exec(ctx, "CREATE TABLE mark (id int)")
+	require.NoError(t, err)
+
+	running, err := Start(ctx, Config{Dir: dir, Existing: true})
+	require.NoError(t, err, "a running cluster is used")
+	require.False(t, running.owned)
+	require.NoError(t, running.Stop())
+	require.NoError(t, owner.Stop())
+
+	stopped, err := Start(ctx, Config{Dir: dir, Existing: true, Fast: true})
+	require.NoError(t, err, "a stopped cluster is started")
+	t.Cleanup(func() { _ = stopped.Stop() })
+	require.True(t, stopped.owned)
+	var n int
+	require.NoError(t, connect(t, stopped.URL()).QueryRow(ctx, "SELECT count(*) FROM mark").Scan(&n), "the same cluster")
+	require.NoError(t, stopped.Stop())
+}
+
 func TestConcurrentStartSameDir(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)

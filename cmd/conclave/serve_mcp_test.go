@@ -1,0 +1,61 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclavehq/conclave/internal/pgtest"
+)
+
+// serve mounts the MCP tool server beside REST on the public listener,
+// naming the configured public URL (never the request's host) as its
+// resource, and the REST API still answers.
+func TestServeMountsTheToolServer(t *testing.T) {
+	t.Parallel()
+	const public = "https://conclave.example/gw"
+	p := startServe(t, t.TempDir(), []string{"DATABASE_URL=" + pgtest.NewEmptyDatabase(t), "CONCLAVE_PUBLIC_URL=" + public}, "--demo")
+	defer p.stop(t)
+	key := regexp.MustCompile(`ccl_live_[A-Za-z0-9_-]{43}`).FindString(p.stdout.String())
+	require.NotEmpty(t, key)
+
+	status, body := get(t, p.base+"/.well-known/oauth-protected-resource/mcp", "")
+	require.Equal(t, http.StatusOK, status, body)
+	var doc struct {
+		Resource             string   `json:"resource"`
+		AuthorizationServers []string `json:"authorization_servers"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &doc))
+	require.Equal(t, public+"/mcp", doc.Resource)
+	require.Equal(t, []string{public}, doc.AuthorizationServers, "no issuer configured: the public URL")
+
+	post := func(key string) (*http.Response, string) {
+		req, err := http.NewRequest("POST", p.base+"/mcp", strings.NewReader(
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+		require.NoError(t, err)
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res, string(b)
+	}
+	res, body := post("")
+	require.Equal(t, http.StatusUnauthorized, res.StatusCode, body)
+	require.Equal(t, `Bearer resource_metadata="`+public+`/.well-known/oauth-protected-resource/mcp"`, res.Header.Get("WWW-Authenticate"))
+	res, body = post(key)
+	require.Equal(t, http.StatusOK, res.StatusCode, body)
+	require.Contains(t, body, `"protocolVersion":"2025-06-18"`)
+
+	status, body = get(t, p.base+"/v1/models", key)
+	require.Equal(t, http.StatusOK, status, body)
+	status, _ = get(t, p.base+"/mcp/other", key)
+	require.Equal(t, http.StatusNotFound, status, "REST answers every other path")
+}

@@ -1,0 +1,450 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/calls"
+	"github.com/conclavehq/conclave/core/carrier"
+)
+
+// Paths the handler serves.
+const (
+	// Path is the tool endpoint.
+	Path = "/mcp"
+	// MetadataPath is the RFC 9728 protected-resource document of Path.
+	MetadataPath = "/.well-known/oauth-protected-resource" + Path
+	// RootMetadataPath is the same document where clients that ignore the
+	// resource's path look for it.
+	RootMetadataPath = "/.well-known/oauth-protected-resource"
+)
+
+// Config configures the tool server.
+type Config struct {
+	// BaseURL is the public base URL clients reach the service at
+	// ("https://conclave.example.com", with a path prefix if it has one):
+	// the protected-resource document names BaseURL+"/mcp" as the resource
+	// and the 401 challenge points at its metadata. It is configuration,
+	// never read from a request. Required.
+	BaseURL string
+	// AuthorizationServers are the issuer URLs of the OAuth authorization
+	// servers that grant tokens for the tool server. Required: at least one.
+	AuthorizationServers []string
+	// MaxBodyBytes caps request bodies; larger ones are refused with 413.
+	// Defaults to 1 MiB.
+	MaxBodyBytes int64
+	// MaxSelfAnswered is how many calls to self-answered tools one batch may
+	// run; the calls past it get batch_too_large. Defaults to 8, the spec's
+	// limit.
+	MaxSelfAnswered int
+	// Version is the server version reported by initialize. Defaults to
+	// "dev".
+	Version string
+	// ProgressInterval is the longest a deliberation's event stream stays
+	// silent: past it the last step is sent again as progress, so that a
+	// slow seat does not run out a client's timeout. Defaults to 15s.
+	ProgressInterval time.Duration
+}
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = carrier.DefaultMaxBodyBytes
+	}
+	if c.MaxSelfAnswered == 0 {
+		c.MaxSelfAnswered = 8
+	}
+	if c.Version == "" {
+		c.Version = "dev"
+	}
+	if c.ProgressInterval == 0 {
+		c.ProgressInterval = 15 * time.Second
+	}
+	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	return c
+}
+
+func (c Config) validate() error {
+	if err := carrier.CheckBaseURL(c.BaseURL); err != nil {
+		return fmt.Errorf("mcp: BaseURL: %w", err)
+	}
+	if len(c.AuthorizationServers) == 0 {
+		return errors.New("mcp: AuthorizationServers needs at least one issuer")
+	}
+	for _, s := range c.AuthorizationServers {
+		if err := carrier.CheckBaseURL(s); err != nil {
+			return fmt.Errorf("mcp: AuthorizationServers: %w", err)
+		}
+	}
+	switch {
+	case c.MaxBodyBytes < 0:
+		return errors.New("mcp: MaxBodyBytes cannot be negative")
+	case c.MaxSelfAnswered < 0:
+		return errors.New("mcp: MaxSelfAnswered cannot be negative")
+	case c.ProgressInterval < 0:
+		return errors.New("mcp: ProgressInterval cannot be negative")
+	}
+	return nil
+}
+
+// Deps are the core services the tools call.
+type Deps struct {
+	// Access authenticates, authorizes and meters callers. Required.
+	Access *access.Service
+	// Calls runs billed calls, estimates, receipt reads and listings.
+	// Required.
+	Calls *calls.Service
+	// Logger defaults to a logger that discards.
+	Logger *slog.Logger
+}
+
+// Handler serves the tool endpoint and its protected-resource document. It
+// is safe for concurrent use.
+type Handler struct {
+	cfg    Config
+	access *access.Service
+	calls  *calls.Service
+	log    *slog.Logger
+	tools  *toolSet
+	// started is the created time of the modes list_modes lists.
+	started time.Time
+	// metadata is the protected-resource document, encoded once.
+	metadata []byte
+	// onDispatch, when set (by tests), is told the method of every message
+	// the handler dispatches.
+	onDispatch func(method string)
+}
+
+// New returns the tool server's handler. It serves Path, MetadataPath and
+// RootMetadataPath, and answers 404 elsewhere; Alongside mounts it beside
+// the REST handler.
+func New(cfg Config, d Deps) (*Handler, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if d.Access == nil || d.Calls == nil {
+		return nil, errors.New("mcp: Access and Calls are required")
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &Handler{cfg: cfg, access: d.Access, calls: d.Calls, log: d.Logger, started: time.Now()}
+	h.tools = h.newTools()
+	meta, err := marshal(resourceMetadata{
+		Resource: cfg.BaseURL + Path, AuthorizationServers: cfg.AuthorizationServers,
+		BearerMethodsSupported: []string{"header"}, ResourceName: "Conclave",
+	})
+	if err != nil {
+		return nil, err
+	}
+	h.metadata = meta
+	return h, nil
+}
+
+// Alongside returns a handler that serves h's paths with h and passes
+// every other request, untouched, to other (the REST handler): the public
+// listener's handler.
+func (h *Handler) Alongside(other http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case Path, MetadataPath, RootMetadataPath:
+			h.ServeHTTP(w, r)
+		default:
+			other.ServeHTTP(w, r)
+		}
+	})
+}
+
+// resourceMetadata is the RFC 9728 protected-resource document.
+type resourceMetadata struct {
+	Resource               string   `json:"resource"`
+	AuthorizationServers   []string `json:"authorization_servers"`
+	BearerMethodsSupported []string `json:"bearer_methods_supported"`
+	ResourceName           string   `json:"resource_name"`
+}
+
+// ServeHTTP routes to the tool endpoint or the protected-resource document.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	sw := &carrier.StatusWriter{ResponseWriter: w}
+	defer func() {
+		h.log.LogAttrs(r.Context(), slog.LevelInfo, "mcp request", slog.String("method", r.Method),
+			slog.String("path", r.URL.Path), slog.Int("status", sw.Status), slog.Duration("duration", time.Since(start)))
+	}()
+	switch r.URL.Path {
+	case Path:
+		h.serveEndpoint(sw, r)
+	case MetadataPath, RootMetadataPath:
+		h.serveMetadata(sw, r)
+	default:
+		http.NotFound(sw, r)
+	}
+}
+
+// serveMetadata answers the protected-resource document to anyone: it
+// holds nothing secret, and a client reads it before it has a credential.
+func (h *Handler) serveMetadata(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "Use GET.", http.StatusMethodNotAllowed)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=3600")
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodGet {
+		_, _ = w.Write(h.metadata)
+	}
+}
+
+// challenge is the WWW-Authenticate header of a 401: where the resource's
+// metadata, and from it the authorization server, are found.
+func (h *Handler) challenge() string {
+	return `Bearer resource_metadata="` + h.cfg.BaseURL + MetadataPath + `"`
+}
+
+// serveEndpoint answers one POST to the tool endpoint: checks that need no
+// body first (method, browser, credential), then the body, then each
+// message. Nothing is dispatched, initialize included, before the caller is
+// authenticated.
+func (h *Handler) serveEndpoint(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeRefusal(w, codeServerError, "Method not allowed: the tool server is stateless Streamable HTTP; send every message as a POST.",
+			core.Errorf(core.CodeMethodNotAllowed, "%s is not allowed on %s.", r.Method, Path))
+		return
+	}
+	if e := carrier.RefuseBrowser(r); e != nil {
+		writeRefusal(w, codeServerError, e.Message, e)
+		return
+	}
+	secret, sent := carrier.Bearer(r)
+	p, err := h.access.Authenticate(r.Context(), secret)
+	if err != nil {
+		e := core.AsError(err)
+		if core.InfoFor(e.Code).Status == http.StatusUnauthorized {
+			msg := "Unauthorized: sign in with OAuth, or send your API key as a bearer token ('Authorization: Bearer ccl_live_…')."
+			if sent {
+				msg += " " + e.Message
+			}
+			w.Header().Set("WWW-Authenticate", h.challenge())
+			writeRefusal(w, codeUnauthorized, msg, e)
+			return
+		}
+		h.logFailure(r.Context(), e, "")
+		writeRefusal(w, codeServerError, e.Message, e)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			e := carrier.BodyTooLarge(h.cfg.MaxBodyBytes)
+			writeRefusal(w, codeInvalidRequest, e.Message, e)
+			return
+		}
+		// The connection ended before the body did: nobody to answer.
+		return
+	}
+	switch firstByte(body) {
+	case '{':
+		h.serveOne(w, r, p, body)
+	case '[':
+		h.serveBatch(w, r, p, body)
+	default:
+		if !json.Valid(body) {
+			writeJSON(w, http.StatusBadRequest, errorOf(nil, codeParseError, "Parse error: the body is not valid JSON.", nil))
+			return
+		}
+		writeJSON(w, http.StatusBadRequest, errorOf(nil, codeInvalidRequest,
+			"Invalid Request: the body must be a JSON-RPC message (an object) or a batch of them (an array).", nil))
+	}
+}
+
+// serveOne answers a body holding one message.
+func (h *Handler) serveOne(w http.ResponseWriter, r *http.Request, p *access.Principal, body []byte) {
+	if !json.Valid(body) {
+		writeJSON(w, http.StatusBadRequest, errorOf(nil, codeParseError, "Parse error: the body is not valid JSON.", nil))
+		return
+	}
+	m, bad := decodeMessage(body)
+	if bad != nil {
+		writeJSON(w, http.StatusBadRequest, bad)
+		return
+	}
+	if !m.hasID {
+		h.notify(r.Context(), m)
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if h.streams(r, m) {
+		h.serveStream(w, r, p, m)
+		return
+	}
+	writeJSON(w, http.StatusOK, h.dispatch(r.Context(), p, m, nil))
+}
+
+// serveBatch answers a body holding a batch: every element on its own, the
+// answers in the order of their requests, 202 when none needs one.
+func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request, p *access.Principal, body []byte) {
+	var elems []json.RawMessage
+	if err := json.Unmarshal(body, &elems); err != nil {
+		writeJSON(w, http.StatusBadRequest, errorOf(nil, codeParseError, "Parse error: the body is not valid JSON.", nil))
+		return
+	}
+	if len(elems) == 0 {
+		writeJSON(w, http.StatusBadRequest, errorOf(nil, codeInvalidRequest, "Invalid Request: the batch is empty.", nil))
+		return
+	}
+	out := make([]*response, len(elems))
+	selfAnswered := 0
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, maxParallel)
+	for i, raw := range elems {
+		m, bad := decodeMessage(raw)
+		switch {
+		case bad != nil:
+			out[i] = bad
+			continue
+		case !m.hasID:
+			h.notify(r.Context(), m)
+			continue
+		}
+		if h.tools.selfAnswered(m) {
+			selfAnswered++
+			if selfAnswered > h.cfg.MaxSelfAnswered {
+				out[i] = h.batchTooLarge(m.ID)
+				continue
+			}
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			out[i] = h.dispatch(r.Context(), p, m, nil)
+		}()
+	}
+	wg.Wait()
+	answers := make([]*response, 0, len(out))
+	for _, a := range out {
+		if a != nil {
+			answers = append(answers, a)
+		}
+	}
+	if len(answers) == 0 {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	writeJSON(w, http.StatusOK, answers)
+}
+
+// maxParallel is how many messages of one batch run at once.
+const maxParallel = 8
+
+// batchTooLarge answers a call to a self-answered tool past the batch's
+// limit: it did not run.
+func (h *Handler) batchTooLarge(id json.RawMessage) *response {
+	msg := fmt.Sprintf("This batch holds more than %d calls to self-answered tools; this one did not run. Send it again in another batch.",
+		h.cfg.MaxSelfAnswered)
+	return errorOf(id, codeServerError, msg, selfAnsweredError{
+		HTTPStatus: core.InfoFor(core.CodeBatchTooLarge).Status,
+		Error:      selfAnsweredBody{Code: string(core.CodeBatchTooLarge), Message: msg},
+		Conclave:   map[string]any{"max_self_answered_calls": h.cfg.MaxSelfAnswered},
+	})
+}
+
+// notify handles a notification: the tool server is stateless, so there is
+// nothing to record; it is accepted and dropped.
+func (h *Handler) notify(ctx context.Context, m *message) {
+	if h.onDispatch != nil && m.Method != nil {
+		h.onDispatch(*m.Method)
+	}
+}
+
+// dispatch answers one request; progress, when set, is told the steps of a
+// deliberation it runs. A fault in a method is the spec's -32603.
+func (h *Handler) dispatch(ctx context.Context, p *access.Principal, m *message, progress func(calls.Progress)) (res *response) {
+	defer func() {
+		if v := recover(); v != nil {
+			h.log.ErrorContext(ctx, "panic serving an MCP request", slog.String("method", *m.Method), slog.Any("panic", v))
+			res = errorOf(m.ID, codeInternalError, internalErrorMessage, nil)
+		}
+	}()
+	if h.onDispatch != nil {
+		h.onDispatch(*m.Method)
+	}
+	switch *m.Method {
+	case "initialize":
+		return resultOf(m.ID, h.initialize(m.Params))
+	case "ping":
+		return resultOf(m.ID, struct{}{})
+	case "tools/list":
+		return resultOf(m.ID, toolList{Tools: h.tools.list})
+	case "tools/call":
+		return h.tools.call(ctx, p, m, progress)
+	}
+	return errorOf(m.ID, codeMethodNotFound, fmt.Sprintf("Method not found: %s.", *m.Method), nil)
+}
+
+// logFailure logs the cause of a 5xx refusal, with the tool call's
+// request id when there is one; the cause is never sent.
+func (h *Handler) logFailure(ctx context.Context, e *core.Error, requestID string) {
+	if core.InfoFor(e.Code).Status >= 500 && e.Err != nil {
+		h.log.ErrorContext(ctx, "mcp request failed", slog.String("request_id", requestID), slog.String("code", string(e.Code)),
+			slog.String("error", e.Err.Error()))
+	}
+}
+
+// Protocol versions the server speaks, newest first.
+var protocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
+
+type initializeParams struct {
+	ProtocolVersion string `json:"protocolVersion"`
+}
+
+type initializeResult struct {
+	ProtocolVersion string         `json:"protocolVersion"`
+	Capabilities    capabilities   `json:"capabilities"`
+	ServerInfo      implementation `json:"serverInfo"`
+	Instructions    string         `json:"instructions"`
+}
+
+type capabilities struct {
+	Tools struct{} `json:"tools"`
+}
+
+type implementation struct {
+	Name    string `json:"name"`
+	Title   string `json:"title"`
+	Version string `json:"version"`
+}
+
+// initialize answers the version the client asked for when the server
+// speaks it, else the newest it speaks (the client then decides).
+func (h *Handler) initialize(params json.RawMessage) initializeResult {
+	var ip initializeParams
+	_ = json.Unmarshal(params, &ip) // a missing or odd version gets the newest
+	version := protocolVersions[0]
+	for _, v := range protocolVersions {
+		if ip.ProtocolVersion == v {
+			version = v
+		}
+	}
+	return initializeResult{
+		ProtocolVersion: version,
+		ServerInfo:      implementation{Name: "conclave", Title: "Conclave", Version: h.cfg.Version},
+		Instructions:    guidance,
+	}
+}
