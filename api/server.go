@@ -107,18 +107,31 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	r.Get("/readyz", h.readyz)
 
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(h.refuseBrowsers, h.authenticate)
-		r.NotFound(h.metered(notFound))
-		r.MethodNotAllowed(h.metered(methodNotAllowed(r)))
-		r.With(h.requireScope(core.ActionModelsRead), h.meter).Get("/models", h.listModels)
-		r.With(h.requireScope(core.ActionModelsRead), h.meter).Get("/models/{model}", h.getModel)
-		r.With(h.requireScope(core.ActionEstimate)).Post("/estimate", h.estimate)
-		r.Mount("/receipts", h.receiptRoutes())
-		if h.calls.Deliberates() {
-			r.With(h.requireScope(core.ActionChatCreate)).Post("/chat/completions", h.chat)
-		}
+		r.Use(h.refuseBrowsers)
+		// Any other path or method under /v1 is refused like a request
+		// to the API: the key first, then its rate, then 404 or 405.
+		r.NotFound(h.keyed(notFound))
+		r.MethodNotAllowed(h.keyed(methodNotAllowed(r)))
+		// The API's description is public: no key (openapi.go).
+		r.Get("/openapi.json", openAPI)
+		r.Group(func(r chi.Router) {
+			r.Use(h.authenticate)
+			r.With(h.requireScope(core.ActionModelsRead), h.meter).Get("/models", h.listModels)
+			r.With(h.requireScope(core.ActionModelsRead), h.meter).Get("/models/{model}", h.getModel)
+			r.With(h.requireScope(core.ActionEstimate)).Post("/estimate", h.estimate)
+			r.Mount("/receipts", h.receiptRoutes())
+			if h.calls.Deliberates() {
+				r.With(h.requireScope(core.ActionChatCreate)).Post("/chat/completions", h.chat)
+			}
+		})
 	})
 	return r, nil
+}
+
+// keyed authenticates the request, then spends its rate (metered) before
+// next refuses it.
+func (h *handler) keyed(next http.HandlerFunc) http.HandlerFunc {
+	return h.authenticate(h.metered(next)).ServeHTTP
 }
 
 // metered spends the key's rate before an authenticated request is

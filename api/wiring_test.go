@@ -46,7 +46,8 @@ type parts struct {
 }
 
 // serve returns the handler, with its call service started and stopped
-// when the test ends.
+// when the test ends; in a test (not a benchmark) the handler checks every
+// exchange against the OpenAPI document.
 func (p *parts) serve(t testing.TB) (http.Handler, *calls.Service) {
 	t.Helper()
 	if p.admission == nil {
@@ -73,5 +74,10 @@ func (p *parts) serve(t testing.TB) (http.Handler, *calls.Service) {
 		Access: acc, Calls: svc, Ready: p.ready, Logger: p.logger, Registry: p.registry,
 	})
 	require.NoError(t, err)
+	if _, bench := t.(*testing.B); !bench {
+		// Every test's exchanges are held to the OpenAPI document
+		// (contract_test.go). Benchmarks measure the handler alone.
+		h = checkContract(t, h)
+	}
 	return h, svc
 }
