@@ -24,7 +24,9 @@ func newFlags(name string) *flag.FlagSet {
 
 // parse parses args into fs. -h and --help answer flag.ErrHelp, which the
 // dispatcher turns into the command's help on stdout.
-func parse(fs *flag.FlagSet, args []string) error {
+// parse parses a command's flags, refusing stray arguments and a missing
+// flag among those named required.
+func parse(fs *flag.FlagSet, args []string, required ...string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return flag.ErrHelp
@@ -34,10 +36,10 @@ func parse(fs *flag.FlagSet, args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
 	}
-	return nil
+	return checkRequired(fs, required...)
 }
 
-func required(fs *flag.FlagSet, names ...string) error {
+func checkRequired(fs *flag.FlagSet, names ...string) error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	for _, n := range names {
@@ -100,10 +102,7 @@ func orgCreate(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) 
 	ticker := fs.String("ticker", "", "`ABCD`, four letters A-Z; derived from the name when omitted")
 	plan := fs.String("plan", core.PlanStandard, "the `PLAN`, read by the entitlement policy")
 	unverified := fs.Bool("unverified", false, "create it unverified: it may spend only the activation allowance until 'org verify'")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := required(fs, "name"); err != nil {
+	if err := parse(fs, args, "name"); err != nil {
 		return err
 	}
 	*name = strings.TrimSpace(*name)
@@ -158,10 +157,7 @@ func orgSwitch(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO, 
 	apply func(s *pgstore.Store, id string) (*core.Org, error)) error {
 	cf := addCommon(fs)
 	id := fs.String("org", "", "organisation `ID` (org_…)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := required(fs, "org"); err != nil {
+	if err := parse(fs, args, "org"); err != nil {
 		return err
 	}
 	return withStore(ctx, cf, func(s *pgstore.Store) error {
@@ -177,10 +173,7 @@ func orgPlan(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) er
 	cf := addCommon(fs)
 	id := fs.String("org", "", "organisation `ID` (org_…)")
 	plan := fs.String("plan", "", "the `PLAN`, read by the entitlement policy")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := required(fs, "org", "plan"); err != nil {
+	if err := parse(fs, args, "org", "plan"); err != nil {
 		return err
 	}
 	return withStore(ctx, cf, func(s *pgstore.Store) error {
@@ -197,10 +190,7 @@ func orgLimits(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) 
 	id := fs.String("org", "", "organisation `ID` (org_…)")
 	conc := fs.Int("concurrency", -1, "at most `N` calls in flight for the organisation; 0 returns to the deployment default")
 	quota := fs.String("monthly-quota-usd", "", "a monthly spend quota of `X` dollars; \"none\" removes it")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := required(fs, "org"); err != nil {
+	if err := parse(fs, args, "org"); err != nil {
 		return err
 	}
 	p := &core.SetOrgLimitsParams{OrgID: *id}
@@ -249,10 +239,7 @@ func balanceAdd(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO)
 	id := fs.String("org", "", "organisation `ID` (org_…)")
 	usd := fs.String("usd", "", "`AMOUNT` in dollars, e.g. 25 or 12.50")
 	memo := fs.String("memo", "", "a memo `TEXT` for the journal")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := required(fs, "org", "usd"); err != nil {
+	if err := parse(fs, args, "org", "usd"); err != nil {
 		return err
 	}
 	amount, err := core.ParseUSD(*usd)
@@ -274,10 +261,7 @@ func balanceAdd(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO)
 func balanceShow(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) error {
 	cf := addCommon(fs)
 	id := fs.String("org", "", "organisation `ID` (org_…)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := required(fs, "org"); err != nil {
+	if err := parse(fs, args, "org"); err != nil {
 		return err
 	}
 	return withStore(ctx, cf, func(s *pgstore.Store) error {
@@ -352,10 +336,7 @@ func keyCreate(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) 
 func keyRevoke(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) error {
 	cf := addCommon(fs)
 	id := fs.String("key", "", "key `ID` (key_…)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := required(fs, "key"); err != nil {
+	if err := parse(fs, args, "key"); err != nil {
 		return err
 	}
 	return withStore(ctx, cf, func(s *pgstore.Store) error {
@@ -370,10 +351,7 @@ func keyRevoke(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) 
 func keyList(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) error {
 	cf := addCommon(fs)
 	org := fs.String("org", "", "organisation `ID` (org_…)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := required(fs, "org"); err != nil {
+	if err := parse(fs, args, "org"); err != nil {
 		return err
 	}
 	return withOrgStore(ctx, cf, *org, func(s *pgstore.Store) error {
@@ -407,10 +385,7 @@ func keyCreateParams(fs *flag.FlagSet, args []string) (*core.CreateKeyParams, er
 	maxIn := fs.Int("max-input-tokens", 0, "at most `N` input tokens per request (overrides the default)")
 	ceiling := fs.String("ceiling-usd", "", "the key's own per-call bill ceiling, `X` dollars")
 	expires := fs.Duration("expires-in", 0, "a lifetime of `DURATION`, e.g. 720h; defaults to no expiry")
-	if err := parse(fs, args); err != nil {
-		return nil, err
-	}
-	if err := required(fs, "org"); err != nil {
+	if err := parse(fs, args, "org"); err != nil {
 		return nil, err
 	}
 	p := &core.CreateKeyParams{OrgID: *org, Test: *test, Name: *name, RPM: *rpm, Concurrency: *conc, MaxInputTokens: *maxIn}

@@ -59,10 +59,7 @@ func byokSet(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) er
 	keyEnv := fs.String("key-env", "", "read the API key from the environment variable `VAR`")
 	roleARN := fs.String("role-arn", "", "aws: the `ARN` of the role Conclave assumes in your account")
 	externalID := fs.String("external-id", "", "aws: the external id `X` the role's trust policy requires")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := required(fs, "org", "provider"); err != nil {
+	if err := parse(fs, args, "org", "provider"); err != nil {
 		return err
 	}
 	if !core.ValidBYOKProvider(*provider) {
@@ -73,7 +70,7 @@ func byokSet(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) er
 		if *keyStdin || *keyEnv != "" {
 			return usagef("byok set: aws takes --role-arn and --external-id, not a key")
 		}
-		if err := required(fs, "role-arn", "external-id"); err != nil {
+		if err := checkRequired(fs, "role-arn", "external-id"); err != nil {
 			return err
 		}
 		if _, err := byok.FromEnv(cio.lookupEnv); err != nil {
@@ -122,10 +119,7 @@ func byokSet(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) er
 func byokList(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) error {
 	cf := addCommon(fs)
 	org := fs.String("org", "", "organisation `ID` (org_…)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := required(fs, "org"); err != nil {
+	if err := parse(fs, args, "org"); err != nil {
 		return err
 	}
 	return withOrgStore(ctx, cf, *org, func(s *pgstore.Store) error {
@@ -153,10 +147,7 @@ func byokRemove(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO)
 	cf := addCommon(fs)
 	org := fs.String("org", "", "organisation `ID` (org_…)")
 	provider := fs.String("provider", "", "the provider `P`: "+providerList)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := required(fs, "org", "provider"); err != nil {
+	if err := parse(fs, args, "org", "provider"); err != nil {
 		return err
 	}
 	if !core.ValidBYOKProvider(*provider) {
