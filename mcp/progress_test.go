@@ -171,13 +171,7 @@ func TestDroppedStreamKeepsIdempotency(t *testing.T) {
 	require.NoError(t, err)
 	q := slowQuestion(question, "700ms")
 
-	sctx, drop := context.WithCancel(ctx)
-	res, next := tb.openStream(t, sctx, deliberateCall(t, q, "drop-me"))
-	ev, ok := next()
-	require.True(t, ok)
-	require.Equal(t, "notifications/progress", ev.Method)
-	drop()
-	res.Body.Close()
+	tb.dropAfterFirstProgress(t, q)
 
 	args := map[string]any{"model": "conclave-standard", "messages": messages(q)}
 	retry := tb.callTool(t, tb.key, "deliberate", args)
@@ -205,19 +199,12 @@ func TestDroppedStreamKeepsIdempotency(t *testing.T) {
 	}, time.Minute, 200*time.Millisecond)
 	panel := replay["panel"].(map[string]any)
 	require.Equal(t, true, panel["replayed"])
-	rc := tb.callTool(t, tb.key, "get_receipt", map[string]any{"request_id": panel["request_id"]})
-	require.False(t, rc.IsError, rc.Content[0].Text)
-	var receipt struct {
-		Receipt struct {
-			BilledUSD float64 `json:"billed_usd"`
-		} `json:"receipt"`
-	}
-	rc.text(t, &receipt)
-	require.Positive(t, receipt.Receipt.BilledUSD)
+	billed := tb.billedOf(t, panel["request_id"])
+	require.Positive(t, billed)
 	after, err := tb.store.GetBalance(ctx, tb.org.ID)
 	require.NoError(t, err)
 	require.Equal(t, core.Micros(0), after.Held, "nothing is held any more")
-	require.Equal(t, before.Balance-after.Balance, usd(t, receipt.Receipt.BilledUSD), "billed once")
+	require.Equal(t, before.Balance-after.Balance, billed, "billed once")
 }
 
 // usd is a dollar amount read from JSON, in micro-dollars.
@@ -239,13 +226,7 @@ func TestRetryAfterADroppedStreamWaitsForTheReplay(t *testing.T) {
 	require.NoError(t, err)
 	q := slowQuestion(question, "700ms")
 
-	sctx, drop := context.WithCancel(ctx)
-	res, next := tb.openStream(t, sctx, deliberateCall(t, q, "drop-me"))
-	ev, ok := next()
-	require.True(t, ok)
-	require.Equal(t, "notifications/progress", ev.Method)
-	drop()
-	res.Body.Close()
+	tb.dropAfterFirstProgress(t, q)
 
 	retry := tb.callTool(t, tb.key, "deliberate", map[string]any{"model": "conclave-standard", "messages": messages(q)})
 	require.False(t, retry.IsError, retry.Content[0].Text)
@@ -253,7 +234,30 @@ func TestRetryAfterADroppedStreamWaitsForTheReplay(t *testing.T) {
 	retry.text(t, &replay)
 	panel := replay["panel"].(map[string]any)
 	require.Equal(t, true, panel["replayed"])
-	rc := tb.callTool(t, tb.key, "get_receipt", map[string]any{"request_id": panel["request_id"]})
+	billed := tb.billedOf(t, panel["request_id"])
+	after, err := tb.store.GetBalance(ctx, tb.org.ID)
+	require.NoError(t, err)
+	require.Equal(t, before.Balance-after.Balance, billed, "billed once")
+}
+
+// dropAfterFirstProgress opens a deliberate call of q with progress and
+// drops its stream once the first notification has arrived.
+func (tb *testBundle) dropAfterFirstProgress(t *testing.T, q string) {
+	t.Helper()
+	ctx, drop := context.WithCancel(context.Background())
+	defer drop()
+	res, next := tb.openStream(t, ctx, deliberateCall(t, q, "drop-me"))
+	ev, ok := next()
+	require.True(t, ok)
+	require.Equal(t, "notifications/progress", ev.Method)
+	drop()
+	res.Body.Close()
+}
+
+// billedOf is the bill of the call requestID, read through get_receipt.
+func (tb *testBundle) billedOf(t *testing.T, requestID any) core.Micros {
+	t.Helper()
+	rc := tb.callTool(t, tb.key, "get_receipt", map[string]any{"request_id": requestID})
 	require.False(t, rc.IsError, rc.Content[0].Text)
 	var receipt struct {
 		Receipt struct {
@@ -261,7 +265,5 @@ func TestRetryAfterADroppedStreamWaitsForTheReplay(t *testing.T) {
 		} `json:"receipt"`
 	}
 	rc.text(t, &receipt)
-	after, err := tb.store.GetBalance(ctx, tb.org.ID)
-	require.NoError(t, err)
-	require.Equal(t, before.Balance-after.Balance, usd(t, receipt.Receipt.BilledUSD), "billed once")
+	return usd(t, receipt.Receipt.BilledUSD)
 }
