@@ -97,6 +97,25 @@ func (c *Catalog) addMode(i int, m *Mode) error {
 	case m.Name == "":
 		return &FieldError{f + ".name", "required"}
 	}
+	if err := CheckMode(c.engines, m, f); err != nil {
+		return err
+	}
+	c.modes = append(c.modes, m)
+	c.byID[m.ID] = m
+	if m.Ticker != "" {
+		c.byID[m.Ticker] = m
+	}
+	c.hashes[m.ID] = m.ConfigHash(c.engines)
+	return nil
+}
+
+// CheckMode checks what a mode runs — seat rows, staff, critique, rounds,
+// quorum, thresholds and prices — against the engines it names, and returns
+// the first *FieldError, its field under prefix. Configured modes and
+// authored modes (core/modes) both pass through it, so the two can never
+// disagree on what a runnable mode is.
+func CheckMode(engines map[string]*Engine, m *Mode, prefix string) error {
+	f := prefix
 	d := m.Deliberation
 	if len(d.Seats) == 0 {
 		return &FieldError{f + ".seats", "at least one tier needs a seat row"}
@@ -111,10 +130,10 @@ func (c *Catalog) addMode(i int, m *Mode) error {
 		}
 		for j, s := range row {
 			sf := fmt.Sprintf("%s[%d]", tf, j)
-			if err := c.checkEngineRef(sf+".engine", s.Engine, tier, true); err != nil {
+			if err := checkEngineRef(engines, sf+".engine", s.Engine, tier, true); err != nil {
 				return err
 			}
-			if err := c.checkEngineRef(sf+".backup", s.Backup, tier, false); err != nil {
+			if err := checkEngineRef(engines, sf+".backup", s.Backup, tier, false); err != nil {
 				return err
 			}
 		}
@@ -126,10 +145,10 @@ func (c *Catalog) addMode(i int, m *Mode) error {
 		default:
 			return &FieldError{sf, fmt.Sprintf("unknown staff role %q (judge, synthesis, grounding, classifier)", role)}
 		}
-		if err := c.checkEngineRef(sf+".engine", s.Engine, "", true); err != nil {
+		if err := checkEngineRef(engines, sf+".engine", s.Engine, "", true); err != nil {
 			return err
 		}
-		if err := c.checkEngineRef(sf+".backup", s.Backup, "", false); err != nil {
+		if err := checkEngineRef(engines, sf+".backup", s.Backup, "", false); err != nil {
 			return err
 		}
 	}
@@ -163,23 +182,17 @@ func (c *Catalog) addMode(i int, m *Mode) error {
 			return &FieldError{f + ".pricing.surcharge_by_depth." + string(depth), "cannot be negative"}
 		}
 	}
-	c.modes = append(c.modes, m)
-	c.byID[m.ID] = m
-	if m.Ticker != "" {
-		c.byID[m.Ticker] = m
-	}
-	c.hashes[m.ID] = m.ConfigHash(c.engines)
 	return nil
 }
 
-func (c *Catalog) checkEngineRef(field, id string, tier Tier, required bool) error {
+func checkEngineRef(engines map[string]*Engine, field, id string, tier Tier, required bool) error {
 	if id == "" {
 		if required {
 			return &FieldError{field, "required"}
 		}
 		return nil
 	}
-	e, ok := c.engines[id]
+	e, ok := engines[id]
 	if !ok {
 		return &FieldError{field, fmt.Sprintf("unknown engine %q", id)}
 	}
