@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -140,10 +141,8 @@ func CheckMode(engines map[string]*Engine, m *Mode, prefix string) error {
 	}
 	for role, s := range d.Staff {
 		sf := fmt.Sprintf("%s.staff.%s", f, role)
-		switch role {
-		case "judge", "synthesis", "grounding", "classifier":
-		default:
-			return &FieldError{sf, fmt.Sprintf("unknown staff role %q (judge, synthesis, grounding, classifier)", role)}
+		if !slices.Contains(StaffRoles, role) {
+			return &FieldError{sf, fmt.Sprintf("unknown staff role %q (%s)", role, strings.Join(StaffRoles, ", "))}
 		}
 		if err := checkEngineRef(engines, sf+".engine", s.Engine, "", true); err != nil {
 			return err
@@ -152,13 +151,11 @@ func CheckMode(engines map[string]*Engine, m *Mode, prefix string) error {
 			return err
 		}
 	}
-	switch d.Critique {
-	case CritiqueAlways, CritiqueDeep, CritiqueNever:
-	default:
-		return &FieldError{f + ".critique", fmt.Sprintf("%q is not always, deep or never", d.Critique)}
+	if !slices.Contains(Critiques, d.Critique) {
+		return &FieldError{f + ".critique", fmt.Sprintf("%q is not %s", d.Critique, strings.Join(Critiques, ", "))}
 	}
-	if d.MaxRounds < 1 || d.MaxRounds > 5 {
-		return &FieldError{f + ".max_rounds", "must be 1 to 5"}
+	if d.MaxRounds < 1 || d.MaxRounds > MaxRounds {
+		return &FieldError{f + ".max_rounds", fmt.Sprintf("must be 1 to %d", MaxRounds)}
 	}
 	if d.Quorum < 0 {
 		return &FieldError{f + ".quorum", "cannot be negative"}
