@@ -601,3 +601,32 @@ func TestReplacedPolicyBackstop(t *testing.T) {
 	require.Equal(t, []string{"invalid_value"}, codes(rs))
 	require.Equal(t, "surprise", rs[0].Path)
 }
+
+// TestBuiltinModesClearTheFloor: the floor rule leaves the built-in modes'
+// prices standing (docs/modes.md quotes these figures).
+func TestBuiltinModesClearTheFloor(t *testing.T) {
+	t.Parallel()
+	b := setupSpec(t)
+	for id, want := range map[string][2]string{
+		"conclave-standard": {"0.04", "0.08"},
+		"conclave-max":      {"0.07", "0.16"},
+	} {
+		m, ok := b.catalog.Resolve(id)
+		require.True(t, ok)
+		s := &modes.Spec{SeatsByTier: map[core.Tier][]modes.Seat{}, Staff: map[string]modes.Staff{}, MaxRounds: m.Deliberation.MaxRounds}
+		for tier, row := range m.Deliberation.Seats {
+			for _, seat := range row {
+				s.SeatsByTier[tier] = append(s.SeatsByTier[tier], modes.Seat{Engine: seat.Engine, Backup: seat.Backup})
+			}
+		}
+		for role, st := range m.Deliberation.Staff {
+			s.Staff[role] = modes.Staff{Engine: st.Engine, Backup: st.Backup}
+		}
+		floor, rec := modes.Floor(s, b.catalog.Engines(), nil)
+		require.Equal(t, want, [2]string{floor.String(), rec.String()}, id)
+		require.GreaterOrEqual(t, m.Pricing.Price(), floor, id)
+		for _, v := range m.Pricing.SurchargeByDepth {
+			require.GreaterOrEqual(t, v, floor, id)
+		}
+	}
+}
