@@ -68,21 +68,21 @@ known_commercial_fields := {
 # The input, read defensively.
 # ---------------------------------------------------------------------------
 
-spec := input.spec if is_object(input.spec)
+spec := input.spec if {
+	is_object(input.spec)
+} else := {}
 
-else := {}
+author := input.author if {
+	is_object(input.author)
+} else := {}
 
-author := input.author if is_object(input.author)
+org_id := author.org_id if {
+	is_string(author.org_id)
+} else := ""
 
-else := {}
-
-org_id := author.org_id if is_string(author.org_id)
-
-else := ""
-
-org_ticker := author.org_ticker if is_string(author.org_ticker)
-
-else := ""
+org_ticker := author.org_ticker if {
+	is_string(author.org_ticker)
+} else := ""
 
 system_mode if author.system == true
 
@@ -192,9 +192,9 @@ refusals contains refusal("invalid_value", "fidelity is retired and takes no oth
 # Listing: name, ticker, description, use_when; the owner.
 # ---------------------------------------------------------------------------
 
-name := spec.name if is_string(spec.name)
-
-else := ""
+name := spec.name if {
+	is_string(spec.name)
+} else := ""
 
 name_punctuation := `[ \-'&.,]`
 
@@ -236,9 +236,9 @@ bad_type(obj, key) if {
 	not is_string(obj[key])
 }
 
-ticker := spec.ticker if is_string(spec.ticker)
-
-else := ""
+ticker := spec.ticker if {
+	is_string(spec.ticker)
+} else := ""
 
 refusals contains refusal("ticker_required", "The mode needs a four-letter ticker.", "ticker") if {
 	not bad_type(spec, "ticker")
@@ -289,9 +289,9 @@ refusals contains refusal("invalid_value", "description is a string.", "descript
 	bad_type(spec, "description")
 }
 
-description := spec.description if is_string(spec.description)
-
-else := ""
+description := spec.description if {
+	is_string(spec.description)
+} else := ""
 
 refusals contains refusal("description_too_long", sprintf("The description has %d characters; the most is %d.", [count(description), description_max]), "description") if {
 	count(description) > description_max
@@ -303,9 +303,9 @@ refusals contains refusal("description_bad_chars", "The description may not hold
 	regex.match(bad_chars, description)
 }
 
-use_when := spec.use_when if is_string(spec.use_when)
-
-else := ""
+use_when := spec.use_when if {
+	is_string(spec.use_when)
+} else := ""
 
 refusals contains refusal("use_when_invalid", "use_when is a sentence saying when to pick this mode, without <, > or control characters.", "use_when") if {
 	use_when_bad
@@ -330,9 +330,9 @@ refusals contains refusal("org_required", "Modes belong to organisations: the au
 # Price.
 # ---------------------------------------------------------------------------
 
-commercial := spec.api_commercial if is_object(spec.api_commercial)
-
-else := {}
+commercial := spec.api_commercial if {
+	is_object(spec.api_commercial)
+} else := {}
 
 refusals contains refusal("invalid_value", "api_commercial is an object.", "api_commercial") if {
 	has(spec, "api_commercial")
@@ -348,9 +348,9 @@ refusals contains refusal("price_override_not_allowed", "price_override_acknowle
 	"price_override_acknowledged" in object.keys(commercial)
 }
 
-by_depth := commercial.q_surcharge_by_depth if is_object(commercial.q_surcharge_by_depth)
-
-else := {}
+by_depth := commercial.q_surcharge_by_depth if {
+	is_object(commercial.q_surcharge_by_depth)
+} else := {}
 
 refusals contains refusal("price_required", "Set a price: api_commercial.q_surcharge_by_depth or api_commercial.q_surcharge_usd.", "api_commercial") if {
 	count(by_depth) == 0
@@ -415,9 +415,9 @@ has_seats if has(spec, "seats")
 
 has_by_tier if has(spec, "seats_by_tier")
 
-by_tier := spec.seats_by_tier if is_object(spec.seats_by_tier)
-
-else := {}
+by_tier := spec.seats_by_tier if {
+	is_object(spec.seats_by_tier)
+} else := {}
 
 min_tier := spec.min_tier if has(spec, "min_tier")
 
@@ -512,9 +512,9 @@ any_auto if {
 
 auto_rows := {r | some r in rows; auto_row(r)}
 
-smallest_row := min({count(r.seats) | some r in rows}) if count(rows) > 0
-
-else := 0
+smallest_row := min({count(r.seats) | some r in rows}) if {
+	count(rows) > 0
+} else := 0
 
 highest_seat_rank := max({tier_rank[r.tier] | some r in rows}) if count(rows) > 0
 
@@ -626,9 +626,9 @@ refusals contains refusal("seat_tiers_below_staff", sprintf("Staff %s is held to
 # Auto seats.
 # ---------------------------------------------------------------------------
 
-pool := spec.pool if is_array(spec.pool)
-
-else := []
+pool := spec.pool if {
+	is_array(spec.pool)
+} else := []
 
 refusals contains refusal("invalid_value", "pool is a list of engine ids.", "pool") if {
 	has(spec, "pool")
@@ -731,9 +731,9 @@ diversity_fits if {
 # Staff.
 # ---------------------------------------------------------------------------
 
-staff := {role: st | some role, st in spec.staff; is_object(st)} if is_object(spec.staff)
-
-else := {}
+staff := {role: st | some role, st in spec.staff; is_object(st)} if {
+	is_object(spec.staff)
+} else := {}
 
 refusals contains refusal("invalid_value", "staff is an object from role to {engine, backup, tier}.", "staff") if {
 	has(spec, "staff")
