@@ -506,6 +506,59 @@ func TestStandardAsSpec(t *testing.T) {
 	require.Equal(t, b.catalog.ConfigHash(configured), got.mode.ConfigHash(b.catalog.Engines()))
 }
 
+// TestMaxAsSpec does the same for conclave-max: one frontier row at every
+// tier, critique always, a flat price.
+func TestMaxAsSpec(t *testing.T) {
+	t.Parallel()
+	b := setupSpec(t)
+	maxSpec := parse(t, `{
+	  "name": "Max",
+	  "ticker": "MAXX",
+	  "use_when": "High-stakes questions where the strongest engines should argue it out before you act.",
+	  "staff": {
+	    "classifier": {"engine": "sim/swift"},
+	    "judge": {"engine": "sim/opus", "backup": "sim/atlas-frontier"},
+	    "synthesis": {"engine": "sim/atlas-frontier", "backup": "sim/opus"}
+	  },
+	  "critique": "always",
+	  "max_rounds": 3,
+	  "quorum": 0,
+	  "straggler_deadline_s": 45,
+	  "express_threshold": 0,
+	  "cost_ceiling_usd": 4.00,
+	  "api_commercial": {"price_tier": "premium", "q_surcharge_usd": 0.32}
+	}`).with(t, func(s spec) {
+		s["seats_by_tier"] = map[string]any{
+			"experience": jsonValue(t, proRow), "plus": jsonValue(t, proRow), "pro": jsonValue(t, proRow),
+		}
+	})
+	got := b.validate(t, maxSpec, modes.Author{OrgTicker: "CNCL", System: true}, nil)
+	require.Empty(t, got.refusals)
+
+	configured, ok := b.catalog.Resolve("conclave-max")
+	require.True(t, ok)
+	require.Equal(t, configured.Deliberation, got.mode.Deliberation)
+	require.Equal(t, configured.Pricing, got.mode.Pricing)
+	require.Equal(t, b.catalog.ConfigHash(configured), got.mode.ConfigHash(b.catalog.Engines()))
+}
+
+// BenchmarkValidate is one validation of the valid spec: input, policy,
+// decode and conversion.
+func BenchmarkValidate(b *testing.B) {
+	v, err := modeValidator()
+	require.NoError(b, err)
+	cat, err := builtin()
+	require.NoError(b, err)
+	req := modes.Request{Spec: []byte(validSpec), Engines: cat.Engines(), Author: acme}
+	ctx := context.Background()
+	for b.Loop() {
+		rs, m, err := modes.Validate(ctx, v, req)
+		if err != nil || len(rs) > 0 || m == nil {
+			b.Fatalf("validate: %v %v", rs, err)
+		}
+	}
+}
+
 // TestPolicyDirTightensARule is the policy author's workflow: a directory
 // holding the policies with one rule tightened, loaded the way
 // `conclave serve --policy-dir` loads it, refuses what the embedded set
