@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -97,6 +98,25 @@ func (c *Catalog) addMode(i int, m *Mode) error {
 	case m.Name == "":
 		return &FieldError{f + ".name", "required"}
 	}
+	if err := CheckMode(c.engines, m, f); err != nil {
+		return err
+	}
+	c.modes = append(c.modes, m)
+	c.byID[m.ID] = m
+	if m.Ticker != "" {
+		c.byID[m.Ticker] = m
+	}
+	c.hashes[m.ID] = m.ConfigHash(c.engines)
+	return nil
+}
+
+// CheckMode checks what a mode runs — seat rows, staff, critique, rounds,
+// quorum, thresholds and prices — against the engines it names, and returns
+// the first *FieldError, its field under prefix. Configured modes and
+// authored modes (core/modes) both pass through it, so the two can never
+// disagree on what a runnable mode is.
+func CheckMode(engines map[string]*Engine, m *Mode, prefix string) error {
+	f := prefix
 	d := m.Deliberation
 	if len(d.Seats) == 0 {
 		return &FieldError{f + ".seats", "at least one tier needs a seat row"}
@@ -111,35 +131,31 @@ func (c *Catalog) addMode(i int, m *Mode) error {
 		}
 		for j, s := range row {
 			sf := fmt.Sprintf("%s[%d]", tf, j)
-			if err := c.checkEngineRef(sf+".engine", s.Engine, tier, true); err != nil {
+			if err := checkEngineRef(engines, sf+".engine", s.Engine, tier, true); err != nil {
 				return err
 			}
-			if err := c.checkEngineRef(sf+".backup", s.Backup, tier, false); err != nil {
+			if err := checkEngineRef(engines, sf+".backup", s.Backup, tier, false); err != nil {
 				return err
 			}
 		}
 	}
 	for role, s := range d.Staff {
 		sf := fmt.Sprintf("%s.staff.%s", f, role)
-		switch role {
-		case "judge", "synthesis", "grounding", "classifier":
-		default:
-			return &FieldError{sf, fmt.Sprintf("unknown staff role %q (judge, synthesis, grounding, classifier)", role)}
+		if !slices.Contains(StaffRoles, role) {
+			return &FieldError{sf, fmt.Sprintf("unknown staff role %q (%s)", role, strings.Join(StaffRoles, ", "))}
 		}
-		if err := c.checkEngineRef(sf+".engine", s.Engine, "", true); err != nil {
+		if err := checkEngineRef(engines, sf+".engine", s.Engine, "", true); err != nil {
 			return err
 		}
-		if err := c.checkEngineRef(sf+".backup", s.Backup, "", false); err != nil {
+		if err := checkEngineRef(engines, sf+".backup", s.Backup, "", false); err != nil {
 			return err
 		}
 	}
-	switch d.Critique {
-	case CritiqueAlways, CritiqueDeep, CritiqueNever:
-	default:
-		return &FieldError{f + ".critique", fmt.Sprintf("%q is not always, deep or never", d.Critique)}
+	if !slices.Contains(Critiques, d.Critique) {
+		return &FieldError{f + ".critique", fmt.Sprintf("%q is not %s", d.Critique, strings.Join(Critiques, ", "))}
 	}
-	if d.MaxRounds < 1 || d.MaxRounds > 5 {
-		return &FieldError{f + ".max_rounds", "must be 1 to 5"}
+	if d.MaxRounds < 1 || d.MaxRounds > MaxRounds {
+		return &FieldError{f + ".max_rounds", fmt.Sprintf("must be 1 to %d", MaxRounds)}
 	}
 	if d.Quorum < 0 {
 		return &FieldError{f + ".quorum", "cannot be negative"}
@@ -163,23 +179,17 @@ func (c *Catalog) addMode(i int, m *Mode) error {
 			return &FieldError{f + ".pricing.surcharge_by_depth." + string(depth), "cannot be negative"}
 		}
 	}
-	c.modes = append(c.modes, m)
-	c.byID[m.ID] = m
-	if m.Ticker != "" {
-		c.byID[m.Ticker] = m
-	}
-	c.hashes[m.ID] = m.ConfigHash(c.engines)
 	return nil
 }
 
-func (c *Catalog) checkEngineRef(field, id string, tier Tier, required bool) error {
+func checkEngineRef(engines map[string]*Engine, field, id string, tier Tier, required bool) error {
 	if id == "" {
 		if required {
 			return &FieldError{field, "required"}
 		}
 		return nil
 	}
-	e, ok := c.engines[id]
+	e, ok := engines[id]
 	if !ok {
 		return &FieldError{field, fmt.Sprintf("unknown engine %q", id)}
 	}

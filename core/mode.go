@@ -128,6 +128,15 @@ const (
 	CritiqueNever  = "never"
 )
 
+// Critiques lists every critique policy.
+var Critiques = []string{CritiqueAlways, CritiqueDeep, CritiqueNever}
+
+// StaffRoles lists the orchestration roles a mode may staff.
+var StaffRoles = []string{"judge", "synthesis", "grounding", "classifier"}
+
+// MaxRounds is the most rounds a mode may run.
+const MaxRounds = 5
+
 // Deliberation is the part of a mode that decides what runs. Its canonical
 // JSON is what ConfigHash hashes.
 type Deliberation struct {

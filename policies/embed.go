@@ -6,6 +6,9 @@
 // answers one decision per /v1 request: whether the caller's key may perform
 // the action it asks for, on the mode and at the tier it names. Rate limits,
 // concurrency and money are counted in Go and never appear here.
+// modespec.rego (package conclave.modespec) answers which rules a mode spec
+// breaks: every refusal at once (docs/modes.md); ModeValidator evaluates it
+// for core/modes.Validate.
 //
 // Every policy file x.rego has a companion x_test.rego. Both are embedded in
 // FS: the evaluator loads only the non-test files, and the tests in this
@@ -15,7 +18,9 @@
 // New loads the policies once (the embedded set, or the .rego files of a
 // directory), compiles them and prepares the query
 // data.conclave.authz.decision; Engine.Decide then evaluates that prepared
-// query for each request. Decide is safe for concurrent use.
+// query for each request. NewModeValidator loads the same set through the
+// same loader and prepares data.conclave.modespec.refusals. Decide and
+// Refusals are safe for concurrent use.
 package policies
 
 import "embed"

@@ -58,28 +58,9 @@ var _ core.Authorizer = (*Engine)(nil)
 // naming the file and line; so does a set that defines no decision, or whose
 // decision does not have the expected shape.
 func New(ctx context.Context, cfg Config) (*Engine, error) {
-	fsys, source, prefix := fs.FS(FS), "embedded policies", "policies"
-	if cfg.Dir != "" {
-		info, err := os.Stat(cfg.Dir)
-		if err != nil {
-			return nil, fmt.Errorf("policy: %w", err)
-		}
-		if !info.IsDir() {
-			return nil, fmt.Errorf("policy: %s is not a directory", cfg.Dir)
-		}
-		fsys, source, prefix = os.DirFS(cfg.Dir), cfg.Dir, cfg.Dir
-	}
-
-	modules, err := parseModules(fsys, prefix)
+	compiler, source, err := compile(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("policy: loading %s: %w", source, err)
-	}
-	if len(modules) == 0 {
-		return nil, fmt.Errorf("policy: loading %s: no .rego policy files", source)
-	}
-	compiler := ast.NewCompiler().WithDefaultRegoVersion(ast.RegoV1)
-	if compiler.Compile(modules); compiler.Failed() {
-		return nil, fmt.Errorf("policy: compiling %s: %w", source, compiler.Errors)
+		return nil, err
 	}
 	rules := compiler.GetRules(decisionRule)
 	if len(rules) == 0 {
@@ -112,6 +93,36 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("policy: checking %s (decision defined at %s): %w", source, strings.Join(at, ", "), err)
 	}
 	return e, nil
+}
+
+// compile loads the policy set cfg names — the embedded set, or every
+// non-test .rego file of cfg.Dir — and compiles it. Every evaluator of this
+// package loads through it, so `--policy-dir` replaces all of them alike.
+func compile(cfg Config) (*ast.Compiler, string, error) {
+	fsys, source, prefix := fs.FS(FS), "embedded policies", "policies"
+	if cfg.Dir != "" {
+		info, err := os.Stat(cfg.Dir)
+		if err != nil {
+			return nil, "", fmt.Errorf("policy: %w", err)
+		}
+		if !info.IsDir() {
+			return nil, "", fmt.Errorf("policy: %s is not a directory", cfg.Dir)
+		}
+		fsys, source, prefix = os.DirFS(cfg.Dir), cfg.Dir, cfg.Dir
+	}
+
+	modules, err := parseModules(fsys, prefix)
+	if err != nil {
+		return nil, "", fmt.Errorf("policy: loading %s: %w", source, err)
+	}
+	if len(modules) == 0 {
+		return nil, "", fmt.Errorf("policy: loading %s: no .rego policy files", source)
+	}
+	compiler := ast.NewCompiler().WithDefaultRegoVersion(ast.RegoV1)
+	if compiler.Compile(modules); compiler.Failed() {
+		return nil, "", fmt.Errorf("policy: compiling %s: %w", source, compiler.Errors)
+	}
+	return compiler, source, nil
 }
 
 // Decide evaluates the policy for one request. An undefined decision, or one
