@@ -92,11 +92,14 @@ type ModeStore interface {
 	// ListPublishedModes lists every mode whose listing is approved and
 	// serves a published version, by ticker.
 	ListPublishedModes(ctx context.Context) ([]*AuthoredMode, error)
-	// ChangeListing applies a listing action — the author's
-	// ActionRequestListing or ActionPublish, the operator's ActionApprove,
-	// ActionReject or ActionDelist — naming the listing revision read.
-	// orgID "" is the operator, who may act on any organisation's mode.
+	// ChangeListing applies the author's listing action to orgID's mode:
+	// ActionRequestListing, or ActionPublish of a.Version, naming the
+	// listing revision read. Review actions are forbidden here.
 	ChangeListing(ctx context.Context, orgID, modeID string, a ModeAction) (*AuthoredMode, error)
+	// ReviewListing applies the operator's review (ActionApprove,
+	// ActionReject, ActionDelist) to any organisation's mode, naming the
+	// listing revision read; the operator CLI calls it.
+	ReviewListing(ctx context.Context, modeID string, kind ModeActionKind, listingRevision int64) (*AuthoredMode, error)
 	// RecordCertified records version as the mode's certified version
 	// (ActionCertify); certification calls it when a run passes.
 	RecordCertified(ctx context.Context, modeID string, version int) (*AuthoredMode, error)
