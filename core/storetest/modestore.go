@@ -208,7 +208,7 @@ func RunModeStore[S ModeStores](t *testing.T, newStore func(t *testing.T) S, rep
 		requireCode(t, err, core.CodeForbidden)
 		_, err = s.ReviewListing(ctx, m.ID, core.ActionPublish, m.ListingRevision)
 		requireCode(t, err, core.CodeInvalidRequest)
-		m, err = s.ReviewListing(ctx, m.ID, core.ActionDelist, m.ListingRevision)
+		_, err = s.ReviewListing(ctx, m.ID, core.ActionDelist, m.ListingRevision)
 		require.NoError(t, err)
 		list, err = s.ListPublishedModes(ctx)
 		require.NoError(t, err)

@@ -92,31 +92,12 @@ func TestTwoReplicasRaceThroughTheConditionalWrite(t *testing.T) {
 	require.Positive(t, pgstore.LostModeWrites(a)+pgstore.LostModeWrites(b), "a loser lost at the conditional write")
 }
 
-// exampleSpec is the first example of docs/modes.md, with its ticker and
-// its rounds set by the caller.
-func exampleSpec(ticker string, rounds int) []byte {
-	return []byte(fmt.Sprintf(`{
-  "name": "Acme Review Panel %[1]s",
-  "ticker": %[1]q,
-  "use_when": "Trade-offs where a second and a third opinion are worth a few cents.",
-  "seats_by_tier": {
-    "experience": [
-      {"engine": "sim/swift", "backup": "sim/gemini-flash"},
-      {"engine": "sim/gemini-flash", "backup": "sim/swift"},
-      {"engine": "sim/sonnet", "backup": "sim/swift"}
-    ],
-    "plus": [
-      {"engine": "sim/atlas", "backup": "sim/gemini-flash"},
-      {"engine": "sim/sonnet", "backup": "sim/atlas"},
-      {"engine": "sim/gemini-flash", "backup": "sim/sonnet"}
-    ]
-  },
-  "staff": {"judge": {"engine": "sim/sonnet", "backup": "sim/atlas"}},
-  "critique": "deep",
-  "max_rounds": %[2]d,
-  "cost_ceiling_usd": 1.5,
-  "api_commercial": {"q_surcharge_usd": 0.15}
-}`, ticker, rounds))
+// panelSpec is a two-seat spec at the plus tier with its ticker and its
+// rounds set by the caller.
+func panelSpec(ticker string, rounds int) []byte {
+	return []byte(fmt.Sprintf(`{"name": "Panel %[1]s", "ticker": %[1]q, "use_when": "Tests.",
+  "seats_by_tier": {"plus": [{"engine": "sim/atlas", "backup": "sim/sonnet"}, {"engine": "sim/sonnet", "backup": "sim/atlas"}]},
+  "critique": "always", "max_rounds": %[2]d, "cost_ceiling_usd": 1, "api_commercial": {"q_surcharge_usd": 0.10}}`, ticker, rounds))
 }
 
 // authorAndRelease saves spec as org's draft (of modeID, "" for a new
@@ -164,7 +145,7 @@ func TestAuthoredModesAreAModeSource(t *testing.T) {
 
 	// Acme: PANL released, listed, certified and published at version 1,
 	// then released again as version 2 with a third round.
-	v1 := authorAndRelease(t, s, src, cat, acme, "", exampleSpec("PANL", 2))
+	v1 := authorAndRelease(t, s, src, cat, acme, "", panelSpec("PANL", 2))
 	m, err := s.ChangeListing(ctx, acme.ID, v1.ModeID, core.ModeAction{Kind: core.ActionRequestListing})
 	require.NoError(t, err)
 	m, err = s.ReviewListing(ctx, m.ID, core.ActionApprove, m.ListingRevision)
@@ -173,12 +154,12 @@ func TestAuthoredModesAreAModeSource(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.ChangeListing(ctx, acme.ID, m.ID, core.ModeAction{Kind: core.ActionPublish, Version: 1, ListingRevision: m.ListingRevision})
 	require.NoError(t, err)
-	v2 := authorAndRelease(t, s, src, cat, acme, v1.ModeID, exampleSpec("PANL", 3))
+	v2 := authorAndRelease(t, s, src, cat, acme, v1.ModeID, panelSpec("PANL", 3))
 	require.NotEqual(t, v1.ConfigHash, v2.ConfigHash, "a third round changes what runs")
 	// Acme: DRFT saved, never released. Beta: BPNL released, not listed.
-	_, err = s.SaveModeDraft(ctx, &core.SaveModeDraft{OrgID: acme.ID, Name: "Draft Panel", Ticker: "DRFT", Spec: exampleSpec("DRFT", 2), Validated: true})
+	_, err = s.SaveModeDraft(ctx, &core.SaveModeDraft{OrgID: acme.ID, Name: "Draft Panel", Ticker: "DRFT", Spec: panelSpec("DRFT", 2), Validated: true})
 	require.NoError(t, err)
-	b1 := authorAndRelease(t, s, src, cat, beta, "", exampleSpec("BPNL", 1))
+	b1 := authorAndRelease(t, s, src, cat, beta, "", panelSpec("BPNL", 1))
 
 	// Every organisation's view passes the mode source's conformance.
 	for _, org := range []*core.Org{acme, beta, gamma} {

@@ -2,7 +2,7 @@
 // numbered migrations embedded in the binary (Migrate), named queries kept in
 // queries.sql, and Store, which implements core.Store: organisations, the
 // ledger, keys, admission, receipts, call outcomes and organisations' own
-// provider credentials.
+// provider credentials; and core.ModeStore, organisations' own modes.
 package pgstore
 
 import (
