@@ -81,8 +81,11 @@ func RunModeStore[S ModeStores](t *testing.T, newStore func(t *testing.T) S, rep
 		// organisation may use the name.
 		_, err = s.SaveModeDraft(ctx, draft(acme.ID, "review panel", "OTHR", true))
 		requireCode(t, err, core.CodeNameTaken)
-		// ticker_taken: a second mode with the ticker.
+		// ticker_taken: a second mode with the ticker; checked before the
+		// name (docs/modes.md).
 		_, err = s.SaveModeDraft(ctx, draft(acme.ID, "Another Panel", "PANL", true))
+		requireCode(t, err, core.CodeTickerTaken)
+		_, err = s.SaveModeDraft(ctx, draft(acme.ID, "Review Panel", "PANL", true))
 		requireCode(t, err, core.CodeTickerTaken)
 		other := createOrg(t, s, "Other")
 		o, err := s.SaveModeDraft(ctx, draft(other.ID, "Review Panel", "PANL", true))
