@@ -109,6 +109,14 @@ func RunModeStore[S ModeStores](t *testing.T, newStore func(t *testing.T) S, rep
 		require.Equal(t, "Second Panel Renamed", renamed.Name)
 		require.Equal(t, int64(2), renamed.DraftRevision)
 
+		// A draft need not pass validation, but needs a ticker and a name.
+		_, err = s.SaveModeDraft(ctx, draft(acme.ID, "Lower Panel", "lowr", false))
+		requireCode(t, err, core.CodeTickerInvalid)
+		_, err = s.SaveModeDraft(ctx, draft(acme.ID, "Short Panel", "SHO", false))
+		requireCode(t, err, core.CodeTickerInvalid)
+		_, err = s.SaveModeDraft(ctx, draft(acme.ID, "", "NONE", false))
+		requireCode(t, err, core.CodeNameTooShort)
+
 		// org_owner_missing: no organisation to own the mode.
 		_, err = s.SaveModeDraft(ctx, draft("org_missing", "Orphan Panel", "ORPH", true))
 		requireCode(t, err, core.CodeOrgOwnerMissing)

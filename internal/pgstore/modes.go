@@ -90,6 +90,12 @@ func modeWriteError(err error, ticker, name string) error {
 			return core.Errorf(core.CodeTickerTaken, "the ticker %s is in use", ticker).WithParam("ticker").WithCause(core.ErrConflict)
 		case pgErr.Code == "23505" && pgErr.ConstraintName == "authored_modes_org_name":
 			return core.Errorf(core.CodeNameTaken, "your organisation already has a mode named %q", name).WithParam("name").WithCause(core.ErrConflict)
+		// A draft need not pass validation, but the mode's identity must
+		// hold: the checks validation makes of the ticker and the name.
+		case pgErr.Code == "23514" && (pgErr.ConstraintName == "authored_modes_ticker_check" || pgErr.ConstraintName == "authored_modes_id_check"):
+			return core.Errorf(core.CodeTickerInvalid, "the ticker is exactly four letters A to Z").WithParam("ticker")
+		case pgErr.Code == "23514" && pgErr.ConstraintName == "authored_modes_name_check":
+			return core.Errorf(core.CodeNameTooShort, "the mode needs a name").WithParam("name")
 		}
 	}
 	return translate(err)
