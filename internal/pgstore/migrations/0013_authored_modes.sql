@@ -5,8 +5,8 @@
 -- The rules of the lifecycle are Go's (core.ModeState.Apply); this schema
 -- holds what Go decided and refuses only what no rule could allow: two
 -- modes with one ticker, one organisation with two modes of one name, a
--- state outside the lifecycle's, a version counter ahead of the versions,
--- and any change to a released version.
+-- state outside the lifecycle's, a certified or published version past the
+-- latest released one, and any change to a released version.
 
 CREATE TABLE authored_modes (
     id                text PRIMARY KEY CHECK (id ~ '^[a-z]{4}-[a-z]{4}$'),
