@@ -103,6 +103,7 @@ const (
 // rule behind each) and mode_invalid, the answer that carries them.
 const (
 	CodeModeInvalid               Code = "mode_invalid"
+	CodeNameTaken                 Code = "name_taken"
 	CodeTickerTaken               Code = "ticker_taken"
 	CodePriceBelowFloor           Code = "price_below_floor"
 	CodeOrgRequired               Code = "org_required"
@@ -155,4 +156,22 @@ const (
 	CodeFidelityRetired           Code = "fidelity_retired"
 	CodeFidelityInert             Code = "fidelity_inert"
 	CodeInvalidValue              Code = "invalid_value"
+)
+
+// The mode lifecycle: the refusals of saving, releasing, listing, certifying
+// and publishing an organisation's mode. docs/modes.md ("Lifecycle") names
+// the transition behind each; core.ModeState.Apply returns them.
+const (
+	CodeDraftRequired               Code = "draft_required"
+	CodeDraftPending                Code = "draft_pending"
+	CodeDraftChanged                Code = "draft_changed"
+	CodeNoDraft                     Code = "no_draft"
+	CodeDraftUnvalidated            Code = "draft_unvalidated"
+	CodeModeNotReleased             Code = "mode_not_released"
+	CodeListingRejected             Code = "listing_rejected"
+	CodeListingDelisted             Code = "listing_delisted"
+	CodeListingChanged              Code = "listing_changed"
+	CodePublishedVersionUncertified Code = "published_version_uncertified"
+	CodeOrgOwnerMissing             Code = "org_owner_missing"
+	CodeConflict                    Code = "conflict"
 )

@@ -1,7 +1,8 @@
 // Package storetest is the conformance suite for core's store interfaces,
 // one section per interface: RunOrgs, RunLedger, RunKeys, RunAdmission,
 // RunReceipts, RunOutcomes and RunProviderCredentials; Run runs them all
-// against a core.Store. Every implementation runs the sections of the
+// against a core.Store. RunModeStore (core.ModeStore) and RunModeSource
+// (core.ModeSource) are run apart. Every implementation runs the sections of the
 // interfaces it implements from its own tests, against a real backend.
 //
 // A section tests behaviour through the interfaces only, as a caller of the

@@ -29,3 +29,7 @@ func Query(name string) string { return q(name) }
 func MigrateTo(ctx context.Context, pool *pgxpool.Pool, version int) error {
 	return migrate(ctx, pool, version)
 }
+
+// LostModeWrites is how many of s's mode changes found, at their
+// conditional write, that another writer had changed the mode since read.
+func LostModeWrites(s *Store) int64 { return s.lostModeWrites.Load() }

@@ -2,13 +2,14 @@
 // numbered migrations embedded in the binary (Migrate), named queries kept in
 // queries.sql, and Store, which implements core.Store: organisations, the
 // ledger, keys, admission, receipts, call outcomes and organisations' own
-// provider credentials.
+// provider credentials; and core.ModeStore, organisations' own modes.
 package pgstore
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -25,6 +26,9 @@ type Store struct {
 	// marks overrides how SettleCall makes a settlement durable; only
 	// tests set it (export_test.go), to make a mark fail.
 	marks durableMarks
+	// lostModeWrites counts mode changes whose conditional write found the
+	// mode changed by another writer (modes.go); tests read it.
+	lostModeWrites atomic.Int64
 }
 
 // New returns a Store over pool. The schema must already be migrated.

@@ -130,3 +130,9 @@ func errorIsNil(t *testing.T, err error) bool {
 	}
 	return true
 }
+
+func TestModeStoreConformance(t *testing.T) {
+	storetest.RunModeStore(t,
+		func(t *testing.T) *pgstore.Store { return pgstore.New(pgtest.NewPool(t)) },
+		func(t *testing.T, s *pgstore.Store) *pgstore.Store { return pgstore.New(replicaPool(t, s)) })
+}

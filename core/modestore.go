@@ -1,0 +1,106 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// AuthoredMode is an organisation's own mode as stored: its identity, its
+// one draft and where its lifecycle stands (ModeState). Released versions
+// are read apart (ModeVersion).
+type AuthoredMode struct {
+	ID     string // the slug: "acme-panl"
+	OrgID  string // the owning organisation
+	Ticker string // "ACME:PANL"
+	Name   string
+	ModeState
+	// DraftSpec is the draft's spec exactly as saved (JSON).
+	DraftSpec    json.RawMessage
+	DraftSavedAt time.Time
+	CreatedAt    time.Time
+}
+
+// ModeVersion is one released version of an authored mode. It never
+// changes once written.
+type ModeVersion struct {
+	ModeID  string
+	Version int
+	// Spec is the draft's spec as it was released.
+	Spec json.RawMessage
+	// Mode is the spec converted into the mode the engine runs
+	// (modes.ToMode), and ConfigHash its mode_config_hash.
+	Mode       *Mode
+	ConfigHash string
+	ReleasedAt time.Time
+}
+
+// SaveModeDraft is a draft to save.
+type SaveModeDraft struct {
+	OrgID string
+	// ModeID names the mode the draft belongs to; "" creates a new mode
+	// from Ticker and Name.
+	ModeID string
+	// Name is the spec's name; Ticker the mode part of its ticker ("PANL").
+	// A draft of an existing mode keeps the mode's ticker.
+	Name   string
+	Ticker string
+	Spec   json.RawMessage
+	// Validated: the spec passed validation (modes.Validate).
+	Validated bool
+	// BaseRevision is the draft revision the draft replaces (0: none).
+	BaseRevision int64
+}
+
+// ReleaseMode releases a mode's draft as its next version.
+type ReleaseMode struct {
+	OrgID  string
+	ModeID string
+	// Revision is the draft revision the caller read, validated and
+	// converted into Mode; the release fails with draft_changed if the
+	// draft is no longer at it.
+	Revision   int64
+	Mode       *Mode
+	ConfigHash string
+}
+
+// ModeStore keeps organisations' own modes: drafts, immutable released
+// versions, listings and the certified version. Every change goes through
+// ModeState.Apply and is written only if the mode still holds the state it
+// was applied to, so concurrent writers (replicas) cannot both win: the
+// loser gets the code Apply gives against the winner's state
+// (draft_changed, listing_changed). Refusals are *Error with the
+// lifecycle's codes; a mode that does not exist or belongs to another
+// organisation is mode_not_found. Implementations are safe for concurrent
+// use.
+type ModeStore interface {
+	// SaveModeDraft saves a draft: a new mode (name_taken, ticker_taken,
+	// org_owner_missing when no organisation holds it) or a new draft of
+	// one (conflict when it changes the ticker).
+	SaveModeDraft(ctx context.Context, p *SaveModeDraft) (*AuthoredMode, error)
+	// ReleaseMode releases the draft as the next version.
+	ReleaseMode(ctx context.Context, p *ReleaseMode) (*ModeVersion, error)
+	// AuthoredMode reads one of orgID's modes.
+	AuthoredMode(ctx context.Context, orgID, modeID string) (*AuthoredMode, error)
+	// AuthoredModeByRef finds a mode by its slug or ticker, exactly as
+	// listed, whoever owns it; ErrNotFound when there is none.
+	AuthoredModeByRef(ctx context.Context, ref string) (*AuthoredMode, error)
+	// ModeVersion reads one released version (ErrNotFound if none).
+	ModeVersion(ctx context.Context, modeID string, version int) (*ModeVersion, error)
+	// ListAuthoredModes lists orgID's modes by ticker.
+	ListAuthoredModes(ctx context.Context, orgID string) ([]*AuthoredMode, error)
+	// ListPublishedModes lists every mode whose listing is approved and
+	// serves a published version, by ticker.
+	ListPublishedModes(ctx context.Context) ([]*AuthoredMode, error)
+	// ChangeListing applies the author's listing action to orgID's mode:
+	// ActionRequestListing, or ActionPublish of a.Version, naming the
+	// listing revision read. Review actions are forbidden here.
+	ChangeListing(ctx context.Context, orgID, modeID string, a ModeAction) (*AuthoredMode, error)
+	// ReviewListing applies the operator's review (ActionApprove,
+	// ActionReject, ActionDelist) to any organisation's mode, naming the
+	// listing revision read; the operator CLI calls it.
+	ReviewListing(ctx context.Context, modeID string, kind ModeActionKind, listingRevision int64) (*AuthoredMode, error)
+	// RecordCertified records version as the mode's certified version
+	// (ActionCertify); certification calls it when a run passes.
+	RecordCertified(ctx context.Context, modeID string, version int) (*AuthoredMode, error)
+}

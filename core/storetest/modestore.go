@@ -1,0 +1,546 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclavehq/conclave/core"
+)
+
+// ModeStores is what RunModeStore needs of a store: organisations to own
+// modes, and the modes.
+type ModeStores interface {
+	core.Orgs
+	core.ModeStore
+}
+
+// RunModeStore is the section of core.ModeStore: every transition of the
+// lifecycle (docs/modes.md, "Lifecycle") and every code that refuses one,
+// name and ticker uniqueness, immutable versions, and two replicas
+// releasing one draft at once. replica returns a second store over the
+// same database as s, through its own connections.
+func RunModeStore[S ModeStores](t *testing.T, newStore func(t *testing.T) S, replica func(t *testing.T, s S) S) {
+	ctx := context.Background()
+
+	t.Run("Transitions", func(t *testing.T) {
+		t.Parallel()
+		for _, tc := range lifecycleTable {
+			t.Run(tc.start+"/"+tc.action, func(t *testing.T) {
+				t.Parallel()
+				s, org := newOrg(t, newStore, "Acme")
+				m := driveTo(t, s, org.ID, tc.start)
+				got, err := lifecycleActions[tc.action](ctx, s, m)
+				if tc.code != "" {
+					requireCode(t, err, tc.code)
+					after, err := s.AuthoredMode(ctx, org.ID, m.ID)
+					require.NoError(t, err)
+					require.Equal(t, m.ModeState, after.ModeState, "a refused change changes nothing")
+					return
+				}
+				require.NoError(t, err)
+				require.Equal(t, tc.want(m.ModeState), got.ModeState)
+				after, err := s.AuthoredMode(ctx, org.ID, m.ID)
+				require.NoError(t, err)
+				require.Equal(t, got.ModeState, after.ModeState, "the change is stored")
+			})
+		}
+	})
+
+	t.Run("EveryLifecycleCodeIsReached", func(t *testing.T) {
+		t.Parallel()
+		reached := map[core.Code]bool{}
+		for _, tc := range lifecycleTable {
+			reached[tc.code] = true
+		}
+		for _, c := range []core.Code{core.CodeDraftRequired, core.CodeDraftPending, core.CodeDraftChanged,
+			core.CodeNoDraft, core.CodeDraftUnvalidated, core.CodeModeNotReleased, core.CodeListingRejected,
+			core.CodeListingDelisted, core.CodeListingChanged, core.CodePublishedVersionUncertified,
+			core.CodeConflict, core.CodeListingRequired, core.CodeModeNotFound} {
+			require.True(t, reached[c], "no row of the table reaches %s", c)
+		}
+	})
+
+	t.Run("NewModes", func(t *testing.T) {
+		t.Parallel()
+		s, acme := newOrg(t, newStore, "Acme")
+		m, err := s.SaveModeDraft(ctx, draft(acme.ID, "Review Panel", "PANL", true))
+		require.NoError(t, err)
+		require.Equal(t, acme.Ticker+":PANL", m.Ticker)
+		require.Equal(t, strings.ToLower(acme.Ticker)+"-panl", m.ID)
+		require.Equal(t, acme.ID, m.OrgID)
+		require.Equal(t, core.ModeState{DraftRevision: 1, Draft: core.DraftPending, DraftValidated: true, Listing: core.ListingNone}, m.ModeState)
+		require.JSONEq(t, string(specJSON("Review Panel", "PANL")), string(m.DraftSpec))
+
+		// name_taken: the organisation's names, in any case; another
+		// organisation may use the name.
+		_, err = s.SaveModeDraft(ctx, draft(acme.ID, "review panel", "OTHR", true))
+		requireCode(t, err, core.CodeNameTaken)
+		// ticker_taken: a second mode with the ticker; checked before the
+		// name (docs/modes.md).
+		_, err = s.SaveModeDraft(ctx, draft(acme.ID, "Another Panel", "PANL", true))
+		requireCode(t, err, core.CodeTickerTaken)
+		_, err = s.SaveModeDraft(ctx, draft(acme.ID, "Review Panel", "PANL", true))
+		requireCode(t, err, core.CodeTickerTaken)
+		other := createOrg(t, s, "Other")
+		o, err := s.SaveModeDraft(ctx, draft(other.ID, "Review Panel", "PANL", true))
+		require.NoError(t, err, "names are unique per organisation, tickers carry the organisation's")
+		require.NotEqual(t, m.Ticker, o.Ticker)
+
+		// A draft of an existing mode may rename it, not to a taken name,
+		// and may not change its ticker.
+		second, err := s.SaveModeDraft(ctx, draft(acme.ID, "Second Panel", "SCND", true))
+		require.NoError(t, err)
+		p := draft(acme.ID, "Review Panel", "SCND", true)
+		p.ModeID, p.BaseRevision = second.ID, second.DraftRevision
+		_, err = s.SaveModeDraft(ctx, p)
+		requireCode(t, err, core.CodeNameTaken)
+		p.Name, p.Ticker = "Second Panel", "XXXX"
+		_, err = s.SaveModeDraft(ctx, p)
+		requireCode(t, err, core.CodeConflict)
+		p.Name, p.Ticker = "Second Panel Renamed", "SCND"
+		renamed, err := s.SaveModeDraft(ctx, p)
+		require.NoError(t, err)
+		require.Equal(t, "Second Panel Renamed", renamed.Name)
+		require.Equal(t, int64(2), renamed.DraftRevision)
+
+		// A draft need not pass validation, but needs a ticker and a name.
+		_, err = s.SaveModeDraft(ctx, draft(acme.ID, "Lower Panel", "lowr", false))
+		requireCode(t, err, core.CodeTickerInvalid)
+		_, err = s.SaveModeDraft(ctx, draft(acme.ID, "Short Panel", "SHO", false))
+		requireCode(t, err, core.CodeTickerInvalid)
+		_, err = s.SaveModeDraft(ctx, draft(acme.ID, "", "NONE", false))
+		requireCode(t, err, core.CodeNameTooShort)
+
+		// org_owner_missing: no organisation to own the mode.
+		_, err = s.SaveModeDraft(ctx, draft("org_missing", "Orphan Panel", "ORPH", true))
+		requireCode(t, err, core.CodeOrgOwnerMissing)
+
+		// mode_not_found: another organisation's mode, or none.
+		_, err = s.AuthoredMode(ctx, other.ID, m.ID)
+		requireCode(t, err, core.CodeModeNotFound)
+		require.ErrorIs(t, err, core.ErrNotFound)
+		p = draft(other.ID, "Review Panel", "PANL", true)
+		p.ModeID, p.BaseRevision = m.ID, m.DraftRevision
+		_, err = s.SaveModeDraft(ctx, p)
+		requireCode(t, err, core.CodeModeNotFound)
+		_, err = s.ReleaseMode(ctx, release(other.ID, m, panel("sim/a")))
+		requireCode(t, err, core.CodeModeNotFound)
+		_, err = s.ChangeListing(ctx, other.ID, m.ID, core.ModeAction{Kind: core.ActionRequestListing})
+		requireCode(t, err, core.CodeModeNotFound)
+
+		list, err := s.ListAuthoredModes(ctx, acme.ID)
+		require.NoError(t, err)
+		require.Equal(t, []string{m.Ticker, second.Ticker}, tickers(list), "the organisation's modes, by ticker")
+		byRef, err := s.AuthoredModeByRef(ctx, m.Ticker)
+		require.NoError(t, err)
+		require.Equal(t, m.ID, byRef.ID)
+		byRef, err = s.AuthoredModeByRef(ctx, m.ID)
+		require.NoError(t, err)
+		require.Equal(t, m.Ticker, byRef.Ticker)
+		_, err = s.AuthoredModeByRef(ctx, "nope-nope")
+		require.ErrorIs(t, err, core.ErrNotFound)
+	})
+
+	t.Run("ReleasedVersionsAreImmutable", func(t *testing.T) {
+		t.Parallel()
+		s, org := newOrg(t, newStore, "Acme")
+		m, err := s.SaveModeDraft(ctx, draft(org.ID, "Review Panel", "PANL", true))
+		require.NoError(t, err)
+		first := release(org.ID, m, panel("sim/a", "sim/b"))
+		v1, err := s.ReleaseMode(ctx, first)
+		require.NoError(t, err)
+		require.Equal(t, 1, v1.Version)
+		require.Equal(t, first.ConfigHash, v1.ConfigHash)
+		require.Equal(t, first.Mode, v1.Mode, "the released mode reads back as released")
+
+		// A new draft with a changed panel: version 2, another hash; version
+		// 1 reads as it was.
+		m, err = s.AuthoredMode(ctx, org.ID, m.ID)
+		require.NoError(t, err)
+		p := draft(org.ID, "Review Panel", "PANL", true)
+		p.ModeID, p.Spec = m.ID, json.RawMessage(`{"name":"Review Panel","ticker":"PANL","max_rounds":3}`)
+		m, err = s.SaveModeDraft(ctx, p)
+		require.NoError(t, err)
+		second := panel("sim/a", "sim/b", "sim/c")
+		v2, err := s.ReleaseMode(ctx, release(org.ID, m, second))
+		require.NoError(t, err)
+		require.Equal(t, 2, v2.Version)
+		require.NotEqual(t, v1.ConfigHash, v2.ConfigHash, "the panel changed, so its hash")
+		require.JSONEq(t, string(p.Spec), string(v2.Spec), "the version holds the draft it released")
+
+		again, err := s.ModeVersion(ctx, m.ID, 1)
+		require.NoError(t, err)
+		require.Equal(t, v1.ConfigHash, again.ConfigHash)
+		require.Equal(t, first.Mode, again.Mode)
+		require.JSONEq(t, string(specJSON("Review Panel", "PANL")), string(again.Spec))
+		_, err = s.ModeVersion(ctx, m.ID, 3)
+		require.ErrorIs(t, err, core.ErrNotFound)
+		got, err := s.AuthoredMode(ctx, org.ID, m.ID)
+		require.NoError(t, err)
+		require.Equal(t, 2, got.LatestVersion)
+	})
+
+	t.Run("CertifyThenPublish", func(t *testing.T) {
+		t.Parallel()
+		s, org := newOrg(t, newStore, "Acme")
+		m := driveTo(t, s, org.ID, "approved")
+		list, err := s.ListPublishedModes(ctx)
+		require.NoError(t, err)
+		require.Empty(t, list, "an approved listing without a published version is lab: not in the marketplace")
+
+		m, err = s.RecordCertified(ctx, m.ID, 1)
+		require.NoError(t, err)
+		// A second release after certification: version 2 is not certified.
+		p := draft(org.ID, "Review Panel", "PANL", true)
+		p.ModeID = m.ID
+		m, err = s.SaveModeDraft(ctx, p)
+		require.NoError(t, err)
+		_, err = s.ReleaseMode(ctx, release(org.ID, m, panel("sim/x", "sim/y")))
+		require.NoError(t, err)
+		m, err = s.AuthoredMode(ctx, org.ID, m.ID)
+		require.NoError(t, err)
+		_, err = s.ChangeListing(ctx, org.ID, m.ID, core.ModeAction{Kind: core.ActionPublish, Version: 2, ListingRevision: m.ListingRevision})
+		requireCode(t, err, core.CodePublishedVersionUncertified)
+		m, err = s.ChangeListing(ctx, org.ID, m.ID, core.ModeAction{Kind: core.ActionPublish, Version: 1, ListingRevision: m.ListingRevision})
+		require.NoError(t, err)
+		require.Equal(t, 1, m.PublishedVersion)
+		list, err = s.ListPublishedModes(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []string{m.Ticker}, tickers(list))
+
+		// Review actions are the operator's, not the author's.
+		_, err = s.ChangeListing(ctx, org.ID, m.ID, core.ModeAction{Kind: core.ActionDelist, ListingRevision: m.ListingRevision})
+		requireCode(t, err, core.CodeForbidden)
+		_, err = s.ReviewListing(ctx, m.ID, core.ActionPublish, m.ListingRevision)
+		requireCode(t, err, core.CodeInvalidRequest)
+		_, err = s.ReviewListing(ctx, m.ID, core.ActionDelist, m.ListingRevision)
+		require.NoError(t, err)
+		list, err = s.ListPublishedModes(ctx)
+		require.NoError(t, err)
+		require.Empty(t, list, "a delisted mode leaves the marketplace")
+	})
+
+	t.Run("TwoReplicasReleaseOneDraft", func(t *testing.T) {
+		t.Parallel()
+		a, org := newOrg(t, newStore, "Acme")
+		b := replica(t, a)
+		m, err := a.SaveModeDraft(ctx, draft(org.ID, "Review Panel", "PANL", true))
+		require.NoError(t, err)
+		const rounds = 20
+		for round := 1; round <= rounds; round++ {
+			stores := []S{a, b}
+			errs := make([]error, 2)
+			versions := make([]*core.ModeVersion, 2)
+			var ready, start sync.WaitGroup
+			ready.Add(2)
+			start.Add(1)
+			var done sync.WaitGroup
+			for i := range stores {
+				done.Add(1)
+				go func(i int) {
+					defer done.Done()
+					p := release(org.ID, m, panel("sim/a", fmt.Sprintf("sim/r%d-%d", round, i)))
+					ready.Done()
+					start.Wait()
+					versions[i], errs[i] = stores[i].ReleaseMode(ctx, p)
+				}(i)
+			}
+			ready.Wait()
+			start.Done()
+			done.Wait()
+
+			won := 0
+			for i, err := range errs {
+				if err == nil {
+					won++
+					require.Equal(t, round, versions[i].Version)
+					continue
+				}
+				requireCode(t, err, core.CodeDraftChanged)
+			}
+			require.Equal(t, 1, won, "round %d: exactly one replica releases the draft", round)
+			got, err := b.AuthoredMode(ctx, org.ID, m.ID)
+			require.NoError(t, err)
+			require.Equal(t, round, got.LatestVersion, "one version per release")
+
+			p := draft(org.ID, "Review Panel", "PANL", true)
+			p.ModeID, p.BaseRevision = m.ID, got.DraftRevision
+			m, err = a.SaveModeDraft(ctx, p)
+			require.NoError(t, err)
+		}
+	})
+}
+
+// A lifecycle row: from a named starting state, an action, and the code
+// that refuses it ("" when it succeeds, with the state it yields).
+type lifecycleRow struct {
+	start, action string
+	code          core.Code
+	want          func(core.ModeState) core.ModeState
+}
+
+// The starting states, each reached from a new mode by the author's and
+// the operator's actions (driveTo).
+var lifecycleStarts = map[string][]string{
+	"unvalidated":        {"save-unvalidated"},
+	"draft":              {"save"},
+	"released":           {"save", "release"},
+	"released+draft":     {"save", "release", "save-next"},
+	"listing-pending":    {"save", "release", "request"},
+	"approved":           {"save", "release", "request", "approve"},
+	"rejected":           {"save", "release", "request", "reject"},
+	"delisted":           {"save", "release", "request", "approve", "delist"},
+	"certified":          {"save", "release", "request", "approve", "certify-1"},
+	"published":          {"save", "release", "request", "approve", "certify-1", "publish-1"},
+	"published+released": {"save", "release", "request", "approve", "certify-1", "publish-1", "save-next", "release"},
+}
+
+var lifecycleTable = []lifecycleRow{
+	// Drafts.
+	{"draft", "save-replacing", "", func(s core.ModeState) core.ModeState {
+		s.DraftRevision++
+		return s
+	}},
+	{"draft", "save-new", core.CodeDraftPending, nil},
+	{"released+draft", "save-stale", core.CodeDraftChanged, nil},
+	{"released", "save-new", "", func(s core.ModeState) core.ModeState {
+		s.DraftRevision++
+		s.Draft = core.DraftPending
+		return s
+	}},
+	{"released", "save-stale", core.CodeDraftChanged, nil},
+	{"unvalidated", "save-replacing", "", func(s core.ModeState) core.ModeState {
+		s.DraftRevision++
+		s.DraftValidated = true
+		return s
+	}},
+	// Releases.
+	{"draft", "release", "", func(s core.ModeState) core.ModeState {
+		s.DraftRevision++
+		s.Draft = core.DraftReleased
+		s.LatestVersion = 1
+		return s
+	}},
+	{"released+draft", "release", "", func(s core.ModeState) core.ModeState {
+		s.DraftRevision++
+		s.Draft = core.DraftReleased
+		s.LatestVersion = 2
+		return s
+	}},
+	{"draft", "release-unnamed", core.CodeDraftRequired, nil},
+	{"draft", "release-stale", core.CodeDraftChanged, nil},
+	{"released", "release", core.CodeNoDraft, nil},
+	{"unvalidated", "release", core.CodeDraftUnvalidated, nil},
+	{"draft", "release-other-org", core.CodeModeNotFound, nil},
+	// The author's listing request.
+	{"released", "request", "", listing(core.ListingPending)},
+	{"released+draft", "request", "", listing(core.ListingPending)},
+	{"draft", "request", core.CodeModeNotReleased, nil},
+	{"rejected", "request", core.CodeListingRejected, nil},
+	{"delisted", "request", core.CodeListingDelisted, nil},
+	{"listing-pending", "request", core.CodeConflict, nil},
+	{"approved", "request", core.CodeConflict, nil},
+	{"released", "request-stale", core.CodeListingChanged, nil},
+	// The operator's review.
+	{"listing-pending", "approve", "", listing(core.ListingApproved)},
+	{"rejected", "approve", "", listing(core.ListingApproved)},
+	{"delisted", "approve", "", listing(core.ListingApproved)},
+	{"listing-pending", "reject", "", listing(core.ListingRejected)},
+	{"approved", "delist", "", listing(core.ListingDelisted)},
+	{"published", "delist", "", func(s core.ModeState) core.ModeState {
+		s = listing(core.ListingDelisted)(s)
+		s.PublishedVersion = 0
+		return s
+	}},
+	{"released", "approve", core.CodeConflict, nil},
+	{"approved", "approve", core.CodeConflict, nil},
+	{"approved", "reject", core.CodeConflict, nil},
+	{"listing-pending", "delist", core.CodeConflict, nil},
+	{"listing-pending", "approve-stale", core.CodeListingChanged, nil},
+	// Certification: a released version of an approved listing.
+	{"approved", "certify-1", "", func(s core.ModeState) core.ModeState {
+		s.CertifiedVersion = 1
+		s.ListingRevision++
+		return s
+	}},
+	{"draft", "certify-1", core.CodeModeNotReleased, nil},
+	{"approved", "certify-2", core.CodeModeNotFound, nil},
+	{"released", "certify-1", core.CodeListingRequired, nil},
+	{"listing-pending", "certify-1", core.CodeListingRequired, nil},
+	{"rejected", "certify-1", core.CodeListingRejected, nil},
+	{"delisted", "certify-1", core.CodeListingDelisted, nil},
+	// Publishing: the certified version of an approved listing.
+	{"certified", "publish-1", "", func(s core.ModeState) core.ModeState {
+		s.PublishedVersion = 1
+		s.ListingRevision++
+		return s
+	}},
+	{"approved", "publish-1", core.CodePublishedVersionUncertified, nil},
+	{"published+released", "publish-2", core.CodePublishedVersionUncertified, nil},
+	{"certified", "publish-1-stale", core.CodeListingChanged, nil},
+	{"released", "publish-1", core.CodeListingRequired, nil},
+	{"rejected", "publish-1", core.CodeListingRejected, nil},
+	{"delisted", "publish-1", core.CodeListingDelisted, nil},
+	// A version certified after publishing: the published one stays until
+	// the author publishes the newly certified one.
+	{"published+released", "certify-2", "", func(s core.ModeState) core.ModeState {
+		s.CertifiedVersion = 2
+		s.ListingRevision++
+		return s
+	}},
+}
+
+// listing returns the state change of a listing review or request.
+func listing(l core.ListingState) func(core.ModeState) core.ModeState {
+	return func(s core.ModeState) core.ModeState {
+		s.Listing = l
+		s.ListingRevision++
+		return s
+	}
+}
+
+type lifecycleAction func(ctx context.Context, s ModeStores, m *core.AuthoredMode) (*core.AuthoredMode, error)
+
+// lifecycleActions are the table's actions on a mode as last read.
+var lifecycleActions = map[string]lifecycleAction{
+	"save":             saveAction(true, 0),
+	"save-unvalidated": saveAction(false, 0),
+	"save-next":        saveAction(true, 0),
+	"save-new":         saveAction(true, 0),
+	"save-replacing": func(ctx context.Context, s ModeStores, m *core.AuthoredMode) (*core.AuthoredMode, error) {
+		return saveAction(true, m.DraftRevision)(ctx, s, m)
+	},
+	"save-stale": func(ctx context.Context, s ModeStores, m *core.AuthoredMode) (*core.AuthoredMode, error) {
+		return saveAction(true, m.DraftRevision-1)(ctx, s, m)
+	},
+	"release":           releaseAction(func(m *core.AuthoredMode) int64 { return m.DraftRevision }, false),
+	"release-unnamed":   releaseAction(func(*core.AuthoredMode) int64 { return 0 }, false),
+	"release-stale":     releaseAction(func(m *core.AuthoredMode) int64 { return m.DraftRevision + 1 }, false),
+	"release-other-org": releaseAction(func(m *core.AuthoredMode) int64 { return m.DraftRevision }, true),
+	"request":           listingAction(core.ActionRequestListing, 0, 0),
+	"request-stale":     listingAction(core.ActionRequestListing, 0, 1),
+	"publish-1":         listingAction(core.ActionPublish, 1, 0),
+	"publish-2":         listingAction(core.ActionPublish, 2, 0),
+	"publish-1-stale":   listingAction(core.ActionPublish, 1, -1),
+	"approve":           reviewAction(core.ActionApprove, 0),
+	"approve-stale":     reviewAction(core.ActionApprove, 1),
+	"reject":            reviewAction(core.ActionReject, 0),
+	"delist":            reviewAction(core.ActionDelist, 0),
+	"certify-1":         certifyAction(1),
+	"certify-2":         certifyAction(2),
+}
+
+func saveAction(validated bool, base int64) lifecycleAction {
+	return func(ctx context.Context, s ModeStores, m *core.AuthoredMode) (*core.AuthoredMode, error) {
+		p := draft(m.OrgID, "Review Panel", "PANL", validated)
+		if m.ID != "" {
+			p.ModeID, p.BaseRevision = m.ID, base
+		}
+		return s.SaveModeDraft(ctx, p)
+	}
+}
+
+// releaseAction releases the draft at the revision rev names; otherOrg
+// releases it as an organisation that does not own it.
+func releaseAction(rev func(*core.AuthoredMode) int64, otherOrg bool) lifecycleAction {
+	return func(ctx context.Context, s ModeStores, m *core.AuthoredMode) (*core.AuthoredMode, error) {
+		orgID := m.OrgID
+		if otherOrg {
+			orgID = "org_intruder"
+		}
+		p := release(orgID, m, panel("sim/a", fmt.Sprintf("sim/v%d", m.LatestVersion+1)))
+		p.Revision = rev(m)
+		if _, err := s.ReleaseMode(ctx, p); err != nil {
+			return nil, err
+		}
+		return s.AuthoredMode(ctx, m.OrgID, m.ID)
+	}
+}
+
+// listingAction is the author's; skew is added to the listing revision read.
+func listingAction(kind core.ModeActionKind, version int, skew int64) lifecycleAction {
+	return func(ctx context.Context, s ModeStores, m *core.AuthoredMode) (*core.AuthoredMode, error) {
+		return s.ChangeListing(ctx, m.OrgID, m.ID, core.ModeAction{Kind: kind, Version: version, ListingRevision: m.ListingRevision + skew})
+	}
+}
+
+func reviewAction(kind core.ModeActionKind, skew int64) lifecycleAction {
+	return func(ctx context.Context, s ModeStores, m *core.AuthoredMode) (*core.AuthoredMode, error) {
+		return s.ReviewListing(ctx, m.ID, kind, m.ListingRevision+skew)
+	}
+}
+
+func certifyAction(version int) lifecycleAction {
+	return func(ctx context.Context, s ModeStores, m *core.AuthoredMode) (*core.AuthoredMode, error) {
+		return s.RecordCertified(ctx, m.ID, version)
+	}
+}
+
+// driveTo creates orgID's mode and brings it to the named starting state.
+func driveTo(t *testing.T, s ModeStores, orgID, start string) *core.AuthoredMode {
+	t.Helper()
+	steps, ok := lifecycleStarts[start]
+	require.True(t, ok, "no starting state %q", start)
+	m := &core.AuthoredMode{OrgID: orgID}
+	for _, step := range steps {
+		next, err := lifecycleActions[step](context.Background(), s, m)
+		require.NoError(t, err, "%s: step %s", start, step)
+		m = next
+	}
+	return m
+}
+
+func specJSON(name, ticker string) json.RawMessage {
+	b, _ := json.Marshal(map[string]string{"name": name, "ticker": ticker})
+	return b
+}
+
+func draft(orgID, name, ticker string, validated bool) *core.SaveModeDraft {
+	return &core.SaveModeDraft{OrgID: orgID, Name: name, Ticker: ticker, Spec: specJSON(name, ticker), Validated: validated}
+}
+
+// release releases m's draft at the revision last read, as panel.
+func release(orgID string, m *core.AuthoredMode, panel *core.Mode) *core.ReleaseMode {
+	p := *panel
+	p.ID, p.Ticker, p.OwnerOrg = m.ID, m.Ticker, m.OrgID
+	return &core.ReleaseMode{OrgID: orgID, ModeID: m.ID, Revision: m.DraftRevision, Mode: &p, ConfigHash: p.ConfigHash(nil)}
+}
+
+// panel is a mode seating engines at plus: what the store keeps is not
+// checked against a catalogue, only kept.
+func panel(engines ...string) *core.Mode {
+	row := make([]core.Seat, len(engines))
+	for i, e := range engines {
+		row[i] = core.Seat{Engine: e}
+	}
+	surcharge := core.Micros(50_000)
+	return &core.Mode{
+		Key: "panl", Name: "Review Panel", IncludesDeliberation: true,
+		Deliberation: core.Deliberation{
+			Seats:    map[core.Tier][]core.Seat{core.TierPlus: row},
+			Staff:    map[string]core.Staff{"judge": {Engine: engines[0]}},
+			Critique: core.CritiqueDeep, MaxRounds: 2, CostCeiling: 1_000_000,
+		},
+		Pricing: core.Pricing{Surcharge: &surcharge, SurchargeByDepth: map[core.Depth]core.Micros{core.DepthLight: 50_000}},
+	}
+}
+
+func requireCode(t *testing.T, err error, code core.Code) {
+	t.Helper()
+	require.Error(t, err, "want %s", code)
+	require.Equal(t, code, core.AsError(err).Code, "%v", err)
+}
+
+func tickers(ms []*core.AuthoredMode) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Ticker
+	}
+	return out
+}

@@ -1,0 +1,331 @@
+package pgstore
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/conclavehq/conclave/core"
+)
+
+// Organisations' own modes (core.ModeStore). Every change reads the mode's
+// state, asks core.ModeState.Apply for the next one, and writes it with a
+// conditional UPDATE that holds only if the mode is still at both revisions
+// it was read at. Of two writers that read the same state, the second's
+// UPDATE waits for the first's transaction and then matches no row; it
+// reads the state again and applies its action again, which now refuses it
+// (a release of a revision already released: draft_changed) — the same
+// rule, in the same Go function, as a writer that read late.
+
+//go:embed modes_queries.sql
+var modesQueriesSQL string
+
+var modesQueries = parseQueries(modesQueriesSQL)
+
+// mq returns the named query of modes_queries.sql.
+func mq(name string) string {
+	s, ok := modesQueries[name]
+	if !ok {
+		panic(fmt.Sprintf("modes_queries.sql has no query %q", name))
+	}
+	return s
+}
+
+// maxStateRetries bounds how often a change whose conditional write lost
+// is applied again to the state that won. Each retry follows another
+// writer's committed change; a real conflict is refused by Apply itself.
+const maxStateRetries = 8
+
+func modeNotFound(id string) error {
+	return core.Errorf(core.CodeModeNotFound, "no mode %q in your organisation", id).WithCause(core.ErrNotFound)
+}
+
+func scanAuthoredMode(row pgx.Row) (*core.AuthoredMode, error) {
+	m, err := scanAuthoredModeRaw(row)
+	return m, translate(err)
+}
+
+// scanAuthoredModeRaw returns the driver's error as it came, for
+// modeWriteError to read its constraint.
+func scanAuthoredModeRaw(row pgx.Row) (*core.AuthoredMode, error) {
+	var m core.AuthoredMode
+	var spec []byte
+	err := row.Scan(&m.ID, &m.OrgID, &m.Ticker, &m.Name, &m.DraftRevision, &m.Draft, &m.DraftValidated,
+		&m.LatestVersion, &m.Listing, &m.ListingRevision, &m.CertifiedVersion, &m.PublishedVersion,
+		&spec, &m.DraftSavedAt, &m.CreatedAt)
+	if err != nil {
+		return nil, err
+	}
+	m.DraftSpec = json.RawMessage(spec)
+	return &m, nil
+}
+
+func scanModeVersion(row pgx.Row) (*core.ModeVersion, error) {
+	var v core.ModeVersion
+	var spec, mode []byte
+	if err := row.Scan(&v.ModeID, &v.Version, &spec, &mode, &v.ConfigHash, &v.ReleasedAt); err != nil {
+		return nil, translate(err)
+	}
+	v.Spec = json.RawMessage(spec)
+	v.Mode = new(core.Mode)
+	if err := json.Unmarshal(mode, v.Mode); err != nil {
+		return nil, fmt.Errorf("pgstore: mode version %s/%d: %w", v.ModeID, v.Version, err)
+	}
+	return &v, nil
+}
+
+// modeWriteError turns the schema's refusals of a mode write into the
+// lifecycle's codes.
+func modeWriteError(err error, ticker, name string) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case pgErr.Code == "23505" && (pgErr.ConstraintName == "authored_modes_ticker" || pgErr.ConstraintName == "authored_modes_pkey"):
+			return core.Errorf(core.CodeTickerTaken, "the ticker %s is in use", ticker).WithParam("ticker").WithCause(core.ErrConflict)
+		case pgErr.Code == "23505" && pgErr.ConstraintName == "authored_modes_org_name":
+			return core.Errorf(core.CodeNameTaken, "your organisation already has a mode named %q", name).WithParam("name").WithCause(core.ErrConflict)
+		// A draft need not pass validation, but the mode's identity must
+		// hold: the checks validation makes of the ticker and the name.
+		case pgErr.Code == "23514" && (pgErr.ConstraintName == "authored_modes_ticker_check" || pgErr.ConstraintName == "authored_modes_id_check"):
+			return core.Errorf(core.CodeTickerInvalid, "the ticker is exactly four letters A to Z").WithParam("ticker")
+		case pgErr.Code == "23514" && pgErr.ConstraintName == "authored_modes_name_check":
+			return core.Errorf(core.CodeNameTooShort, "the mode needs a name").WithParam("name")
+		}
+	}
+	return translate(err)
+}
+
+// SaveModeDraft implements core.ModeStore.
+func (s *Store) SaveModeDraft(ctx context.Context, p *core.SaveModeDraft) (*core.AuthoredMode, error) {
+	if p.ModeID == "" {
+		return s.createAuthoredMode(ctx, p)
+	}
+	return s.changeMode(ctx, p.OrgID, p.ModeID, func(m *core.AuthoredMode) (*modeWrite, error) {
+		if p.Ticker != "" && m.Ticker != sameOrgTicker(m, p.Ticker) {
+			return nil, core.Errorf(core.CodeConflict, "the mode's ticker is %s; a draft cannot change it", m.Ticker).WithParam("ticker")
+		}
+		next, err := m.Apply(core.ModeAction{Kind: core.ActionSave, Revision: p.BaseRevision, Validated: p.Validated})
+		if err != nil {
+			return nil, err
+		}
+		return &modeWrite{state: next, saved: true, name: p.Name, spec: p.Spec}, nil
+	})
+}
+
+// sameOrgTicker is the full ticker of the mode part t in m's organisation.
+func sameOrgTicker(m *core.AuthoredMode, t string) string {
+	org, _, _ := strings.Cut(m.Ticker, ":")
+	return org + ":" + t
+}
+
+func (s *Store) createAuthoredMode(ctx context.Context, p *core.SaveModeDraft) (*core.AuthoredMode, error) {
+	next, err := core.ModeState{}.Apply(core.ModeAction{Kind: core.ActionSave, Revision: p.BaseRevision, Validated: p.Validated})
+	if err != nil {
+		return nil, err
+	}
+	var out *core.AuthoredMode
+	err = s.InTx(ctx, func(tx pgx.Tx) error {
+		var orgTicker string
+		if err := tx.QueryRow(ctx, mq("OrgTicker"), p.OrgID).Scan(&orgTicker); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return core.Errorf(core.CodeOrgOwnerMissing, "no organisation %q to own the mode", p.OrgID)
+			}
+			return translate(err)
+		}
+		ticker := orgTicker + ":" + p.Ticker
+		id := strings.ToLower(orgTicker) + "-" + strings.ToLower(p.Ticker)
+		m, err := scanAuthoredModeRaw(tx.QueryRow(ctx, mq("InsertAuthoredMode"), id, p.OrgID, ticker, p.Name,
+			next.DraftRevision, next.Draft, next.DraftValidated, []byte(p.Spec), next.Listing))
+		if err != nil {
+			return modeWriteError(err, ticker, p.Name)
+		}
+		out = m
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: saving mode %s: %w", p.Ticker, err)
+	}
+	return out, nil
+}
+
+// modeWrite is what a change writes: the next state, and for a save the
+// draft's name and spec.
+type modeWrite struct {
+	state core.ModeState
+	saved bool
+	name  string
+	spec  json.RawMessage
+	// after runs in the same transaction once the state is written.
+	after func(tx pgx.Tx, m *core.AuthoredMode) error
+}
+
+// changeMode reads orgID's mode (any organisation's when orgID is ""),
+// asks change for the write, and makes it conditionally; a lost write is
+// applied again to the state that won.
+func (s *Store) changeMode(ctx context.Context, orgID, modeID string, change func(m *core.AuthoredMode) (*modeWrite, error)) (*core.AuthoredMode, error) {
+	for attempt := 0; attempt < maxStateRetries; attempt++ {
+		var out *core.AuthoredMode
+		lost := false
+		err := s.InTx(ctx, func(tx pgx.Tx) error {
+			m, err := scanAuthoredMode(tx.QueryRow(ctx, mq("AuthoredModeByID"), modeID))
+			if errors.Is(err, core.ErrNotFound) || (err == nil && orgID != "" && m.OrgID != orgID) {
+				return modeNotFound(modeID)
+			}
+			if err != nil {
+				return err
+			}
+			w, err := change(m)
+			if err != nil {
+				return err
+			}
+			name, spec := m.Name, m.DraftSpec
+			if w.saved {
+				name, spec = w.name, w.spec
+			}
+			n := w.state
+			got, err := scanAuthoredModeRaw(tx.QueryRow(ctx, mq("UpdateAuthoredMode"), m.ID, m.DraftRevision, m.ListingRevision,
+				n.DraftRevision, n.Draft, n.DraftValidated, n.LatestVersion, n.Listing, n.ListingRevision,
+				n.CertifiedVersion, n.PublishedVersion, w.saved, name, []byte(spec)))
+			if errors.Is(err, pgx.ErrNoRows) {
+				s.lostModeWrites.Add(1)
+				lost = true // another writer changed the mode since it was read
+				return nil
+			}
+			if err != nil {
+				return modeWriteError(err, m.Ticker, name)
+			}
+			if w.after != nil {
+				if err := w.after(tx, got); err != nil {
+					return err
+				}
+			}
+			out = got
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("pgstore: mode %s: %w", modeID, err)
+		}
+		if !lost {
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("pgstore: mode %s: %w", modeID,
+		core.Errorf(core.CodeConflict, "the mode kept changing while written; read it again"))
+}
+
+// ReleaseMode implements core.ModeStore.
+func (s *Store) ReleaseMode(ctx context.Context, p *core.ReleaseMode) (*core.ModeVersion, error) {
+	if p.Mode == nil || p.ConfigHash == "" {
+		return nil, fmt.Errorf("pgstore: releasing %s: the release carries no mode or no hash", p.ModeID)
+	}
+	mode, err := json.Marshal(p.Mode)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: releasing %s: %w", p.ModeID, err)
+	}
+	var v *core.ModeVersion
+	_, err = s.changeMode(ctx, p.OrgID, p.ModeID, func(m *core.AuthoredMode) (*modeWrite, error) {
+		next, err := m.Apply(core.ModeAction{Kind: core.ActionRelease, Revision: p.Revision})
+		if err != nil {
+			return nil, err
+		}
+		return &modeWrite{state: next, after: func(tx pgx.Tx, got *core.AuthoredMode) error {
+			v, err = scanModeVersion(tx.QueryRow(ctx, mq("InsertModeVersion"), got.ID, got.LatestVersion, mode, p.ConfigHash))
+			return err
+		}}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// AuthoredMode implements core.ModeStore.
+func (s *Store) AuthoredMode(ctx context.Context, orgID, modeID string) (*core.AuthoredMode, error) {
+	m, err := scanAuthoredMode(s.pool.QueryRow(ctx, mq("AuthoredModeByID"), modeID))
+	if errors.Is(err, core.ErrNotFound) || (err == nil && m.OrgID != orgID) {
+		return nil, modeNotFound(modeID)
+	}
+	return m, err
+}
+
+// AuthoredModeByRef implements core.ModeStore.
+func (s *Store) AuthoredModeByRef(ctx context.Context, ref string) (*core.AuthoredMode, error) {
+	return scanAuthoredMode(s.pool.QueryRow(ctx, mq("AuthoredModeByRef"), ref))
+}
+
+// ModeVersion implements core.ModeStore.
+func (s *Store) ModeVersion(ctx context.Context, modeID string, version int) (*core.ModeVersion, error) {
+	return scanModeVersion(s.pool.QueryRow(ctx, mq("ModeVersion"), modeID, version))
+}
+
+// ListAuthoredModes implements core.ModeStore.
+func (s *Store) ListAuthoredModes(ctx context.Context, orgID string) ([]*core.AuthoredMode, error) {
+	return s.listAuthoredModes(ctx, mq("AuthoredModesOfOrg"), orgID)
+}
+
+// ListPublishedModes implements core.ModeStore.
+func (s *Store) ListPublishedModes(ctx context.Context) ([]*core.AuthoredMode, error) {
+	return s.listAuthoredModes(ctx, mq("PublishedAuthoredModes"))
+}
+
+func (s *Store) listAuthoredModes(ctx context.Context, query string, args ...any) ([]*core.AuthoredMode, error) {
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []*core.AuthoredMode
+	for rows.Next() {
+		m, err := scanAuthoredMode(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, translate(rows.Err())
+}
+
+// ChangeListing implements core.ModeStore.
+func (s *Store) ChangeListing(ctx context.Context, orgID, modeID string, a core.ModeAction) (*core.AuthoredMode, error) {
+	switch a.Kind {
+	case core.ActionRequestListing, core.ActionPublish:
+	case core.ActionApprove, core.ActionReject, core.ActionDelist:
+		return nil, core.Errorf(core.CodeForbidden, "listing review is the operator's")
+	default:
+		return nil, core.Errorf(core.CodeInvalidRequest, "%q is not a listing action", a.Kind)
+	}
+	return s.applyAction(ctx, orgID, modeID, a)
+}
+
+// ReviewListing implements core.ModeStore.
+func (s *Store) ReviewListing(ctx context.Context, modeID string, kind core.ModeActionKind, listingRevision int64) (*core.AuthoredMode, error) {
+	switch kind {
+	case core.ActionApprove, core.ActionReject, core.ActionDelist:
+	default:
+		return nil, core.Errorf(core.CodeInvalidRequest, "%q is not a review action", kind)
+	}
+	return s.applyAction(ctx, "", modeID, core.ModeAction{Kind: kind, ListingRevision: listingRevision})
+}
+
+// RecordCertified implements core.ModeStore.
+func (s *Store) RecordCertified(ctx context.Context, modeID string, version int) (*core.AuthoredMode, error) {
+	return s.applyAction(ctx, "", modeID, core.ModeAction{Kind: core.ActionCertify, Version: version})
+}
+
+func (s *Store) applyAction(ctx context.Context, orgID, modeID string, a core.ModeAction) (*core.AuthoredMode, error) {
+	return s.changeMode(ctx, orgID, modeID, func(m *core.AuthoredMode) (*modeWrite, error) {
+		next, err := m.Apply(a)
+		if err != nil {
+			return nil, err
+		}
+		return &modeWrite{state: next}, nil
+	})
+}
+
+var _ core.ModeStore = (*Store)(nil)

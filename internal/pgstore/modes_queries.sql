@@ -1,0 +1,57 @@
+-- Named queries of organisations' own modes (modes.go). Every column list
+-- of authored_modes is the one scanMode reads, in its order.
+
+-- name: OrgTicker
+SELECT ticker FROM orgs WHERE id = $1;
+
+-- name: InsertAuthoredMode
+INSERT INTO authored_modes (id, org_id, ticker, name, draft_revision, draft_state, draft_validated, draft_spec,
+                            listing_state)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+RETURNING id, org_id, ticker, name, draft_revision, draft_state, draft_validated, latest_version, listing_state,
+          listing_revision, certified_version, published_version, draft_spec, draft_saved_at, created_at;
+
+-- name: AuthoredModeByID
+SELECT id, org_id, ticker, name, draft_revision, draft_state, draft_validated, latest_version, listing_state,
+       listing_revision, certified_version, published_version, draft_spec, draft_saved_at, created_at
+  FROM authored_modes WHERE id = $1;
+
+-- name: AuthoredModeByRef
+SELECT id, org_id, ticker, name, draft_revision, draft_state, draft_validated, latest_version, listing_state,
+       listing_revision, certified_version, published_version, draft_spec, draft_saved_at, created_at
+  FROM authored_modes WHERE id = $1 OR ticker = $1;
+
+-- name: AuthoredModesOfOrg
+SELECT id, org_id, ticker, name, draft_revision, draft_state, draft_validated, latest_version, listing_state,
+       listing_revision, certified_version, published_version, draft_spec, draft_saved_at, created_at
+  FROM authored_modes WHERE org_id = $1 ORDER BY ticker;
+
+-- name: PublishedAuthoredModes
+SELECT id, org_id, ticker, name, draft_revision, draft_state, draft_validated, latest_version, listing_state,
+       listing_revision, certified_version, published_version, draft_spec, draft_saved_at, created_at
+  FROM authored_modes WHERE listing_state = 'approved' AND published_version > 0 ORDER BY ticker;
+
+-- name: UpdateAuthoredMode
+-- Writes the state core.ModeState.Apply returned, only if the mode still
+-- holds both revisions the state was read at ($2, $3): the conditional
+-- write that makes one of two concurrent writers lose. $12 says whether
+-- the draft was saved now.
+UPDATE authored_modes
+   SET draft_revision = $4, draft_state = $5, draft_validated = $6, latest_version = $7, listing_state = $8,
+       listing_revision = $9, certified_version = $10, published_version = $11,
+       draft_saved_at = CASE WHEN $12::boolean THEN now() ELSE draft_saved_at END,
+       name = $13, draft_spec = $14
+ WHERE id = $1 AND draft_revision = $2 AND listing_revision = $3
+RETURNING id, org_id, ticker, name, draft_revision, draft_state, draft_validated, latest_version, listing_state,
+          listing_revision, certified_version, published_version, draft_spec, draft_saved_at, created_at;
+
+-- name: InsertModeVersion
+-- The released spec is the draft's, copied in SQL from the row the same
+-- transaction just released.
+INSERT INTO mode_versions (mode_id, version, spec, mode, config_hash)
+SELECT id, $2, draft_spec, $3, $4 FROM authored_modes WHERE id = $1
+RETURNING mode_id, version, spec, mode, config_hash, released_at;
+
+-- name: ModeVersion
+SELECT mode_id, version, spec, mode, config_hash, released_at
+  FROM mode_versions WHERE mode_id = $1 AND version = $2;

@@ -1,0 +1,200 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/modes"
+	"github.com/conclavehq/conclave/core/storetest"
+	"github.com/conclavehq/conclave/internal/config"
+	"github.com/conclavehq/conclave/internal/pgstore"
+	"github.com/conclavehq/conclave/internal/pgtest"
+)
+
+// replicaPool is a second pool on s's database: another replica's
+// connections.
+func replicaPool(t *testing.T, s *pgstore.Store) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.NewWithConfig(context.Background(), s.Pool().Config())
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// The database itself refuses any change to a released version.
+func TestReleasedVersionsAreImmutableInTheDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pgstore.New(pgtest.NewPool(t))
+	org, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Acme", Ticker: "ACME"})
+	require.NoError(t, err)
+	m, err := s.SaveModeDraft(ctx, &core.SaveModeDraft{OrgID: org.ID, Name: "Review Panel", Ticker: "PANL",
+		Spec: []byte(`{"name":"Review Panel","ticker":"PANL"}`), Validated: true})
+	require.NoError(t, err)
+	mode := &core.Mode{ID: m.ID, Ticker: m.Ticker, Deliberation: core.Deliberation{MaxRounds: 1}}
+	_, err = s.ReleaseMode(ctx, &core.ReleaseMode{OrgID: org.ID, ModeID: m.ID, Revision: m.DraftRevision, Mode: mode, ConfigHash: mode.ConfigHash(nil)})
+	require.NoError(t, err)
+
+	_, err = s.Pool().Exec(ctx, "UPDATE mode_versions SET config_hash = 'forged'")
+	require.ErrorContains(t, err, "immutable")
+	_, err = s.Pool().Exec(ctx, "DELETE FROM mode_versions")
+	require.ErrorContains(t, err, "immutable")
+	_, err = s.Pool().Exec(ctx, "UPDATE authored_modes SET published_version = 2")
+	require.ErrorContains(t, err, "authored_modes_check", "no published version past the released ones")
+	v, err := s.ModeVersion(ctx, m.ID, 1)
+	require.NoError(t, err)
+	require.Equal(t, mode.ConfigHash(nil), v.ConfigHash)
+}
+
+// Two replicas releasing one draft revision at once both read it before
+// either writes, often enough that the conditional write — not only the
+// state machine on a late read — decides the winner: the loser's UPDATE
+// matches no row, and applying its release again to the winner's state
+// refuses it with draft_changed.
+func TestTwoReplicasRaceThroughTheConditionalWrite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a := pgstore.New(pgtest.NewPool(t))
+	b := pgstore.New(replicaPool(t, a))
+	org, _, err := a.CreateOrg(ctx, &core.CreateOrgParams{Name: "Acme", Ticker: "ACME"})
+	require.NoError(t, err)
+	save := &core.SaveModeDraft{OrgID: org.ID, Name: "Review Panel", Ticker: "PANL", Spec: []byte(`{}`), Validated: true}
+	m, err := a.SaveModeDraft(ctx, save)
+	require.NoError(t, err)
+	mode := &core.Mode{ID: m.ID, Ticker: m.Ticker, Deliberation: core.Deliberation{MaxRounds: 1}}
+	for round := 1; round <= 50 && pgstore.LostModeWrites(a)+pgstore.LostModeWrites(b) == 0; round++ {
+		p := &core.ReleaseMode{OrgID: org.ID, ModeID: m.ID, Revision: m.DraftRevision, Mode: mode, ConfigHash: mode.ConfigHash(nil)}
+		start := make(chan struct{})
+		errs := make(chan error, 2)
+		for _, s := range []*pgstore.Store{a, b} {
+			go func() {
+				<-start
+				_, err := s.ReleaseMode(ctx, p)
+				errs <- err
+			}()
+		}
+		close(start)
+		e1, e2 := <-errs, <-errs
+		if e1 != nil {
+			e1, e2 = e2, e1
+		}
+		require.NoError(t, e1, "round %d: one replica releases", round)
+		require.Equal(t, core.CodeDraftChanged, core.AsError(e2).Code, "round %d: the other gets draft_changed: %v", round, e2)
+		save.ModeID, save.BaseRevision = m.ID, m.DraftRevision+1
+		m, err = a.SaveModeDraft(ctx, save)
+		require.NoError(t, err)
+	}
+	require.Positive(t, pgstore.LostModeWrites(a)+pgstore.LostModeWrites(b), "a loser lost at the conditional write")
+}
+
+// panelSpec is a two-seat spec at the plus tier with its ticker and its
+// rounds set by the caller.
+func panelSpec(ticker string, rounds int) []byte {
+	return []byte(fmt.Sprintf(`{"name": "Panel %[1]s", "ticker": %[1]q, "use_when": "Tests.",
+  "seats_by_tier": {"plus": [{"engine": "sim/atlas", "backup": "sim/sonnet"}, {"engine": "sim/sonnet", "backup": "sim/atlas"}]},
+  "critique": "always", "max_rounds": %[2]d, "cost_ceiling_usd": 1, "api_commercial": {"q_surcharge_usd": 0.10}}`, ticker, rounds))
+}
+
+// authorAndRelease saves spec as org's draft (of modeID, "" for a new
+// mode), converts it with modes.ToMode and releases it, hashed by src.
+func authorAndRelease(t *testing.T, s *pgstore.Store, src *core.AuthoredModeSource, cat *core.Catalog,
+	org *core.Org, modeID string, spec []byte) *core.ModeVersion {
+	t.Helper()
+	ctx := context.Background()
+	sp, err := modes.Decode(spec)
+	require.NoError(t, err)
+	p := &core.SaveModeDraft{OrgID: org.ID, ModeID: modeID, Name: sp.Name, Ticker: sp.Ticker, Spec: spec, Validated: true}
+	if modeID != "" {
+		cur, err := s.AuthoredMode(ctx, org.ID, modeID)
+		require.NoError(t, err)
+		p.BaseRevision = cur.DraftRevision
+	}
+	m, err := s.SaveModeDraft(ctx, p)
+	require.NoError(t, err)
+	mode, err := modes.ToMode(sp, modes.Author{OrgID: org.ID, OrgTicker: org.Ticker}, cat.Engines(), nil)
+	require.NoError(t, err)
+	v, err := s.ReleaseMode(ctx, &core.ReleaseMode{OrgID: org.ID, ModeID: m.ID, Revision: m.DraftRevision,
+		Mode: mode, ConfigHash: src.ModeConfigHash(mode)})
+	require.NoError(t, err)
+	return v
+}
+
+// Organisations' released modes are served through core.ModeSource beside
+// the configured ones: the owner gets its latest version, others only the
+// published one, and the hash is the one the release stored.
+func TestAuthoredModesAreAModeSource(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg, err := config.Builtin()
+	require.NoError(t, err)
+	cat, err := cfg.Catalog()
+	require.NoError(t, err)
+	s := pgstore.New(pgtest.NewPool(t))
+	src := core.NewAuthoredModeSource(cat, s)
+	newOrg := func(name, ticker string) *core.Org {
+		org, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: name, Ticker: ticker})
+		require.NoError(t, err)
+		return org
+	}
+	acme, beta, gamma := newOrg("Acme", "ACME"), newOrg("Beta", "BETA"), newOrg("Gamma", "GAMA")
+
+	// Acme: PANL released, listed, certified and published at version 1,
+	// then released again as version 2 with a third round.
+	v1 := authorAndRelease(t, s, src, cat, acme, "", panelSpec("PANL", 2))
+	m, err := s.ChangeListing(ctx, acme.ID, v1.ModeID, core.ModeAction{Kind: core.ActionRequestListing})
+	require.NoError(t, err)
+	m, err = s.ReviewListing(ctx, m.ID, core.ActionApprove, m.ListingRevision)
+	require.NoError(t, err)
+	m, err = s.RecordCertified(ctx, m.ID, 1)
+	require.NoError(t, err)
+	_, err = s.ChangeListing(ctx, acme.ID, m.ID, core.ModeAction{Kind: core.ActionPublish, Version: 1, ListingRevision: m.ListingRevision})
+	require.NoError(t, err)
+	v2 := authorAndRelease(t, s, src, cat, acme, v1.ModeID, panelSpec("PANL", 3))
+	require.NotEqual(t, v1.ConfigHash, v2.ConfigHash, "a third round changes what runs")
+	// Acme: DRFT saved, never released. Beta: BPNL released, not listed.
+	_, err = s.SaveModeDraft(ctx, &core.SaveModeDraft{OrgID: acme.ID, Name: "Draft Panel", Ticker: "DRFT", Spec: panelSpec("DRFT", 2), Validated: true})
+	require.NoError(t, err)
+	b1 := authorAndRelease(t, s, src, cat, beta, "", panelSpec("BPNL", 1))
+
+	// Every organisation's view passes the mode source's conformance.
+	for _, org := range []*core.Org{acme, beta, gamma} {
+		storetest.RunModeSource(t, src, org.ID)
+	}
+	builtin := len(cat.Modes())
+	listed := func(orgID string) []string {
+		ms, err := src.ListModes(ctx, orgID)
+		require.NoError(t, err)
+		var ids []string
+		for _, m := range ms[builtin:] {
+			ids = append(ids, m.ID)
+		}
+		return ids
+	}
+	require.Equal(t, []string{"acme-panl"}, listed(acme.ID), "the owner's released modes; no draft")
+	require.Equal(t, []string{"beta-bpnl", "acme-panl"}, listed(beta.ID), "its own, then the published")
+	require.Equal(t, []string{"acme-panl"}, listed(gamma.ID))
+
+	owner, err := src.ResolveMode(ctx, acme.ID, "ACME:PANL")
+	require.NoError(t, err)
+	require.Equal(t, v2.ConfigHash, src.ModeConfigHash(owner), "the owner runs version 2")
+	other, err := src.ResolveMode(ctx, gamma.ID, "acme-panl")
+	require.NoError(t, err)
+	require.Equal(t, v1.ConfigHash, src.ModeConfigHash(other), "others run the published version 1")
+	require.Equal(t, 2, other.Deliberation.MaxRounds)
+
+	_, err = src.ResolveMode(ctx, gamma.ID, "BETA:BPNL")
+	require.ErrorIs(t, err, core.ErrNotFound, "an unlisted mode is its owner's alone")
+	_, err = src.ResolveMode(ctx, acme.ID, "acme-drft")
+	require.ErrorIs(t, err, core.ErrNotFound, "a draft is never served")
+	mine, err := src.ResolveMode(ctx, beta.ID, "BETA:BPNL")
+	require.NoError(t, err)
+	require.Equal(t, b1.ConfigHash, src.ModeConfigHash(mine))
+	std, err := src.ResolveMode(ctx, gamma.ID, cat.Modes()[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, cat.ConfigHash(cat.Modes()[0]), src.ModeConfigHash(std), "configured modes keep their hash")
+}
