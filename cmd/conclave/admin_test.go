@@ -231,3 +231,46 @@ func TestAdminOrgVerificationAndLimits(t *testing.T) {
 	_, err = b.run(t, "org", "verify", "--org", "org_missing")
 	require.ErrorContains(t, err, `no organisation with id "org_missing"`)
 }
+
+// The operator reviews listings from the command line, through the same
+// state machine as every change of a mode: approve a pending listing,
+// refuse what the listing's state does not allow, refuse a stale revision,
+// delist an approved one; an unknown mode is named.
+func TestListingReview(t *testing.T) {
+	t.Parallel()
+	b := setupAdmin(t)
+	ctx := context.Background()
+	org, _, err := b.store.CreateOrg(ctx, &core.CreateOrgParams{Name: "Acme", Ticker: "ACME"})
+	require.NoError(t, err)
+	m, err := b.store.SaveModeDraft(ctx, &core.SaveModeDraft{OrgID: org.ID, Name: "Review Panel", Ticker: "PANL",
+		Spec: []byte(`{"name":"Review Panel","ticker":"PANL"}`), Validated: true})
+	require.NoError(t, err)
+	mode := &core.Mode{ID: m.ID, Ticker: m.Ticker, OwnerOrg: org.ID, Deliberation: core.Deliberation{MaxRounds: 1}}
+	_, err = b.store.ReleaseMode(ctx, &core.ReleaseMode{OrgID: org.ID, ModeID: m.ID, Revision: m.DraftRevision, Mode: mode, ConfigHash: mode.ConfigHash(nil)})
+	require.NoError(t, err)
+	m, err = b.store.AuthoredMode(ctx, org.ID, m.ID)
+	require.NoError(t, err)
+	m, err = b.store.ChangeListing(ctx, org.ID, m.ID, core.ModeAction{Kind: core.ActionRequestListing, ListingRevision: m.ListingRevision})
+	require.NoError(t, err)
+	require.Equal(t, core.ListingPending, m.Listing)
+	stale := m.ListingRevision
+
+	out := b.mustRun(t, "listing", "approve", "--mode", "ACME:PANL")
+	require.Equal(t, string(core.ListingApproved), out["listing"])
+	require.Equal(t, m.ID, out["mode_id"])
+	require.Greater(t, out["listing_revision"], float64(stale))
+
+	_, err = b.run(t, "listing", "reject", "--mode", m.ID)
+	require.Equal(t, core.CodeConflict, core.AsError(err).Code, "only a pending listing can be rejected: %v", err)
+	_, err = b.run(t, "listing", "delist", "--mode", m.ID, "--revision", fmt.Sprint(stale))
+	require.Equal(t, core.CodeListingChanged, core.AsError(err).Code, "a revision read before the approval: %v", err)
+
+	out = b.mustRun(t, "listing", "delist", "--mode", m.ID)
+	require.Equal(t, string(core.ListingDelisted), out["listing"])
+	got, err := b.store.AuthoredMode(ctx, org.ID, m.ID)
+	require.NoError(t, err)
+	require.Equal(t, core.ListingDelisted, got.Listing, "the store holds what the command said")
+
+	_, err = b.run(t, "listing", "approve", "--mode", "NOPE:NOPE")
+	require.ErrorContains(t, err, `no mode with id "NOPE:NOPE"`)
+}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/conclavehq/conclave/core"
 )
 
 // cmdIO is what a command reads and writes besides its flags.
@@ -127,6 +129,27 @@ var commands = []command{
 		example: "conclave key create --org org_… --name ci --scopes models:read,estimate --rpm 120\n" +
 			"CONCLAVE_DATA_DIR=~/conclave/.data conclave key create --org org_…   # from another directory",
 		run: keyCreate,
+	},
+	{
+		name:    "listing approve",
+		args:    listingArgs,
+		summary: "approve a mode's pending (or rejected, or delisted) listing: it is listed as lab until its certified version is published",
+		example: "conclave listing approve --mode ACME:PANL",
+		run:     listingReview(core.ActionApprove),
+	},
+	{
+		name:    "listing reject",
+		args:    listingArgs,
+		summary: "reject a mode's pending listing; the author sees listing_rejected",
+		example: "conclave listing reject --mode ACME:PANL",
+		run:     listingReview(core.ActionReject),
+	},
+	{
+		name:    "listing delist",
+		args:    listingArgs,
+		summary: "take an approved listing down, withdrawing its published version from other organisations",
+		example: "conclave listing delist --mode acme-panl --revision 4",
+		run:     listingReview(core.ActionDelist),
 	},
 	{
 		name:    "key revoke",
