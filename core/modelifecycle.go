@@ -140,8 +140,13 @@ func (s ModeState) Apply(a ModeAction) (ModeState, error) {
 		n.ListingRevision++
 		return n, nil
 	}
+	return s.applyListing(a)
+}
 
-	// The listing's actions name the listing revision they read.
+// applyListing is Apply for the listing's actions, which name the listing
+// revision they read.
+func (s ModeState) applyListing(a ModeAction) (ModeState, error) {
+	n := s
 	if a.ListingRevision != s.ListingRevision {
 		return s, Errorf(CodeListingChanged, "the listing is at revision %d, not %d", s.ListingRevision, a.ListingRevision)
 	}

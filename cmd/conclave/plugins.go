@@ -12,6 +12,7 @@ import (
 
 	"github.com/conclavehq/conclave/adapters"
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/plugins/goplugin"
 	"github.com/conclavehq/conclave/plugins/manifest"
 	"github.com/conclavehq/conclave/plugins/wasmhost"
@@ -81,11 +82,44 @@ func pluginsCmd(ctx context.Context, fs *flag.FlagSet, args []string, verify boo
 		}
 	}
 
+	var users map[string][]string
+	out.Engines, users = engineUses(catalog, m)
+	for _, u := range out.Engines {
+		out.OK = out.OK && u.Error == ""
+	}
+	if m != nil {
+		checked, err := checkPlugins(ctx, cfg, catalog, m, users, verify)
+		if err != nil {
+			return err
+		}
+		for _, pj := range checked {
+			out.OK = out.OK && pj.Error == ""
+		}
+		out.Plugins = checked
+	}
+
+	if *cf.json {
+		if err := emit(w, true, out, ""); err != nil {
+			return err
+		}
+	} else {
+		printPlugins(w, &out, verify)
+	}
+	if verify && !out.OK {
+		return errors.New("plugins verify: some plugins or engines failed the check (see above)")
+	}
+	return nil
+}
+
+// engineUses says, for each engine of the catalogue by id, what serves it
+// and what is wrong with that, and which engines each plugin of m serves.
+func engineUses(catalog *core.Catalog, m *manifest.Manifest) ([]engineUse, map[string][]string) {
 	ids := make([]string, 0, len(catalog.Engines()))
 	for id := range catalog.Engines() {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
+	var uses []engineUse
 	users := map[string][]string{}
 	for _, id := range ids {
 		e := catalog.Engines()[id]
@@ -103,81 +137,70 @@ func pluginsCmd(ctx context.Context, fs *flag.FlagSet, args []string, verify boo
 				users[e.Plugin] = append(users[e.Plugin], id)
 			}
 		}
-		if use.Error != "" {
-			out.OK = false
-		}
-		out.Engines = append(out.Engines, use)
+		uses = append(uses, use)
 	}
+	return uses, users
+}
 
-	if m != nil {
-		var wasm *wasmhost.Host
-		var gop *goplugin.Host
-		defer func() {
-			if wasm != nil {
-				_ = wasm.Close(context.WithoutCancel(ctx))
+// checkPlugins checks each plugin of m: its digest, and with verify its
+// loading on its carrier and what it describes itself as against the
+// engines that use it.
+func checkPlugins(ctx context.Context, cfg *config.Config, catalog *core.Catalog, m *manifest.Manifest,
+	users map[string][]string, verify bool) ([]pluginJSON, error) {
+	var wasm *wasmhost.Host
+	var gop *goplugin.Host
+	defer func() {
+		if wasm != nil {
+			_ = wasm.Close(context.WithoutCancel(ctx))
+		}
+		if gop != nil {
+			_ = gop.Close()
+		}
+	}()
+	quiet := slog.New(slog.DiscardHandler)
+	out := []pluginJSON{}
+	for i := range m.Plugins {
+		e := &m.Plugins[i]
+		pj := pluginJSON{Name: e.Name, Kind: e.Kind, Carrier: e.Carrier, Path: e.Path, SHA256: e.SHA256, Engines: users[e.Name]}
+		if pj.Engines == nil {
+			pj.Engines = []string{}
+		}
+		if err := e.Verify(); err != nil {
+			pj.Error = err.Error()
+		} else {
+			pj.DigestOK = true
+		}
+		if verify && pj.DigestOK {
+			var describes string
+			var err error
+			switch e.Carrier {
+			case manifest.CarrierWasm:
+				if wasm == nil {
+					if wasm, err = wasmhost.New(ctx, wasmhost.Config{CacheDir: cfg.WasmCache(), Logger: quiet}); err != nil {
+						return nil, err
+					}
+				}
+				describes, err = describePlugin(ctx, e, wasm.LoadAdapter, wasm.LoadProtocol)
+			case manifest.CarrierGoPlugin:
+				if gop == nil {
+					gop = goplugin.New(goplugin.Config{Logger: quiet})
+				}
+				describes, err = describePlugin(ctx, e, gop.LoadAdapter, gop.LoadProtocol)
 			}
-			if gop != nil {
-				_ = gop.Close()
-			}
-		}()
-		quiet := slog.New(slog.DiscardHandler)
-		for i := range m.Plugins {
-			e := &m.Plugins[i]
-			pj := pluginJSON{Name: e.Name, Kind: e.Kind, Carrier: e.Carrier, Path: e.Path, SHA256: e.SHA256, Engines: users[e.Name]}
-			if pj.Engines == nil {
-				pj.Engines = []string{}
-			}
-			if err := e.Verify(); err != nil {
+			if err != nil {
 				pj.Error = err.Error()
 			} else {
-				pj.DigestOK = true
-			}
-			if verify && pj.DigestOK {
-				var describes string
-				var err error
-				switch e.Carrier {
-				case manifest.CarrierWasm:
-					if wasm == nil {
-						if wasm, err = wasmhost.New(ctx, wasmhost.Config{CacheDir: cfg.WasmCache(), Logger: quiet}); err != nil {
-							return err
-						}
-					}
-					describes, err = describePlugin(ctx, e, wasm.LoadAdapter, wasm.LoadProtocol)
-				case manifest.CarrierGoPlugin:
-					if gop == nil {
-						gop = goplugin.New(goplugin.Config{Logger: quiet})
-					}
-					describes, err = describePlugin(ctx, e, gop.LoadAdapter, gop.LoadProtocol)
-				}
-				if err != nil {
-					pj.Error = err.Error()
-				} else {
-					pj.Loaded, pj.Describes = true, describes
-					for _, id := range pj.Engines {
-						if want := catalog.Engines()[id].Adapter; !strings.HasPrefix(describes, want+" ") {
-							pj.Error = fmt.Sprintf("engine %s names adapter %q but the plugin is %s", id, want, describes)
-						}
+				pj.Loaded, pj.Describes = true, describes
+				for _, id := range pj.Engines {
+					if want := catalog.Engines()[id].Adapter; !strings.HasPrefix(describes, want+" ") {
+						pj.Error = fmt.Sprintf("engine %s names adapter %q but the plugin is %s", id, want, describes)
 					}
 				}
 			}
-			if pj.Error != "" {
-				out.OK = false
-			}
-			out.Plugins = append(out.Plugins, pj)
 		}
+		out = append(out, pj)
 	}
-
-	if *cf.json {
-		if err := emit(w, true, out, ""); err != nil {
-			return err
-		}
-	} else {
-		printPlugins(w, &out, verify)
-	}
-	if verify && !out.OK {
-		return errors.New("plugins verify: some plugins or engines failed the check (see above)")
-	}
-	return nil
+	return out, nil
 }
 
 // describePlugin loads an entry on its carrier and describes it.

@@ -17,6 +17,8 @@ import (
 	"github.com/conclavehq/conclave/adapters/sim"
 	"github.com/conclavehq/conclave/api"
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/deliberate"
 	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/mcp"
@@ -41,26 +43,60 @@ func serve(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) erro
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	stdout, stderr := cio.stdout, cio.stderr
 	cfg, err := cf.load()
 	if err != nil {
 		return err
 	}
-	if *addr != "" {
-		cfg.Server.Addr = *addr
+	for _, o := range []struct{ flag, setting *string }{
+		{addr, &cfg.Server.Addr}, {operatorAddr, &cfg.Server.OperatorAddr}, {policyDir, &cfg.Policy.Dir},
+	} {
+		if *o.flag != "" {
+			*o.setting = *o.flag
+		}
 	}
-	if *operatorAddr != "" {
-		cfg.Server.OperatorAddr = *operatorAddr
-	}
-	if *policyDir != "" {
-		cfg.Policy.Dir = *policyDir
-	}
-	log := newLogger(cfg.Log, stderr)
+	log := newLogger(cfg.Log, cio.stderr)
 	if cfg.Server.MemoryLimitMiB > 0 {
 		debug.SetMemoryLimit(int64(cfg.Server.MemoryLimitMiB) << 20)
 		log.Info("soft memory limit set", slog.Int("mib", cfg.Server.MemoryLimitMiB))
 	}
+	g := &gateway{cfg: cfg, log: log}
+	defer g.close()
+	if err := g.build(ctx); err != nil {
+		return err
+	}
+	var d *demo
+	if *demoFlag {
+		if d, err = prepareDemo(ctx, g.db.store, cfg.DataDir, log); err != nil {
+			return err
+		}
+	}
+	return g.run(ctx, cio.stdout, d)
+}
 
+// gateway is what serve builds before it listens: the database and its
+// jobs, the providers, the call services and the REST handler. close
+// stops what was started, in reverse.
+type gateway struct {
+	cfg     *config.Config
+	log     *slog.Logger
+	db      *database
+	prov    *providers.Providers
+	reg     *prometheus.Registry
+	acc     *access.Service
+	svc     *calls.Service
+	rest    http.Handler
+	closers []func()
+}
+
+func (g *gateway) close() {
+	for i := len(g.closers) - 1; i >= 0; i-- {
+		g.closers[i]()
+	}
+}
+
+// build opens the database and starts everything the listeners serve.
+func (g *gateway) build(ctx context.Context) error {
+	cfg, log := g.cfg, g.log
 	catalog, err := cfg.Catalog()
 	if err != nil {
 		return err
@@ -69,52 +105,47 @@ func serve(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) erro
 	if err != nil {
 		return fmt.Errorf("loading policies: %w", err)
 	}
-	db, err := openDatabase(ctx, cfg, log, true)
+	if g.db, err = openDatabase(ctx, cfg, log, true); err != nil {
+		return err
+	}
+	g.closers = append(g.closers, g.db.close)
+	stopJobs, err := startJobs(ctx, cfg, g.db, log)
 	if err != nil {
 		return err
 	}
-	defer db.close()
-	stopJobs, err := startJobs(ctx, cfg, db, log)
-	if err != nil {
-		return err
-	}
-	defer stopJobs()
+	g.closers = append(g.closers, stopJobs)
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	pcfg := providersConfig(cfg, catalog, log, reg)
-	if pcfg.BYOK, err = byokResolver(ctx, db.store, log, nil); err != nil {
+	g.reg = prometheus.NewRegistry()
+	g.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	pcfg := providersConfig(cfg, catalog, log, g.reg)
+	if pcfg.BYOK, err = byokResolver(ctx, g.db.store, log, nil); err != nil {
 		return err
 	}
-	prov, err := providers.Start(ctx, pcfg)
+	if g.prov, err = providers.Start(ctx, pcfg); err != nil {
+		return err
+	}
+	g.closers = append(g.closers, func() { g.prov.Stop(context.WithoutCancel(ctx)) })
+	engine, err := deliberate.New(deliberate.Config{Catalog: catalog, Caller: g.prov, Judge: direct.New()})
 	if err != nil {
 		return err
 	}
-	defer prov.Stop(context.WithoutCancel(ctx))
-	engine, err := deliberate.New(deliberate.Config{Catalog: catalog, Caller: prov, Judge: direct.New()})
-	if err != nil {
+	if g.acc, g.svc, err = newCallServices(cfg, catalog, authz, g.db.store, engine, log); err != nil {
 		return err
 	}
-	acc, svc, err := newCallServices(cfg, catalog, authz, db.store, engine, log)
-	if err != nil {
+	if err := g.svc.Start(ctx); err != nil {
 		return err
 	}
-	if err := svc.Start(ctx); err != nil {
-		return err
-	}
-	defer svc.Stop()
-	h, err := api.New(api.Config{MaxBodyBytes: cfg.Server.MaxBodyBytes}, api.Deps{
-		Access: acc, Calls: svc, Ready: db.store.Ready, Logger: log, Registry: reg,
+	g.closers = append(g.closers, g.svc.Stop)
+	g.rest, err = api.New(api.Config{MaxBodyBytes: cfg.Server.MaxBodyBytes}, api.Deps{
+		Access: g.acc, Calls: g.svc, Ready: g.db.store.Ready, Logger: log, Registry: g.reg,
 	})
-	if err != nil {
-		return err
-	}
-	var d *demo
-	if *demoFlag {
-		if d, err = prepareDemo(ctx, db.store, cfg.DataDir, log); err != nil {
-			return err
-		}
-	}
+	return err
+}
+
+// run binds the listeners, prints the banner, serves until ctx ends or a
+// listener fails, then drains.
+func (g *gateway) run(ctx context.Context, stdout io.Writer, d *demo) error {
+	cfg, log := g.cfg, g.log
 	// The public listener serves REST at /v1 and the MCP tool server at
 	// /mcp; the tool server needs the public URL, which by default is the
 	// bound address, so it is mounted once the listener is bound.
@@ -122,22 +153,22 @@ func serve(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) erro
 	if err != nil {
 		return err
 	}
-	if err := mountPublic(cfg, public, h, mcp.Deps{Access: acc, Calls: svc, Logger: log}); err != nil {
+	if err := mountPublic(cfg, public, g.rest, mcp.Deps{Access: g.acc, Calls: g.svc, Logger: log}); err != nil {
 		public.close()
 		return err
 	}
-	operator, operatorBound, err := listenOperator(ctx, cfg, log, reg, db.store.Ready)
+	operator, operatorBound, err := listenOperator(ctx, cfg, log, g.reg, g.db.store.Ready)
 	if err != nil {
 		public.close()
 		return err
 	}
 	base := "http://" + public.ln.Addr().String()
 	simURL := ""
-	if prov.Simulator() != nil {
-		simURL = prov.Simulator().URL()
+	if g.prov.Simulator() != nil {
+		simURL = g.prov.Simulator().URL()
 	}
 	log.Info("serving", slog.String("addr", public.ln.Addr().String()), slog.String("operator_addr", operatorBound),
-		slog.Bool("managed_postgres", db.cluster != nil), slog.String("simulated_provider", simURL))
+		slog.Bool("managed_postgres", g.db.cluster != nil), slog.String("simulated_provider", simURL))
 	// One write: a script that waits for "serving on" finds the demo lines
 	// with it.
 	fmt.Fprint(stdout, banner(base, d))
@@ -151,17 +182,13 @@ func serve(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) erro
 		return fmt.Errorf("serving the operator listener: %w", err)
 	case <-ctx.Done():
 	}
-	if err := drain(ctx, cfg, log, public, operator, svc); err != nil {
+	if err := drain(ctx, cfg, log, public, operator, g.svc); err != nil {
 		return err
 	}
 	log.Info("stopped")
 	return nil
 }
 
-// mountPublic gives the public listener its handler: the MCP tool server
-// on its paths, the REST handler for everything else. The tool server's base URL is server.public_url,
-// else http:// and the bound address; its authorization servers are
-// auth.authorization_servers, else that base URL.
 func mountPublic(cfg *config.Config, public *listener, rest http.Handler, deps mcp.Deps) error {
 	base := cfg.Server.PublicURL
 	if base == "" {

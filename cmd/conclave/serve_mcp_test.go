@@ -2,10 +2,8 @@ package main
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -35,17 +33,8 @@ func TestServeMountsTheToolServer(t *testing.T) {
 	require.Equal(t, []string{public}, doc.AuthorizationServers, "no issuer configured: the public URL")
 
 	post := func(key string) (*http.Response, string) {
-		req, err := http.NewRequest("POST", p.base+"/mcp", strings.NewReader(
-			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
-		require.NoError(t, err)
-		if key != "" {
-			req.Header.Set("Authorization", "Bearer "+key)
-		}
-		res, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res, string(b)
+		return send(t, "POST", p.base+"/mcp", key,
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	}
 	res, body := post("")
 	require.Equal(t, http.StatusUnauthorized, res.StatusCode, body)

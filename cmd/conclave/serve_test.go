@@ -201,7 +201,15 @@ func (p *process) stop(t testing.TB) {
 
 func get(t *testing.T, url, key string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest("GET", url, nil)
+	res, body := send(t, "GET", url, key, "")
+	return res.StatusCode, body
+}
+
+// send sends one request, with key as its bearer when not "", and returns
+// the answer and its body.
+func send(t *testing.T, method, url, key, body string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	require.NoError(t, err)
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
@@ -210,7 +218,7 @@ func get(t *testing.T, url, key string) (int, string) {
 	require.NoError(t, err)
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(b)
+	return res, string(b)
 }
 
 func TestTwoReplicasStartTogetherOnOneDatabase(t *testing.T) {

@@ -87,25 +87,11 @@ func (s *Service) Chat(ctx context.Context, p *access.Principal, c Call, req *Ch
 	if !p.Org.Verified() {
 		ap.Hold.ActivationAllowance = s.cfg.ActivationAllowance
 	}
-	adm, err := s.admit(ctx, p, c, ap)
+	adm, err := s.admitOrAwait(ctx, p, c, ap, req)
 	if err != nil {
 		return nil, err
 	}
 	if adm.Refused != nil { // another call holds the key
-		ended, err := s.awaitHolder(ctx, p, adm.Claim, req)
-		if err != nil {
-			return nil, err // the caller left while it waited
-		}
-		if ended {
-			// Ask again, now that the key's call has settled or given the
-			// key back; the key's rate was spent by the first asking.
-			ap.PerMinute = 0
-			if adm, err = s.tryAdmit(ctx, p, c, ap); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if adm.Refused != nil {
 		return s.repeat(ctx, p, mode, adm.Claim, req)
 	}
 	run := &chatRun{s: s, p: p, c: c, req: req, mode: mode, ceiling: ceiling, idemKey: idemKey, hold: adm.Hold, start: start}
@@ -385,6 +371,23 @@ func completionOf(mode *core.Mode, hash string, res *deliberate.Result, bill cor
 			SeatsUnavailable: res.SeatsUnavailable, StaffUnavailable: res.StaffUnavailable,
 		},
 	}
+}
+
+// admitOrAwait admits the call; when another call of this process holds
+// its idempotency key, it waits for that call (awaitHolder) and, once it
+// ended, asks again — without spending the key's rate twice — so that the
+// repeat gets the replay, or runs when the call gave its key back.
+func (s *Service) admitOrAwait(ctx context.Context, p *access.Principal, c Call, ap *core.AdmitParams, req *ChatParams) (*core.AdmitResult, error) {
+	adm, err := s.admit(ctx, p, c, ap)
+	if err != nil || adm.Refused == nil {
+		return adm, err
+	}
+	ended, err := s.awaitHolder(ctx, p, adm.Claim, req)
+	if err != nil || !ended {
+		return adm, err // err: the caller left while it waited
+	}
+	ap.PerMinute = 0 // the first asking spent the key's rate
+	return s.tryAdmit(ctx, p, c, ap)
 }
 
 // awaitHolder waits for the call that holds a repeat's idempotency key to
