@@ -23,6 +23,11 @@ const (
 	ActionCertifyCreate = "certify.create"
 	ActionCertifyRead   = "certify.read"
 	ActionModesWrite    = "modes.write"
+	// ActionModesRead reads the organisation's own modes (drafts,
+	// versions, listing); ActionModesValidate checks a spec, which changes
+	// nothing (a test key may).
+	ActionModesRead     = "modes.read"
+	ActionModesValidate = "modes.validate"
 )
 
 // AuthzInput is the typed input of a policy decision. Its JSON form is what
@@ -61,6 +66,14 @@ type AuthzMode struct {
 	Plans    []string `json:"plans"`
 	// Tiers are the tiers the mode has seat rows for.
 	Tiers []Tier `json:"tiers"`
+	// For an organisation's mode: the version named, the suffix it was
+	// named with, its listing state, whether that version is the published
+	// one, and whether the caller's organisation is invited to its lab.
+	Version   int          `json:"version,omitempty"`
+	Suffix    string       `json:"suffix,omitempty"`
+	Listing   ListingState `json:"listing,omitempty"`
+	Published bool         `json:"published,omitempty"`
+	Invited   bool         `json:"invited,omitempty"`
 }
 
 // Decision is a policy's answer. When Allow is false, Code says why in the
@@ -81,7 +94,10 @@ func OrgForPolicy(o *Org) *AuthzOrg { return &AuthzOrg{ID: o.ID, Plan: o.Plan} }
 
 // ModeForPolicy builds the policy view of a mode.
 func ModeForPolicy(m *Mode) *AuthzMode {
-	am := &AuthzMode{ID: m.ID, Key: m.Key, Ticker: m.Ticker, OwnerOrg: m.OwnerOrg, Plans: nonNil(m.Plans)}
+	am := &AuthzMode{ID: m.ID, Key: m.Key, Ticker: m.Ticker, OwnerOrg: m.OwnerOrg, Plans: nonNil(m.Plans), Version: m.Version}
+	if r := m.Reach; r != nil {
+		am.Suffix, am.Listing, am.Published, am.Invited = r.Suffix, r.Listing, r.Published, r.Invited
+	}
 	for _, t := range Tiers {
 		if len(m.Deliberation.Seats[t]) > 0 {
 			am.Tiers = append(am.Tiers, t)

@@ -175,3 +175,13 @@ const (
 	CodeOrgOwnerMissing             Code = "org_owner_missing"
 	CodeConflict                    Code = "conflict"
 )
+
+// Mode authoring's other answers: a suffix where a mode is read as it
+// stands, and the store or policy failing under a save, a release or a
+// listing change.
+const (
+	CodeSuffixNotSupported    Code = "suffix_not_supported"
+	CodeSaveUnavailable       Code = "save_unavailable"
+	CodeValidationUnavailable Code = "validation_unavailable"
+	CodeListingReadFailed     Code = "listing_read_failed"
+)

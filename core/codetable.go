@@ -178,6 +178,11 @@ var codeTable = map[Code]CodeInfo{
 	CodePublishedVersionUncertified: {409, TypeInvalidRequest, RetryNo},
 	CodeOrgOwnerMissing:             {409, TypeInvalidRequest, RetryNo},
 	CodeConflict:                    {409, TypeInvalidRequest, RetryNo},
+
+	CodeSuffixNotSupported:    {400, TypeInvalidRequest, RetryNo},
+	CodeSaveUnavailable:       {503, TypeAPI, RetryYes},
+	CodeValidationUnavailable: {503, TypeAPI, RetryYes},
+	CodeListingReadFailed:     {503, TypeAPI, RetryYes},
 }
 
 // InfoFor returns what code means on the wire. An unknown code is an
@@ -335,6 +340,10 @@ var clientAdvice = map[Code]string{
 	CodePublishedVersionUncertified: "Certify the version first: only the certified version can be published.",
 	CodeOrgOwnerMissing:             "The organisation has no owner to hold a new mode; contact the operator.",
 	CodeConflict:                    "The request conflicts with the stored mode: read it again and send a change it allows.",
+	CodeSuffixNotSupported:          "Name the mode as it stands (its id or ticker), without an @lab or @vN suffix.",
+	CodeSaveUnavailable:             "Nothing was saved. Retry shortly with the same request.",
+	CodeValidationUnavailable:       "The draft could not be checked against the engine list; nothing was released. Retry shortly.",
+	CodeListingReadFailed:           "The listing could not be read; nothing changed. Retry shortly.",
 }
 
 // Advice is what a client should do on code ("" for a code without a row).

@@ -40,7 +40,11 @@ type Error struct {
 	Message    string
 	Param      string
 	RetryAfter time.Duration
-	Err        error
+	// Detail is what the answer carries beside the error object, in the
+	// conclave block (REST) or the self-answered tool's extra block (MCP):
+	// mode_invalid's refusals, say. Keys are the wire's names.
+	Detail map[string]any
+	Err    error
 }
 
 // Errorf returns an *Error with the given code and a formatted message.
@@ -52,6 +56,17 @@ func Errorf(code Code, format string, args ...any) *Error {
 func (e *Error) WithParam(param string) *Error {
 	c := *e
 	c.Param = param
+	return &c
+}
+
+// WithDetail returns a copy of e carrying v under key in its Detail.
+func (e *Error) WithDetail(key string, v any) *Error {
+	c := *e
+	c.Detail = make(map[string]any, len(e.Detail)+1)
+	for k, x := range e.Detail {
+		c.Detail[k] = x
+	}
+	c.Detail[key] = v
 	return &c
 }
 

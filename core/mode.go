@@ -219,6 +219,30 @@ type Mode struct {
 	IncludesDeliberation bool
 	Deliberation         Deliberation
 	Pricing              Pricing
+	// Version is the released version of an organisation's mode that
+	// runs; 0 for a configured mode. It is not part of the mode_config_hash:
+	// two versions that run the same panel share it.
+	Version int `json:",omitempty"`
+	// Reach says how the caller reached an organisation's mode, for the
+	// policy to decide whether it may (nil for a configured mode). The
+	// mode source sets it on the copy it returns to one caller.
+	Reach *ModeReach `json:"-"`
+}
+
+// ModeReach is how a caller reached one version of an organisation's mode:
+// the facts the policy's marketplace rules read (policies/authz.rego).
+type ModeReach struct {
+	// Suffix is the suffix the caller named: "" (the mode as served),
+	// "lab" (the latest release) or "v3" (version 3).
+	Suffix string
+	// Listing is the mode's listing state.
+	Listing ListingState
+	// Published: the version is the one the approved listing serves every
+	// organisation.
+	Published bool
+	// Invited: the caller's organisation is invited to the mode's lab
+	// versions (every version but the published one).
+	Invited bool
 }
 
 // ConfigHash is a short hash of the canonical JSON of the mode's deliberation

@@ -85,7 +85,8 @@ type ModeAction struct {
 	// ListingRevision is the listing revision the writer read (request,
 	// review and publish).
 	ListingRevision int64
-	// Version: for certify and publish, the released version concerned.
+	// Version: for approve, certify and publish, the released version
+	// concerned.
 	Version int
 }
 
@@ -167,7 +168,14 @@ func (s ModeState) applyListing(a ModeAction) (ModeState, error) {
 		if s.Listing != ListingPending && s.Listing != ListingRejected && s.Listing != ListingDelisted {
 			return s, Errorf(CodeConflict, "a listing %s cannot be approved", s.Listing)
 		}
+		if err := s.versionReleased(a.Version); err != nil {
+			return s, err
+		}
+		// The operator's approval is the marketplace's badge: the version
+		// reviewed becomes the certified version, and the one published.
 		n.Listing = ListingApproved
+		n.CertifiedVersion = a.Version
+		n.PublishedVersion = a.Version
 	case ActionReject:
 		if s.Listing != ListingPending {
 			return s, Errorf(CodeConflict, "a listing %s cannot be rejected", s.Listing)

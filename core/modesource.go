@@ -1,6 +1,10 @@
 package core
 
-import "context"
+import (
+	"context"
+	"strconv"
+	"strings"
+)
 
 // ModeSource is where the modes callers name come from. The deployment's
 // configuration is the first source (*Catalog); organisations' own modes,
@@ -38,10 +42,15 @@ func (c *Catalog) ModeConfigHash(m *Mode) string { return c.ConfigHash(m) }
 var _ ModeSource = (*Catalog)(nil)
 
 // AuthoredModeSource serves the configured modes and, after them,
-// organisations' own modes from a ModeStore: to its owner a mode is its
-// latest released version; to every other organisation it is the version
-// its approved listing publishes, and nothing before one is published.
-// Drafts are never served.
+// organisations' own modes from a ModeStore. A caller names an authored mode
+// by its slug or ticker, served as it stands: to its owner the latest
+// released version, to every other organisation the version its approved
+// listing publishes. A suffix names another version: "@lab" the latest
+// release, "@v3" version 3. Every version but the published one is a lab
+// version, open to the owner and to the organisations it invited. The
+// source resolves what was named and says how it was reached
+// (core.ModeReach); whether the caller may run it is the policy's decision.
+// Drafts are never served, and configured modes take no suffix.
 type AuthoredModeSource struct {
 	catalog *Catalog
 	store   ModeStore
@@ -52,7 +61,8 @@ func NewAuthoredModeSource(c *Catalog, s ModeStore) *AuthoredModeSource {
 	return &AuthoredModeSource{catalog: c, store: s}
 }
 
-// servedVersion is the version of m that orgID is served; 0 for none.
+// servedVersion is the version of m that orgID is served when it names m
+// without a suffix; 0 for none.
 func servedVersion(m *AuthoredMode, orgID string) int {
 	if m.OrgID == orgID {
 		return m.LatestVersion
@@ -63,34 +73,87 @@ func servedVersion(m *AuthoredMode, orgID string) int {
 	return 0
 }
 
+// SplitModeSuffix splits "acme-panl@v3" into the mode and its suffix
+// ("v3"); an id without "@" has none. A suffix is "lab" or "v" and a
+// version number; version is that number (0 for "lab" and for none). ok is
+// false for any other suffix.
+func SplitModeSuffix(id string) (ref, suffix string, version int, ok bool) {
+	ref, suffix, found := strings.Cut(id, "@")
+	if !found {
+		return id, "", 0, true
+	}
+	if suffix == "lab" {
+		return ref, suffix, 0, true
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(suffix, "v"))
+	if !strings.HasPrefix(suffix, "v") || err != nil || n < 1 || strconv.Itoa(n) != suffix[1:] {
+		return ref, suffix, 0, false
+	}
+	return ref, suffix, n, true
+}
+
 // ResolveMode implements ModeSource: a configured mode first, then an
-// authored one by its slug or ticker.
+// authored one by its slug or ticker and its suffix, if any. A configured
+// mode named with a suffix is suffix_not_supported; an unknown suffix, a
+// version never released, and a mode never released are ErrNotFound.
 func (a *AuthoredModeSource) ResolveMode(ctx context.Context, orgID, id string) (*Mode, error) {
 	if m, ok := a.catalog.Resolve(id); ok {
 		return m, nil
 	}
-	am, err := a.store.AuthoredModeByRef(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return a.version(ctx, am, orgID)
-}
-
-func (a *AuthoredModeSource) version(ctx context.Context, am *AuthoredMode, orgID string) (*Mode, error) {
-	v := servedVersion(am, orgID)
-	if v == 0 {
+	ref, suffix, version, ok := SplitModeSuffix(id)
+	if !ok {
 		return nil, ErrNotFound
 	}
-	mv, err := a.store.ModeVersion(ctx, am.ID, v)
+	if suffix != "" {
+		if _, ok := a.catalog.Resolve(ref); ok {
+			return nil, Errorf(CodeSuffixNotSupported, "%s is a configured mode, which has no versions: name it without a suffix.", ref).WithParam("model")
+		}
+	}
+	am, err := a.store.AuthoredModeByRef(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	return mv.Mode, nil
+	switch suffix {
+	case "":
+		version = servedVersion(am, orgID)
+		if version == 0 && am.OrgID != orgID {
+			// Nothing is published: the caller is answered about the
+			// version it would be served once there is one (the policy
+			// refuses it: mode_not_published).
+			version = am.LatestVersion
+		}
+	case "lab":
+		version = am.LatestVersion
+	}
+	if version == 0 || version > am.LatestVersion {
+		return nil, ErrNotFound
+	}
+	mv, err := a.store.ModeVersion(ctx, am.ID, version)
+	if err != nil {
+		return nil, err
+	}
+	reach := &ModeReach{Suffix: suffix, Listing: am.Listing,
+		Published: am.Listing == ListingApproved && am.PublishedVersion == version}
+	if am.OrgID != orgID && !reach.Published {
+		if reach.Invited, err = a.store.LabInvited(ctx, am.ID, orgID); err != nil {
+			return nil, err
+		}
+	}
+	return served(mv, reach), nil
+}
+
+// served is the copy of a version's mode one caller is given.
+func served(mv *ModeVersion, reach *ModeReach) *Mode {
+	m := *mv.Mode
+	m.Version = mv.Version
+	m.Reach = reach
+	return &m
 }
 
 // ListModes implements ModeSource: the configured modes in configuration
 // order, then orgID's released modes, then other organisations' published
-// ones, each by ticker.
+// ones, each by ticker. Lab versions are not listed; they are named with a
+// suffix.
 func (a *AuthoredModeSource) ListModes(ctx context.Context, orgID string) ([]*Mode, error) {
 	out := append([]*Mode(nil), a.catalog.Modes()...)
 	own, err := a.store.ListAuthoredModes(ctx, orgID)
@@ -101,23 +164,32 @@ func (a *AuthoredModeSource) ListModes(ctx context.Context, orgID string) ([]*Mo
 	if err != nil {
 		return nil, err
 	}
-	var served []*AuthoredMode
+	var listed []*AuthoredMode
 	for _, am := range own {
 		if am.LatestVersion > 0 {
-			served = append(served, am)
+			listed = append(listed, am)
 		}
 	}
 	for _, am := range published {
-		if am.OrgID != orgID {
-			served = append(served, am)
+		if am.OrgID != orgID && servedVersion(am, orgID) > 0 {
+			listed = append(listed, am)
 		}
 	}
-	for _, am := range served {
-		m, err := a.version(ctx, am, orgID)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
+	if len(listed) == 0 {
+		return out, nil
+	}
+	refs := make([]ModeVersionRef, len(listed))
+	for i, am := range listed {
+		refs[i] = ModeVersionRef{ModeID: am.ID, Version: servedVersion(am, orgID)}
+	}
+	versions, err := a.store.ModeVersions(ctx, refs)
+	if err != nil {
+		return nil, err
+	}
+	for i, mv := range versions {
+		am := listed[i]
+		out = append(out, served(mv, &ModeReach{Listing: am.Listing,
+			Published: am.Listing == ListingApproved && am.PublishedVersion == mv.Version}))
 	}
 	return out, nil
 }

@@ -87,6 +87,9 @@ type ModeStore interface {
 	AuthoredModeByRef(ctx context.Context, ref string) (*AuthoredMode, error)
 	// ModeVersion reads one released version (ErrNotFound if none).
 	ModeVersion(ctx context.Context, modeID string, version int) (*ModeVersion, error)
+	// ModeVersions reads several released versions in one trip, in the
+	// order asked; a version that does not exist is ErrNotFound.
+	ModeVersions(ctx context.Context, refs []ModeVersionRef) ([]*ModeVersion, error)
 	// ListAuthoredModes lists orgID's modes by ticker.
 	ListAuthoredModes(ctx context.Context, orgID string) ([]*AuthoredMode, error)
 	// ListPublishedModes lists every mode whose listing is approved and
@@ -96,11 +99,30 @@ type ModeStore interface {
 	// ActionRequestListing, or ActionPublish of a.Version, naming the
 	// listing revision read. Review actions are forbidden here.
 	ChangeListing(ctx context.Context, orgID, modeID string, a ModeAction) (*AuthoredMode, error)
-	// ReviewListing applies the operator's review (ActionApprove,
-	// ActionReject, ActionDelist) to any organisation's mode, naming the
-	// listing revision read; the operator CLI calls it.
-	ReviewListing(ctx context.Context, modeID string, kind ModeActionKind, listingRevision int64) (*AuthoredMode, error)
+	// ReviewListing applies the operator's review a (ActionApprove, naming
+	// the version reviewed; ActionReject; ActionDelist) to any
+	// organisation's mode, naming the listing revision read; the operator
+	// CLI calls it.
+	ReviewListing(ctx context.Context, modeID string, a ModeAction) (*AuthoredMode, error)
 	// RecordCertified records version as the mode's certified version
 	// (ActionCertify); certification calls it when a run passes.
 	RecordCertified(ctx context.Context, modeID string, version int) (*AuthoredMode, error)
+
+	// SetLabInvite invites the organisation whose ticker is orgTicker to
+	// ownerOrgID's mode's lab versions, or withdraws the invitation
+	// (invited false; withdrawing one that does not exist is no error).
+	// mode_not_found for a mode ownerOrgID does not own, invalid_value for
+	// a ticker no other organisation has.
+	SetLabInvite(ctx context.Context, ownerOrgID, modeID, orgTicker string, invited bool) error
+	// LabInvites lists the tickers of the organisations invited to the
+	// mode's lab, sorted.
+	LabInvites(ctx context.Context, modeID string) ([]string, error)
+	// LabInvited reports whether orgID is invited to the mode's lab.
+	LabInvited(ctx context.Context, modeID, orgID string) (bool, error)
+}
+
+// ModeVersionRef names one released version.
+type ModeVersionRef struct {
+	ModeID  string
+	Version int
 }

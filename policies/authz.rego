@@ -31,6 +31,8 @@ required_scope := {
 	"certify.create": "certify",
 	"certify.read": "certify",
 	"modes.write": "modes:write",
+	"modes.read": "models:read",
+	"modes.validate": "modes:write",
 }
 
 # tier_rank orders the tiers, lowest first. A tier missing from it is refused.
@@ -54,7 +56,7 @@ plan_limited_modes := {}
 
 # precedence orders the denials: when several apply, the lowest number wins.
 precedence := {
-	"mode_of_another_org": 1, # model_not_found
+	"mode_of_another_org": 1, # forbidden, mode_not_published, lab_not_available
 	"key_limited": 2, # model_not_found; mode_not_allowed for modes.write
 	"missing_scope": 3, # insufficient_scope
 	"test_key": 4, # test_key_not_allowed
@@ -211,15 +213,69 @@ entitled if {
 # nothing, so it reveals nothing.
 hidden_mode_message := "The requested model does not exist or is not available to your organisation. GET /v1/models lists the modes you can call."
 
-# A mode owned by another organisation is answered as if it did not exist:
-# the message names nothing, so it reveals nothing.
-denials contains {
-	"rank": precedence.mode_of_another_org,
-	"code": "model_not_found",
-	"message": hidden_mode_message,
-} if {
+# Another organisation's mode. Its owner alone may read its drafts and
+# versions or change it (forbidden). Any organisation may run the version its
+# approved listing publishes; every other version is a lab version, open to
+# the organisations its owner invited and named with a suffix (@lab, @v3).
+# Anything else is refused with the reason: nothing is published
+# (mode_not_published) or the lab is closed to the caller
+# (lab_not_available).
+
+other_org_mode if {
 	mode_owner != ""
 	mode_owner != org_id
+}
+
+change_actions := {"modes.write", "modes.read"}
+
+entitled if {
+	other_org_mode
+	not action in change_actions
+	mode.published == true
+}
+
+entitled if {
+	other_org_mode
+	not action in change_actions
+	lab_named
+	mode.invited == true
+}
+
+# lab_named: the caller named a version other than the served one.
+lab_named if {
+	is_string(mode.suffix)
+	mode.suffix != ""
+}
+
+denials contains {
+	"rank": precedence.mode_of_another_org,
+	"code": "forbidden",
+	"message": "Only the organisation that owns a mode can read its drafts or change it.",
+} if {
+	other_org_mode
+	action in change_actions
+}
+
+denials contains {
+	"rank": precedence.mode_of_another_org,
+	"code": "lab_not_available",
+	"message": sprintf("Version %v of %q is a lab version, open only to its author's organisation and the organisations it invited.", [mode.version, mode_id]),
+} if {
+	other_org_mode
+	not action in change_actions
+	not entitled
+	lab_named
+}
+
+denials contains {
+	"rank": precedence.mode_of_another_org,
+	"code": "mode_not_published",
+	"message": sprintf("Mode %q is not published in the marketplace.", [mode_id]),
+} if {
+	other_org_mode
+	not action in change_actions
+	not entitled
+	not lab_named
 }
 
 # A system mode whose plans leave out the organisation's plan.
@@ -256,7 +312,7 @@ denials contains {
 	"message": hidden_mode_message,
 } if {
 	key_hides_mode
-	action != "modes.write"
+	not action in change_actions
 }
 
 denials contains {
@@ -265,7 +321,7 @@ denials contains {
 	"message": sprintf("This key is limited to named modes, and %q is not one of them.", [mode_id]),
 } if {
 	key_hides_mode
-	action == "modes.write"
+	action in change_actions
 }
 
 # ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import (
 )
 
 // listingArgs are the flags of the listing review commands.
-const listingArgs = "--mode ID|TICKER [--revision N] [--json] [--config FILE] [--data-dir DIR]"
+const listingArgs = "--mode ID|TICKER [--revision N] [--version V] [--json] [--config FILE] [--data-dir DIR]"
 
 type listingJSON struct {
 	ModeID           string            `json:"mode_id"`
@@ -33,6 +33,7 @@ func listingReview(kind core.ModeActionKind) func(context.Context, *flag.FlagSet
 		cf := addCommon(fs)
 		ref := fs.String("mode", "", "the mode, by `ID` (acme-panl) or ticker (ACME:PANL)")
 		revision := fs.Int64("revision", 0, "act only if the listing is still at revision `N`; defaults to the revision just read")
+		version := fs.Int("version", 0, "approve: the released version reviewed, which becomes the certified and published one (`V`); defaults to the latest release")
 		if err := parse(fs, args, "mode"); err != nil {
 			return err
 		}
@@ -45,7 +46,14 @@ func listingReview(kind core.ModeActionKind) func(context.Context, *flag.FlagSet
 			if *revision != 0 {
 				rev = *revision
 			}
-			m, err = s.ReviewListing(ctx, m.ID, kind, rev)
+			a := core.ModeAction{Kind: kind, ListingRevision: rev}
+			if kind == core.ActionApprove {
+				a.Version = m.LatestVersion
+				if *version != 0 {
+					a.Version = *version
+				}
+			}
+			m, err = s.ReviewListing(ctx, m.ID, a)
 			if err != nil {
 				return err
 			}

@@ -217,9 +217,9 @@ func RunModeStore[S ModeStores](t *testing.T, newStore func(t *testing.T) S, rep
 		// Review actions are the operator's, not the author's.
 		_, err = s.ChangeListing(ctx, org.ID, m.ID, core.ModeAction{Kind: core.ActionDelist, ListingRevision: m.ListingRevision})
 		requireCode(t, err, core.CodeForbidden)
-		_, err = s.ReviewListing(ctx, m.ID, core.ActionPublish, m.ListingRevision)
+		_, err = s.ReviewListing(ctx, m.ID, core.ModeAction{Kind: core.ActionPublish, ListingRevision: m.ListingRevision})
 		requireCode(t, err, core.CodeInvalidRequest)
-		_, err = s.ReviewListing(ctx, m.ID, core.ActionDelist, m.ListingRevision)
+		_, err = s.ReviewListing(ctx, m.ID, core.ModeAction{Kind: core.ActionDelist, ListingRevision: m.ListingRevision})
 		require.NoError(t, err)
 		list, err = s.ListPublishedModes(ctx)
 		require.NoError(t, err)
@@ -472,7 +472,11 @@ func listingAction(kind core.ModeActionKind, version int, skew int64) lifecycleA
 
 func reviewAction(kind core.ModeActionKind, skew int64) lifecycleAction {
 	return func(ctx context.Context, s ModeStores, m *core.AuthoredMode) (*core.AuthoredMode, error) {
-		return s.ReviewListing(ctx, m.ID, kind, m.ListingRevision+skew)
+		a := core.ModeAction{Kind: kind, ListingRevision: m.ListingRevision + skew}
+		if kind == core.ActionApprove {
+			a.Version = m.LatestVersion
+		}
+		return s.ReviewListing(ctx, m.ID, a)
 	}
 }
 

@@ -264,6 +264,72 @@ func (s *Store) ModeVersion(ctx context.Context, modeID string, version int) (*c
 	return scanModeVersion(s.pool.QueryRow(ctx, mq("ModeVersion"), modeID, version))
 }
 
+// ModeVersions implements core.ModeStore.
+func (s *Store) ModeVersions(ctx context.Context, refs []core.ModeVersionRef) ([]*core.ModeVersion, error) {
+	ids := make([]string, len(refs))
+	versions := make([]int32, len(refs))
+	for i, r := range refs {
+		ids[i], versions[i] = r.ModeID, int32(r.Version)
+	}
+	rows, err := s.pool.Query(ctx, mq("ModeVersions"), ids, versions)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	out := make([]*core.ModeVersion, 0, len(refs))
+	for rows.Next() {
+		v, err := scanModeVersion(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(err)
+	}
+	if len(out) != len(refs) {
+		return nil, fmt.Errorf("pgstore: %d of %d mode versions found: %w", len(out), len(refs), core.ErrNotFound)
+	}
+	return out, nil
+}
+
+// SetLabInvite implements core.ModeStore.
+func (s *Store) SetLabInvite(ctx context.Context, ownerOrgID, modeID, orgTicker string, invited bool) error {
+	if _, err := s.AuthoredMode(ctx, ownerOrgID, modeID); err != nil {
+		return err
+	}
+	if !invited {
+		_, err := s.pool.Exec(ctx, mq("UninviteFromLab"), modeID, orgTicker)
+		return translate(err)
+	}
+	var orgID string
+	err := s.pool.QueryRow(ctx, mq("InviteToLab"), modeID, ownerOrgID, orgTicker).Scan(&orgID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return core.Errorf(core.CodeInvalidValue, "no other organisation has the ticker %q", orgTicker).WithParam("org")
+	}
+	return translate(err)
+}
+
+// LabInvites implements core.ModeStore.
+func (s *Store) LabInvites(ctx context.Context, modeID string) ([]string, error) {
+	rows, err := s.pool.Query(ctx, mq("LabInvites"), modeID)
+	if err != nil {
+		return nil, translate(err)
+	}
+	tickers, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if tickers == nil {
+		tickers = []string{}
+	}
+	return tickers, translate(err)
+}
+
+// LabInvited implements core.ModeStore.
+func (s *Store) LabInvited(ctx context.Context, modeID, orgID string) (bool, error) {
+	var ok bool
+	err := s.pool.QueryRow(ctx, mq("LabInvited"), modeID, orgID).Scan(&ok)
+	return ok, translate(err)
+}
+
 // ListAuthoredModes implements core.ModeStore.
 func (s *Store) ListAuthoredModes(ctx context.Context, orgID string) ([]*core.AuthoredMode, error) {
 	return s.listAuthoredModes(ctx, mq("AuthoredModesOfOrg"), orgID)
@@ -304,13 +370,13 @@ func (s *Store) ChangeListing(ctx context.Context, orgID, modeID string, a core.
 }
 
 // ReviewListing implements core.ModeStore.
-func (s *Store) ReviewListing(ctx context.Context, modeID string, kind core.ModeActionKind, listingRevision int64) (*core.AuthoredMode, error) {
-	switch kind {
+func (s *Store) ReviewListing(ctx context.Context, modeID string, a core.ModeAction) (*core.AuthoredMode, error) {
+	switch a.Kind {
 	case core.ActionApprove, core.ActionReject, core.ActionDelist:
 	default:
-		return nil, core.Errorf(core.CodeInvalidRequest, "%q is not a review action", kind)
+		return nil, core.Errorf(core.CodeInvalidRequest, "%q is not a review action", a.Kind)
 	}
-	return s.applyAction(ctx, "", modeID, core.ModeAction{Kind: kind, ListingRevision: listingRevision})
+	return s.applyAction(ctx, "", modeID, a)
 }
 
 // RecordCertified implements core.ModeStore.

@@ -55,3 +55,30 @@ RETURNING mode_id, version, spec, mode, config_hash, released_at;
 -- name: ModeVersion
 SELECT mode_id, version, spec, mode, config_hash, released_at
   FROM mode_versions WHERE mode_id = $1 AND version = $2;
+
+-- name: ModeVersions
+-- Several versions in one trip: $1 and $2 are parallel arrays of mode ids
+-- and versions; the answer is in their order.
+SELECT v.mode_id, v.version, v.spec, v.mode, v.config_hash, v.released_at
+  FROM unnest($1::text[], $2::integer[]) WITH ORDINALITY AS want (mode_id, version, n)
+  JOIN mode_versions v ON v.mode_id = want.mode_id AND v.version = want.version
+ ORDER BY want.n;
+
+-- name: InviteToLab
+-- Invites the organisation with ticker $3 to mode $1 of organisation $2;
+-- no row when the mode is not $2's or no other organisation has the ticker.
+INSERT INTO mode_lab_invites (mode_id, org_id)
+SELECT m.id, o.id FROM authored_modes m, orgs o
+ WHERE m.id = $1 AND m.org_id = $2 AND o.ticker = $3 AND o.id <> $2
+ON CONFLICT (mode_id, org_id) DO UPDATE SET invited_at = mode_lab_invites.invited_at
+RETURNING org_id;
+
+-- name: UninviteFromLab
+DELETE FROM mode_lab_invites i USING orgs o
+ WHERE i.mode_id = $1 AND i.org_id = o.id AND o.ticker = $2;
+
+-- name: LabInvites
+SELECT o.ticker FROM mode_lab_invites i JOIN orgs o ON o.id = i.org_id WHERE i.mode_id = $1 ORDER BY o.ticker;
+
+-- name: LabInvited
+SELECT EXISTS (SELECT 1 FROM mode_lab_invites WHERE mode_id = $1 AND org_id = $2);

@@ -148,7 +148,7 @@ func TestAuthoredModesAreAModeSource(t *testing.T) {
 	v1 := authorAndRelease(t, s, src, cat, acme, "", panelSpec("PANL", 2))
 	m, err := s.ChangeListing(ctx, acme.ID, v1.ModeID, core.ModeAction{Kind: core.ActionRequestListing})
 	require.NoError(t, err)
-	m, err = s.ReviewListing(ctx, m.ID, core.ActionApprove, m.ListingRevision)
+	m, err = s.ReviewListing(ctx, m.ID, core.ModeAction{Kind: core.ActionApprove, ListingRevision: m.ListingRevision, Version: m.LatestVersion})
 	require.NoError(t, err)
 	m, err = s.RecordCertified(ctx, m.ID, 1)
 	require.NoError(t, err)
