@@ -14,9 +14,17 @@ import (
 	"github.com/conclavehq/conclave/internal/tokens"
 )
 
+// callStore is what the call services keep their state in: the store of
+// record and organisations' modes (*pgstore.Store is both).
+type callStore interface {
+	core.Store
+	core.ModeStore
+}
+
 // newCallServices wires the core services every carrier calls: access
-// (keys, policy, rates) and the billed call, on the store of record.
-func newCallServices(cfg *config.Config, catalog *core.Catalog, authz core.Authorizer, store core.Store,
+// (keys, policy, rates) and the billed call, on the store of record, with
+// the configured modes and organisations' released ones.
+func newCallServices(cfg *config.Config, catalog *core.Catalog, authz core.Authorizer, store callStore,
 	engine calls.Deliberator, log *slog.Logger) (*access.Service, *calls.Service, error) {
 	tokens.Load() // the vocabulary, now rather than on the first request
 	acc, err := access.New(access.Config{KeyCacheTTL: cfg.Auth.KeyCacheTTL, RPM: cfg.Limits.RPM, Concurrency: cfg.Limits.Concurrency},
@@ -34,7 +42,8 @@ func newCallServices(cfg *config.Config, catalog *core.Catalog, authz core.Autho
 		RepeatWait:            repeatWait(cfg.Limits.RepeatWait),
 	}, calls.Deps{
 		Access: acc, Admission: store, Receipts: store, Outcomes: store,
-		Catalog: catalog, Deliberator: engine, TokensOver: tokens.Over, Logger: log,
+		Catalog: catalog, Modes: core.NewAuthoredModeSource(catalog, store), Deliberator: engine,
+		TokensOver: tokens.Over, Logger: log,
 	})
 	if err != nil {
 		return nil, nil, err

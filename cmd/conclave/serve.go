@@ -20,6 +20,7 @@ import (
 	"github.com/conclavehq/conclave/core/access"
 	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/deliberate"
+	"github.com/conclavehq/conclave/core/modes"
 	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/mcp"
 	"github.com/conclavehq/conclave/plugins/egress"
@@ -84,6 +85,7 @@ type gateway struct {
 	reg     *prometheus.Registry
 	acc     *access.Service
 	svc     *calls.Service
+	modes   *modes.Service
 	rest    http.Handler
 	closers []func()
 }
@@ -136,6 +138,13 @@ func (g *gateway) build(ctx context.Context) error {
 		return err
 	}
 	g.closers = append(g.closers, g.svc.Stop)
+	specs, err := policies.NewModeValidator(ctx, policies.Config{Dir: cfg.Policy.Dir})
+	if err != nil {
+		return fmt.Errorf("loading the mode validation policy: %w", err)
+	}
+	if g.modes, err = modes.NewService(modes.Deps{Access: g.acc, Store: g.db.store, Catalog: catalog, Policy: specs, Logger: log}); err != nil {
+		return err
+	}
 	g.rest, err = api.New(api.Config{MaxBodyBytes: cfg.Server.MaxBodyBytes}, api.Deps{
 		Access: g.acc, Calls: g.svc, Ready: g.db.store.Ready, Logger: log, Registry: g.reg,
 	})

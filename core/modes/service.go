@@ -109,13 +109,20 @@ func (s *Service) check(ctx context.Context, p *access.Principal, spec json.RawM
 }
 
 // takenTickers are the full tickers a spec of orgID's may not take: the
-// organisation's other modes' and the configured modes'. (A full ticker
+// organisation's other modes' and the configured modes' (by ticker, and by
+// an id of an authored mode's form). (A full ticker
 // starts with the organisation's own ticker, so no other organisation's
 // mode can hold one.)
 func (s *Service) takenTickers(ctx context.Context, orgID, ownID string) ([]string, error) {
 	var taken []string
 	for _, m := range s.d.Catalog.Modes() {
 		taken = append(taken, m.Ticker)
+		// A configured mode whose id has an authored mode's form
+		// ("acme-panl") holds that mode's ticker too: the configured
+		// mode would hide it.
+		if owner, mode, ok := strings.Cut(m.ID, "-"); ok && len(owner) == 4 && len(mode) == 4 {
+			taken = append(taken, strings.ToUpper(owner)+":"+strings.ToUpper(mode))
+		}
 	}
 	own, err := s.d.Store.ListAuthoredModes(ctx, orgID)
 	if err != nil {
