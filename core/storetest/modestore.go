@@ -22,8 +22,8 @@ type ModeStores interface {
 
 // RunModeStore is the section of core.ModeStore: every transition of the
 // lifecycle (docs/modes.md, "Lifecycle") and every code that refuses one,
-// name and ticker uniqueness, immutable versions, and two replicas
-// releasing one draft at once. replica returns a second store over the
+// name and ticker uniqueness, immutable versions read one or several at a
+// time, lab invitations, and two replicas releasing one draft at once. replica returns a second store over the
 // same database as s, through its own connections.
 func RunModeStore[S ModeStores](t *testing.T, newStore func(t *testing.T) S, replica func(t *testing.T, s S) S) {
 	ctx := context.Background()
@@ -249,6 +249,108 @@ func RunModeStore[S ModeStores](t *testing.T, newStore func(t *testing.T) S, rep
 		list, err = s.ListPublishedModes(ctx)
 		require.NoError(t, err)
 		require.Equal(t, []string{m.Ticker}, tickers(list))
+	})
+
+	t.Run("ModeVersions", func(t *testing.T) {
+		t.Parallel()
+		s, org := newOrg(t, newStore, "Acme")
+		a := driveTo(t, s, org.ID, "approved+released") // versions 1 and 2
+		b, err := s.SaveModeDraft(ctx, draft(org.ID, "Other Panel", "OTHR", true))
+		require.NoError(t, err)
+		b1, err := s.ReleaseMode(ctx, release(org.ID, b, panel("sim/o", "sim/p")))
+		require.NoError(t, err)
+
+		// The versions asked for, in the order asked.
+		refs := []core.ModeVersionRef{{ModeID: a.ID, Version: 2}, {ModeID: b.ID, Version: 1}, {ModeID: a.ID, Version: 1}}
+		got, err := s.ModeVersions(ctx, refs)
+		require.NoError(t, err)
+		require.Len(t, got, len(refs))
+		for i, r := range refs {
+			require.Equal(t, r.ModeID, got[i].ModeID, "answer %d", i)
+			require.Equal(t, r.Version, got[i].Version, "answer %d", i)
+			one, err := s.ModeVersion(ctx, r.ModeID, r.Version)
+			require.NoError(t, err)
+			require.Equal(t, one.ConfigHash, got[i].ConfigHash, "answer %d reads as ModeVersion does", i)
+			require.Equal(t, one.Mode, got[i].Mode)
+		}
+		require.Equal(t, b1.ConfigHash, got[1].ConfigHash)
+
+		none, err := s.ModeVersions(ctx, nil)
+		require.NoError(t, err)
+		require.Empty(t, none)
+		// One version missing is ErrNotFound for the whole answer.
+		for _, missing := range []core.ModeVersionRef{{ModeID: a.ID, Version: 3}, {ModeID: "nope-nope", Version: 1}, {ModeID: b.ID, Version: 0}} {
+			_, err = s.ModeVersions(ctx, append(append([]core.ModeVersionRef{}, refs...), missing))
+			require.ErrorIs(t, err, core.ErrNotFound, "%+v", missing)
+		}
+	})
+
+	t.Run("LabInvites", func(t *testing.T) {
+		t.Parallel()
+		s, acme := newOrg(t, newStore, "Acme")
+		beta, gamma := createOrg(t, s, "Beta"), createOrg(t, s, "Gamma")
+		m := driveTo(t, s, acme.ID, "released")
+		invites := func() []string {
+			t.Helper()
+			got, err := s.LabInvites(ctx, m.ID)
+			require.NoError(t, err)
+			return got
+		}
+		invited := func(orgID string) bool {
+			t.Helper()
+			ok, err := s.LabInvited(ctx, m.ID, orgID)
+			require.NoError(t, err)
+			return ok
+		}
+		require.Empty(t, invites())
+		require.NotNil(t, invites(), "no invitation is an empty list")
+		require.False(t, invited(beta.ID))
+
+		// Invited by ticker; inviting again changes nothing.
+		require.NoError(t, s.SetLabInvite(ctx, acme.ID, m.ID, gamma.Ticker, true))
+		require.NoError(t, s.SetLabInvite(ctx, acme.ID, m.ID, beta.Ticker, true))
+		require.NoError(t, s.SetLabInvite(ctx, acme.ID, m.ID, beta.Ticker, true))
+		want := []string{beta.Ticker, gamma.Ticker}
+		if want[0] > want[1] {
+			want[0], want[1] = want[1], want[0]
+		}
+		require.Equal(t, want, invites(), "sorted, once each")
+		require.True(t, invited(beta.ID))
+		require.True(t, invited(gamma.ID))
+		require.False(t, invited(acme.ID), "the owner is not invited: it owns the mode")
+
+		// A ticker no other organisation has: invalid_value, nothing saved.
+		err := s.SetLabInvite(ctx, acme.ID, m.ID, "ZZZZ", true)
+		requireCode(t, err, core.CodeInvalidValue)
+		err = s.SetLabInvite(ctx, acme.ID, m.ID, acme.Ticker, true)
+		requireCode(t, err, core.CodeInvalidValue)
+		require.Equal(t, want, invites())
+		// Only the owner invites to its mode.
+		err = s.SetLabInvite(ctx, beta.ID, m.ID, gamma.Ticker, false)
+		requireCode(t, err, core.CodeModeNotFound)
+		err = s.SetLabInvite(ctx, beta.ID, m.ID, beta.Ticker, true)
+		requireCode(t, err, core.CodeModeNotFound)
+		err = s.SetLabInvite(ctx, acme.ID, "nope-nope", beta.Ticker, true)
+		requireCode(t, err, core.CodeModeNotFound)
+		require.Equal(t, want, invites())
+
+		// Withdrawn; withdrawing one that does not exist is no error.
+		require.NoError(t, s.SetLabInvite(ctx, acme.ID, m.ID, beta.Ticker, false))
+		require.NoError(t, s.SetLabInvite(ctx, acme.ID, m.ID, beta.Ticker, false))
+		require.NoError(t, s.SetLabInvite(ctx, acme.ID, m.ID, "ZZZZ", false))
+		require.Equal(t, []string{gamma.Ticker}, invites())
+		require.False(t, invited(beta.ID))
+		require.True(t, invited(gamma.ID))
+
+		// Invitations belong to one mode.
+		other, err := s.SaveModeDraft(ctx, draft(acme.ID, "Other Panel", "OTHR", true))
+		require.NoError(t, err)
+		got, err := s.LabInvites(ctx, other.ID)
+		require.NoError(t, err)
+		require.Empty(t, got)
+		ok, err := s.LabInvited(ctx, other.ID, gamma.ID)
+		require.NoError(t, err)
+		require.False(t, ok)
 	})
 
 	t.Run("TwoReplicasReleaseOneDraft", func(t *testing.T) {
