@@ -100,8 +100,9 @@ func AsError(err error) *Error {
 }
 
 // ModelNotFound is the one answer for a mode the caller may not know of:
-// an unknown id or ticker, another organisation's mode, or a mode outside
-// the key's list. It names nothing, so none of these can be told apart.
+// an unknown id, ticker or version, or a mode outside the key's list. It
+// names nothing, so none of these can be told apart. (Another
+// organisation's mode is answered by the policy's marketplace rules.)
 func ModelNotFound() *Error {
 	return Errorf(CodeModelNotFound, "The requested model does not exist or is not available to your organisation. GET /v1/models lists the modes you can call.").WithParam("model")
 }

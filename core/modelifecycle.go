@@ -24,7 +24,7 @@ type ListingState string
 const (
 	ListingNone     ListingState = "none"     // never requested
 	ListingPending  ListingState = "pending"  // requested, awaiting review
-	ListingApproved ListingState = "approved" // listed; lab until a certified version is published
+	ListingApproved ListingState = "approved" // listed: the version approved, or a later certified one, is published
 	ListingRejected ListingState = "rejected" // refused in review
 	ListingDelisted ListingState = "delisted" // taken down after approval
 )
@@ -67,10 +67,11 @@ type ModeState struct {
 	// ListingRevision counts the listing's changes (requests, reviews,
 	// certification, publishing), for the same purpose as DraftRevision.
 	ListingRevision int64
-	// CertifiedVersion is the version certification passed; 0 for none.
+	// CertifiedVersion is the version the operator approved, or a later
+	// one certification passed; 0 for none.
 	CertifiedVersion int
 	// PublishedVersion is the version the marketplace serves to other
-	// organisations; 0 while the listing is lab (or not approved).
+	// organisations; 0 while the listing is not approved.
 	PublishedVersion int
 }
 

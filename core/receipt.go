@@ -57,7 +57,10 @@ type Receipt struct {
 	Mode           string // the mode identifier (slug) that ran
 	ModeKey        string
 	ModeConfigHash string
-	Status         string
+	// ModeVersion is the released version of an organisation's mode that
+	// ran (core.Mode.Version); 0 for a configured mode.
+	ModeVersion int
+	Status      string
 
 	// Billed is the only per-call money figure; it equals TokenCharge +
 	// PlatformFee + Surcharge − CapCredit (see ComputeBill).

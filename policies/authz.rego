@@ -57,7 +57,7 @@ plan_limited_modes := {}
 # precedence orders the denials: when several apply, the lowest number wins.
 precedence := {
 	"mode_of_another_org": 1, # forbidden, mode_not_published, lab_not_available
-	"key_limited": 2, # model_not_found; mode_not_allowed for modes.write
+	"key_limited": 2, # model_not_found; mode_not_allowed for modes.read and modes.write
 	"missing_scope": 3, # insufficient_scope
 	"test_key": 4, # test_key_not_allowed
 	"plan_excluded": 5, # mode_not_permitted
@@ -292,8 +292,9 @@ denials contains {
 # Rule 4 — a key limited to named modes may use only those, named by id or
 # by ticker. A mode outside the list is, to that key, a mode that does not
 # exist: GET /v1/models leaves it out, so reading or calling it answers the
-# same model_not_found (and the same message) as an unknown id. Changing it
-# (modes.write) is refused with mode_not_allowed.
+# same model_not_found (and the same message) as an unknown id. Reading its
+# drafts or changing it (modes.read, modes.write) is refused with
+# mode_not_allowed.
 # ---------------------------------------------------------------------------
 
 key_allows_mode if mode_id in key_modes

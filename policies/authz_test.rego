@@ -51,7 +51,8 @@ our_mode := {
 	"tiers": ["plus"],
 }
 
-# A mode another organisation owns.
+# A mode another organisation owns, named without a suffix, whose listing
+# publishes nothing: the caller would be served its latest release.
 their_mode := {
 	"id": "theirs-secret",
 	"key": "secret",
@@ -59,7 +60,18 @@ their_mode := {
 	"owner_org": "org_theirs",
 	"plans": [],
 	"tiers": ["experience", "plus", "pro"],
+	"version": 2,
+	"listing": "pending",
 }
+
+# The same mode, its version 1 published by the approved listing.
+published_mode := object.union(their_mode, {"version": 1, "listing": "approved", "published": true})
+
+# Its version 2, named @lab by an organisation it did not invite.
+lab_mode := object.union(their_mode, {"version": 2, "suffix": "lab", "listing": "approved"})
+
+# The same, by an organisation it invited.
+invited_lab_mode := object.union(lab_mode, {"invited": true})
 
 # chat is a chat.create request on open_mode at plus, changed by patch.
 chat(patch) := object.union(
@@ -131,9 +143,21 @@ test_allow_no_tier_skips_tier_checks if {
 test_allow_test_key_outside_modes_write if {
 	allowed(chat({"principal": {"test": true}}))
 	allowed(object.union(request("models.read"), {"principal": {"test": true}}))
+	allowed(object.union(request("modes.read"), {"principal": {"test": true}}))
+}
+
+# Validating a spec changes nothing, so a test key may.
+test_allow_test_key_modes_validate if {
+	allowed(object.union(request("modes.validate"), {"principal": {"test": true}}))
+	allowed(object.union(request("modes.validate"), {"principal": {"test": true, "scopes": ["modes:write"]}}))
 }
 
 test_allow_live_key_modes_write if allowed(request("modes.write"))
+
+test_allow_own_mode_read_and_write if {
+	allowed(chat({"action": "modes.read", "mode": our_mode}))
+	allowed(chat({"action": "modes.write", "mode": our_mode}))
+}
 
 test_allow_null_owner_org_is_system_mode if {
 	allowed(chat({"mode": {"owner_org": null}}))
@@ -153,6 +177,19 @@ test_scope_message_names_scope if {
 	d := decide(chat({"principal": {"scopes": ["models:read"]}}))
 	d.allow == false
 	contains(d.message, "\"deliberate\"")
+}
+
+# Reading modes needs models:read; validating a spec needs modes:write,
+# like saving one.
+test_scope_modes_read_and_validate if {
+	d := decide(object.union(request("modes.read"), {"principal": {"scopes": ["modes:write"]}}))
+	d.code == "insufficient_scope"
+	contains(d.message, "\"models:read\"")
+	allowed(object.union(request("modes.read"), {"principal": {"scopes": ["models:read"]}}))
+	v := decide(object.union(request("modes.validate"), {"principal": {"scopes": ["models:read", "deliberate"]}}))
+	v.code == "insufficient_scope"
+	contains(v.message, "\"modes:write\"")
+	allowed(object.union(request("modes.validate"), {"principal": {"scopes": ["modes:write"]}}))
 }
 
 test_scope_unknown_action if {
@@ -187,22 +224,103 @@ test_test_key_modes_write_on_own_mode if {
 	code(chat({"action": "modes.write", "mode": our_mode, "principal": {"test": true}})) == "test_key_not_allowed"
 }
 
+test_test_key_may_validate_but_not_write if {
+	allowed(object.union(request("modes.validate"), {"principal": {"test": true}}))
+	code(object.union(request("modes.write"), {"principal": {"test": true}})) == "test_key_not_allowed"
+}
+
 # ---------------------------------------------------------------------------
 # Rule 3 — mode entitlement.
 # ---------------------------------------------------------------------------
 
-test_mode_of_another_org_is_not_found if {
-	code(chat({"mode": their_mode})) == "model_not_found"
-}
-
-test_mode_of_another_org_message_reveals_nothing if {
+# Another organisation's mode. Nothing published: mode_not_published, and
+# the message names the mode the caller named, nothing more.
+test_other_org_unpublished_is_not_published if {
 	d := decide(chat({"mode": their_mode}))
-	not contains(d.message, "theirs")
-	not contains(d.message, "THEM")
+	d.code == "mode_not_published"
+	contains(d.message, "theirs-secret")
+	not contains(d.message, "org_theirs")
 }
 
-test_mode_owned_but_org_id_missing_is_not_found if {
-	code(chat({"mode": our_mode, "org": {"id": null}})) == "model_not_found"
+test_other_org_listing_states_without_a_published_version if {
+	every l in ["none", "pending", "approved", "rejected", "delisted"] {
+		code(chat({"mode": object.union(their_mode, {"listing": l})})) == "mode_not_published"
+	}
+	code(chat({"mode": object.union(their_mode, {"listing": "approved", "published": false})})) == "mode_not_published"
+}
+
+# The published version is open to every organisation, for every action
+# but reading the owner's drafts or changing the mode.
+test_other_org_published_is_allowed if {
+	allowed(chat({"mode": published_mode}))
+	allowed(object.union(request("estimate.create"), {"mode": published_mode}))
+	allowed(object.union(request("models.read"), {"mode": published_mode}))
+	# Named by its version (@v1), the published version is still open.
+	allowed(chat({"mode": object.union(published_mode, {"suffix": "v1"})}))
+}
+
+# Only true opens a mode: a published or invited that is missing, null or
+# a string does not.
+test_other_org_published_must_be_true if {
+	code(chat({"mode": object.union(their_mode, {"published": "true"})})) == "mode_not_published"
+	code(chat({"mode": object.union(their_mode, {"published": null})})) == "mode_not_published"
+	code(chat({"mode": object.union(lab_mode, {"invited": "yes"})})) == "lab_not_available"
+}
+
+# A lab version (any but the published one), named with a suffix, is open
+# to the organisations the owner invited.
+test_other_org_invited_lab_is_allowed if {
+	allowed(chat({"mode": invited_lab_mode}))
+	allowed(chat({"mode": object.union(invited_lab_mode, {"suffix": "v2"})}))
+	allowed(object.union(request("estimate.create"), {"mode": invited_lab_mode}))
+	allowed(object.union(request("models.read"), {"mode": invited_lab_mode}))
+	# The lab is open before any listing, too.
+	allowed(chat({"mode": object.union(invited_lab_mode, {"listing": "none"})}))
+}
+
+test_other_org_lab_not_invited_is_lab_not_available if {
+	d := decide(chat({"mode": lab_mode}))
+	d.code == "lab_not_available"
+	contains(d.message, "Version 2")
+	contains(d.message, "theirs-secret")
+	code(chat({"mode": object.union(lab_mode, {"suffix": "v3", "version": 3})})) == "lab_not_available"
+	code(chat({"mode": object.union(lab_mode, {"invited": false})})) == "lab_not_available"
+}
+
+# An invitation opens lab versions named with a suffix only: the mode
+# named as it stands serves the published version, and there is none.
+test_other_org_invited_without_suffix_is_not_published if {
+	code(chat({"mode": object.union(their_mode, {"invited": true})})) == "mode_not_published"
+	code(chat({"mode": object.union(their_mode, {"invited": true, "suffix": ""})})) == "mode_not_published"
+	code(chat({"mode": object.union(their_mode, {"invited": true, "suffix": null})})) == "mode_not_published"
+}
+
+# Reading another organisation's drafts and versions, or changing its
+# mode, is the owner's alone, published or invited.
+test_other_org_read_and_write_are_forbidden if {
+	every act in ["modes.read", "modes.write"] {
+		every m in [their_mode, published_mode, lab_mode, invited_lab_mode] {
+			code(chat({"action": act, "mode": m})) == "forbidden"
+		}
+	}
+	d := decide(chat({"action": "modes.write", "mode": published_mode}))
+	contains(d.message, "Only the organisation that owns a mode")
+}
+
+# The three answers about another organisation's mode exclude each other.
+test_other_org_one_answer_at_a_time if {
+	every act in ["chat.create", "modes.read"] {
+		every m in [their_mode, published_mode, lab_mode, invited_lab_mode] {
+			ranked := {d.code | some d in authz.denials; d.rank == authz.precedence.mode_of_another_org} with input as chat({"action": act, "mode": m})
+			count(ranked) <= 1
+		}
+	}
+}
+
+# An organisation whose id is missing owns nothing.
+test_mode_owned_but_org_id_missing_is_another_orgs if {
+	code(chat({"mode": our_mode, "org": {"id": null}})) == "mode_not_published"
+	code(chat({"action": "modes.write", "mode": our_mode, "org": {"id": null}})) == "forbidden"
 }
 
 test_system_mode_excluding_plan if {
@@ -231,7 +349,7 @@ test_system_mode_message_names_mode if {
 
 test_key_limited_to_other_modes if {
 	# Outside the key's list, a mode reads as one that does not exist: the
-	# same code and message as another organisation's mode.
+	# same code and message as an unknown id.
 	d := decide(chat({"principal": {"modes": ["conclave-fast", "CNCL:FAST"]}}))
 	d.code == "model_not_found"
 	d.message == authz.hidden_mode_message
@@ -243,6 +361,19 @@ test_key_limited_cannot_change_other_modes if {
 	d := decide(chat(object.union({"action": "modes.write"}, {"principal": {"modes": ["conclave-fast"]}})))
 	d.code == "mode_not_allowed"
 	contains(d.message, "limited to named modes")
+}
+
+test_key_limited_cannot_read_other_modes if {
+	code(chat({"action": "modes.read", "mode": our_mode, "principal": {"modes": ["conclave-fast"]}})) == "mode_not_allowed"
+	code(chat({"action": "modes.write", "mode": our_mode, "principal": {"modes": ["conclave-fast"]}})) == "mode_not_allowed"
+	allowed(chat({"action": "modes.read", "mode": our_mode, "principal": {"modes": ["OURS:PANL"]}}))
+}
+
+# A published mode of another organisation outside the key's list is, to
+# that key, a mode that does not exist.
+test_key_limited_hides_a_published_mode if {
+	code(chat({"mode": published_mode, "principal": {"modes": ["conclave-fast"]}})) == "model_not_found"
+	allowed(chat({"mode": published_mode, "principal": {"modes": ["THEM:SCRT"]}}))
 }
 
 test_key_limited_without_mode_in_request if {
@@ -295,10 +426,10 @@ test_tier_seats_checked_before_plan_cap if {
 }
 
 # ---------------------------------------------------------------------------
-# Precedence: model_not_found (another org's mode) > model_not_found or
-# mode_not_allowed (mode-limited key) > insufficient_scope (endpoint) >
-# test_key_not_allowed > mode_not_permitted > tier_not_permitted. One test
-# per pair.
+# Precedence: forbidden, mode_not_published or lab_not_available (another
+# org's mode) > model_not_found or mode_not_allowed (mode-limited key) >
+# insufficient_scope (endpoint) > test_key_not_allowed > mode_not_permitted >
+# tier_not_permitted. One test per pair.
 # ---------------------------------------------------------------------------
 
 no_scopes := {"principal": {"scopes": []}}
@@ -311,30 +442,52 @@ bad_tier := {"tier": "ultra"}
 
 modes_write := {"action": "modes.write"}
 
-test_precedence_not_found_over_scope if {
-	code(chat(object.union({"mode": their_mode}, no_scopes))) == "model_not_found"
+modes_read := {"action": "modes.read"}
+
+test_precedence_other_org_over_scope if {
+	code(chat(object.union({"mode": their_mode}, no_scopes))) == "mode_not_published"
+	code(chat(object.union({"mode": lab_mode}, no_scopes))) == "lab_not_available"
+	code(chat(object.union_n([{"mode": their_mode}, modes_read, no_scopes]))) == "forbidden"
 }
 
-test_precedence_not_found_over_test_key if {
-	code(chat(object.union_n([{"mode": their_mode}, modes_write, as_test_key]))) == "model_not_found"
+test_precedence_other_org_over_test_key if {
+	code(chat(object.union_n([{"mode": their_mode}, modes_write, as_test_key]))) == "forbidden"
+	code(chat(object.union_n([{"mode": published_mode}, modes_write, as_test_key]))) == "forbidden"
 }
 
 # A mode owned by another org is never a system mode, so these two cannot
 # both apply to one input; check the ranking itself on made-up denials.
-test_precedence_not_found_over_mode_not_permitted if {
-	d := authz.decision with authz.denials as {
-		{"rank": authz.precedence.plan_excluded, "code": "mode_not_permitted", "message": "b"},
-		{"rank": authz.precedence.mode_of_another_org, "code": "model_not_found", "message": "a"},
+test_precedence_other_org_over_mode_not_permitted if {
+	every c in ["forbidden", "mode_not_published", "lab_not_available"] {
+		d := authz.decision with authz.denials as {
+			{"rank": authz.precedence.plan_excluded, "code": "mode_not_permitted", "message": "b"},
+			{"rank": authz.precedence.mode_of_another_org, "code": c, "message": "a"},
+		}
+		d.code == c
 	}
-	d.code == "model_not_found"
 }
 
-test_precedence_not_found_over_limited_key if {
-	code(chat(object.union({"mode": their_mode}, limited_key))) == "model_not_found"
+test_precedence_other_org_over_limited_key if {
+	code(chat(object.union({"mode": their_mode}, limited_key))) == "mode_not_published"
+	code(chat(object.union({"mode": lab_mode}, limited_key))) == "lab_not_available"
+	code(chat(object.union_n([{"mode": their_mode}, modes_read, limited_key]))) == "forbidden"
+	code(chat(object.union_n([{"mode": their_mode}, modes_write, limited_key]))) == "forbidden"
 }
 
-test_precedence_not_found_over_tier if {
-	code(chat(object.union({"mode": their_mode}, bad_tier))) == "model_not_found"
+test_precedence_other_org_over_tier if {
+	code(chat(object.union({"mode": their_mode}, bad_tier))) == "mode_not_published"
+	code(chat(object.union({"mode": lab_mode}, bad_tier))) == "lab_not_available"
+}
+
+# Once another organisation's mode is open to the caller, the other rules
+# apply to it as to any mode.
+test_precedence_open_other_org_mode_meets_the_other_rules if {
+	every m in [published_mode, invited_lab_mode] {
+		code(chat(object.union({"mode": m}, no_scopes))) == "insufficient_scope"
+		code(chat(object.union({"mode": m}, limited_key))) == "model_not_found"
+		code(chat(object.union({"mode": m}, bad_tier))) == "tier_not_permitted"
+		code(chat(object.union({"mode": object.union(m, {"tiers": ["plus"]})}, {"tier": "pro"}))) == "tier_not_permitted"
+	}
 }
 
 test_precedence_scope_over_test_key if {

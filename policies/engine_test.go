@@ -60,7 +60,22 @@ var (
 		Key: "secret", ID: "theirs-secret", Ticker: "THEM:SCRT", OwnerOrg: "org_theirs",
 		Deliberation: seats(core.Tiers...),
 	})
+	// Another organisation's mode as the mode source resolves it: version
+	// 2 named as it stands while nothing is published; version 1, the
+	// published one; version 2 named @lab, by an organisation not invited
+	// and by one invited.
+	unpublishedMode = theirs(2, &core.ModeReach{Listing: core.ListingPending})
+	publishedMode   = theirs(1, &core.ModeReach{Listing: core.ListingApproved, Published: true})
+	labMode         = theirs(2, &core.ModeReach{Suffix: "lab", Listing: core.ListingApproved})
+	invitedLabMode  = theirs(2, &core.ModeReach{Suffix: "lab", Listing: core.ListingApproved, Invited: true})
 )
+
+func theirs(version int, reach *core.ModeReach) *core.AuthzMode {
+	return core.ModeForPolicy(&core.Mode{
+		Key: "secret", ID: "theirs-secret", Ticker: "THEM:SCRT", OwnerOrg: "org_theirs",
+		Deliberation: seats(core.Tiers...), Version: version, Reach: reach,
+	})
+}
 
 func TestDecide(t *testing.T) {
 	t.Parallel()
@@ -82,18 +97,34 @@ func TestDecide(t *testing.T) {
 		{"allow app within plan", core.AuthzInput{Action: core.ActionChatCreate, Principal: app, Org: free, Mode: standardMode, Tier: core.TierExperience}, ""},
 		{"allow nil key scopes and modes read as empty", core.AuthzInput{Action: core.ActionModelsRead, Principal: &core.AuthzPrincipal{Kind: "api_key", Scopes: []string{core.ScopeModelsRead}}, Org: core.OrgForPolicy(ours)}, ""},
 
-		{"model_not_found", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: core.OrgForPolicy(ours), Mode: theirMode}, core.CodeModelNotFound},
+		{"allow published mode of another org", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: core.OrgForPolicy(ours), Mode: publishedMode, Tier: core.TierPlus}, ""},
+		{"allow invited lab", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: core.OrgForPolicy(ours), Mode: invitedLabMode}, ""},
+		{"allow estimate on invited lab", core.AuthzInput{Action: core.ActionEstimate, Principal: key(), Org: core.OrgForPolicy(ours), Mode: invitedLabMode}, ""},
+		{"allow modes.read own", core.AuthzInput{Action: core.ActionModesRead, Principal: key(), Org: core.OrgForPolicy(ours), Mode: ownMode}, ""},
+		{"allow modes.validate test key", core.AuthzInput{Action: core.ActionModesValidate, Principal: key(func(k *core.Key) { k.Test = true }), Org: core.OrgForPolicy(ours)}, ""},
+
+		{"mode_not_published", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: core.OrgForPolicy(ours), Mode: unpublishedMode}, core.CodeModeNotPublished},
+		{"mode_not_published without reach", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: core.OrgForPolicy(ours), Mode: theirMode}, core.CodeModeNotPublished},
+		{"lab_not_available", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: core.OrgForPolicy(ours), Mode: labMode}, core.CodeLabNotAvailable},
+		{"forbidden modes.read", core.AuthzInput{Action: core.ActionModesRead, Principal: key(), Org: core.OrgForPolicy(ours), Mode: publishedMode}, core.CodeForbidden},
+		{"forbidden modes.write", core.AuthzInput{Action: core.ActionModesWrite, Principal: key(), Org: core.OrgForPolicy(ours), Mode: invitedLabMode}, core.CodeForbidden},
 		{"insufficient_scope", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(func(k *core.Key) { k.Scopes = []string{core.ScopeModelsRead} }), Org: core.OrgForPolicy(ours), Mode: standardMode}, core.CodeInsufficientScope},
 		{"insufficient_scope unknown action", core.AuthzInput{Action: "models.delete", Principal: key(), Org: core.OrgForPolicy(ours)}, core.CodeInsufficientScope},
 		{"insufficient_scope nil principal", core.AuthzInput{Action: core.ActionModelsRead, Org: core.OrgForPolicy(ours)}, core.CodeInsufficientScope},
 		{"test_key_not_allowed", core.AuthzInput{Action: core.ActionModesWrite, Principal: key(func(k *core.Key) { k.Test = true }), Org: core.OrgForPolicy(ours)}, core.CodeTestKeyNotAllowed},
+		{"insufficient_scope modes.validate", core.AuthzInput{Action: core.ActionModesValidate, Principal: key(func(k *core.Key) { k.Scopes = []string{core.ScopeModelsRead} }), Org: core.OrgForPolicy(ours)}, core.CodeInsufficientScope},
+		{"insufficient_scope modes.read", core.AuthzInput{Action: core.ActionModesRead, Principal: key(func(k *core.Key) { k.Scopes = []string{core.ScopeModesWrite} }), Org: core.OrgForPolicy(ours), Mode: ownMode}, core.CodeInsufficientScope},
 		{"mode_not_permitted", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: core.OrgForPolicy(ours), Mode: maxMode}, core.CodeModeNotPermitted},
 		{"model_not_found key limited", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(func(k *core.Key) { k.Modes = []string{"conclave-fast"} }), Org: core.OrgForPolicy(ours), Mode: standardMode}, core.CodeModelNotFound},
 		{"mode_not_allowed key limited", core.AuthzInput{Action: core.ActionModesWrite, Principal: key(func(k *core.Key) { k.Modes = []string{"conclave-fast"} }), Org: core.OrgForPolicy(ours), Mode: ownMode}, core.CodeModeNotAllowed},
+		{"mode_not_allowed key limited modes.read", core.AuthzInput{Action: core.ActionModesRead, Principal: key(func(k *core.Key) { k.Modes = []string{"conclave-fast"} }), Org: core.OrgForPolicy(ours), Mode: ownMode}, core.CodeModeNotAllowed},
+		{"model_not_found key limited published mode", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(func(k *core.Key) { k.Modes = []string{"conclave-fast"} }), Org: core.OrgForPolicy(ours), Mode: publishedMode}, core.CodeModelNotFound},
 		{"tier_not_permitted no seats", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: core.OrgForPolicy(ours), Mode: ownMode, Tier: core.TierPro}, core.CodeTierNotPermitted},
 		{"tier_not_permitted over plan", core.AuthzInput{Action: core.ActionChatCreate, Principal: app, Org: free, Mode: standardMode, Tier: core.TierPlus}, core.CodeTierNotPermitted},
 		{"tier_not_permitted unknown tier", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: core.OrgForPolicy(ours), Mode: standardMode, Tier: "ultra"}, core.CodeTierNotPermitted},
-		{"precedence not found over scope", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(func(k *core.Key) { k.Scopes = nil }), Org: core.OrgForPolicy(ours), Mode: theirMode}, core.CodeModelNotFound},
+		{"precedence not published over scope", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(func(k *core.Key) { k.Scopes = nil }), Org: core.OrgForPolicy(ours), Mode: unpublishedMode}, core.CodeModeNotPublished},
+		{"precedence lab over key limited", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(func(k *core.Key) { k.Modes = []string{"conclave-fast"} }), Org: core.OrgForPolicy(ours), Mode: labMode}, core.CodeLabNotAvailable},
+		{"precedence forbidden over test key", core.AuthzInput{Action: core.ActionModesWrite, Principal: key(func(k *core.Key) { k.Test = true }), Org: core.OrgForPolicy(ours), Mode: publishedMode}, core.CodeForbidden},
 		{"precedence mode_not_permitted over tier", core.AuthzInput{Action: core.ActionChatCreate, Principal: app, Org: free, Mode: maxMode, Tier: core.TierPro}, core.CodeModeNotPermitted},
 	}
 	e := engine(t)

@@ -29,6 +29,12 @@ var (
 	keyOwnerOrg = ast.StringTerm("owner_org")
 	keyPlans    = ast.StringTerm("plans")
 	keyTiers    = ast.StringTerm("tiers")
+
+	keyVersion   = ast.StringTerm("version")
+	keySuffix    = ast.StringTerm("suffix")
+	keyListing   = ast.StringTerm("listing")
+	keyPublished = ast.StringTerm("published")
+	keyInvited   = ast.StringTerm("invited")
 )
 
 // inputValue builds the policy input for in directly as an AST value: the
@@ -74,7 +80,7 @@ func orgTerm(o *core.AuthzOrg) *ast.Term {
 }
 
 func modeTerm(m *core.AuthzMode) *ast.Term {
-	items := make([][2]*ast.Term, 0, 6)
+	items := make([][2]*ast.Term, 0, 11)
 	items = append(items,
 		ast.Item(keyID, ast.StringTerm(m.ID)),
 		ast.Item(keyKey, ast.StringTerm(m.Key)),
@@ -94,6 +100,23 @@ func modeTerm(m *core.AuthzMode) *ast.Term {
 			tiers[i] = ast.StringTerm(string(t))
 		}
 		items = append(items, ast.Item(keyTiers, ast.ArrayTerm(tiers...)))
+	}
+	// How the caller reached an organisation's mode (all omitted when
+	// empty, as their JSON tags say).
+	if m.Version != 0 {
+		items = append(items, ast.Item(keyVersion, ast.IntNumberTerm(m.Version)))
+	}
+	if m.Suffix != "" {
+		items = append(items, ast.Item(keySuffix, ast.StringTerm(m.Suffix)))
+	}
+	if m.Listing != "" {
+		items = append(items, ast.Item(keyListing, ast.StringTerm(string(m.Listing))))
+	}
+	if m.Published {
+		items = append(items, ast.Item(keyPublished, ast.BooleanTerm(true)))
+	}
+	if m.Invited {
+		items = append(items, ast.Item(keyInvited, ast.BooleanTerm(true)))
 	}
 	return ast.ObjectTerm(items...)
 }

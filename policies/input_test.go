@@ -30,6 +30,12 @@ func TestInputValueMatchesJSON(t *testing.T) {
 			Mode:   &core.AuthzMode{ID: "m", Tiers: []core.Tier{}},
 		},
 		{Mode: &core.AuthzMode{}},
+		{
+			Action: core.ActionChatCreate,
+			Mode: &core.AuthzMode{ID: "m", OwnerOrg: "o", Tiers: []core.Tier{core.TierPlus},
+				Version: 3, Suffix: "v3", Listing: core.ListingApproved, Published: true, Invited: true},
+		},
+		{Mode: &core.AuthzMode{ID: "m", OwnerOrg: "o", Version: 1, Suffix: "lab", Listing: core.ListingNone}},
 	}
 	for _, in := range inputs {
 		b, err := json.Marshal(in)

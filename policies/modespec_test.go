@@ -15,6 +15,7 @@ import (
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/modes"
+	"github.com/conclavehq/conclave/core/modes/modestest"
 	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/policies"
 )
@@ -49,7 +50,7 @@ func setupSpec(t *testing.T) *specBundle {
 }
 
 // acme authors the specs of these tests.
-var acme = modes.Author{OrgID: "org_acme", OrgTicker: "ACME"}
+var acme = modestest.Acme
 
 // spec is a JSON object built from a literal, so each case can change it.
 type spec map[string]any
@@ -84,66 +85,12 @@ func (s spec) row(path ...string) []any {
 	return s.obj(path[:len(path)-1]...)[last].([]any)
 }
 
-// validSpec is a fixed panel at the experience and plus tiers, priced like
-// the built-in standard mode.
-const validSpec = `{
-  "name": "Acme Review Panel",
-  "ticker": "PANL",
-  "description": "Three seats from three provider families.",
-  "use_when": "Trade-offs where a second and a third opinion are worth a few cents.",
-  "seats_by_tier": {
-    "experience": [
-      {"engine": "sim/swift", "backup": "sim/gemini-flash"},
-      {"engine": "sim/gemini-flash", "backup": "sim/swift"},
-      {"engine": "sim/sonnet", "backup": "sim/swift"}
-    ],
-    "plus": [
-      {"engine": "sim/atlas", "backup": "sim/gemini-flash"},
-      {"engine": "sim/sonnet", "backup": "sim/atlas"},
-      {"engine": "sim/gemini-flash", "backup": "sim/sonnet"}
-    ]
-  },
-  "staff": {
-    "classifier": {"engine": "sim/swift"},
-    "judge": {"engine": "sim/sonnet", "backup": "sim/atlas"},
-    "synthesis": {"engine": "sim/atlas", "backup": "sim/sonnet"}
-  },
-  "critique": "deep",
-  "max_rounds": 2,
-  "quorum": 2,
-  "straggler_deadline_s": 20,
-  "express_threshold": 0.2,
-  "cost_ceiling_usd": 1.5,
-  "api_commercial": {
-    "price_tier": "standard",
-    "q_surcharge_by_depth": {"light": 0.05, "medium": 0.10, "deep": 0.15},
-    "q_surcharge_usd": 0.15
-  }
-}`
-
-// validAutoSpec is one row of two auto seats from plus up, drawn from the
-// frontier engines of two families at least.
-const validAutoSpec = `{
-  "name": "Acme Frontier Draw",
-  "ticker": "DRAW",
-  "use_when": "Hard questions where two frontier families should disagree.",
-  "min_tier": "plus",
-  "seats": [{"engine": "auto"}, {"engine": "auto"}],
-  "pool": ["sim/atlas-frontier", "sim/opus", "sim/gemini-pro"],
-  "family_diversity": 2,
-  "staff": {"judge": {"engine": "sim/opus", "backup": "sim/atlas-frontier", "tier": "pro"}},
-  "critique": "always",
-  "max_rounds": 2,
-  "cost_ceiling_usd": 3,
-  "api_commercial": {"q_surcharge_usd": 0.40}
-}`
-
-// proRow is a fixed row of the three frontier engines.
-const proRow = `[
-  {"engine": "sim/atlas-frontier", "backup": "sim/gemini-pro"},
-  {"engine": "sim/opus", "backup": "sim/atlas-frontier"},
-  {"engine": "sim/gemini-pro", "backup": "sim/opus"}
-]`
+// The fixtures of the shared corpus.
+const (
+	validSpec     = modestest.ValidSpec
+	validAutoSpec = modestest.ValidAutoSpec
+	proRow        = modestest.ProRow
+)
 
 func jsonValue(t *testing.T, s string) any {
 	t.Helper()
@@ -161,6 +108,11 @@ func (b *specBundle) validate(t *testing.T, s spec, author modes.Author, taken [
 	t.Helper()
 	raw, err := json.Marshal(s)
 	require.NoError(t, err)
+	return b.validateRaw(t, raw, author, taken, unavailable...)
+}
+
+func (b *specBundle) validateRaw(t *testing.T, raw []byte, author modes.Author, taken []string, unavailable ...string) validation {
+	t.Helper()
 	rs, m, err := modes.Validate(context.Background(), b.validator, modes.Request{
 		Spec:         raw,
 		Engines:      b.catalog.Engines(),
@@ -208,198 +160,60 @@ var validationCodes = []core.Code{
 	core.CodeDescriptionBadChars, core.CodeTickerTaken, core.CodePriceBelowFloor,
 }
 
-// TestEveryValidationCodeAlone reaches every validation code with a spec
-// that breaks that rule and no other: the refusal list is exactly one
-// refusal, of that code, at the path named, with the extra fields the spec
-// names.
+// TestEveryValidationCodeAlone reaches every validation code with the
+// shared corpus's spec that breaks that rule and no other: the refusal list
+// is exactly one refusal, of that code, at the path named, with the extra
+// fields the case names.
 func TestEveryValidationCodeAlone(t *testing.T) {
 	t.Parallel()
 	b := setupSpec(t)
-	base := parse(t, validSpec)
-	auto := parse(t, validAutoSpec)
-	system := base.with(t, func(s spec) { s.obj("seats_by_tier")["pro"] = jsonValue(t, proRow) })
-	operator := modes.Author{OrgTicker: "CNCL", System: true}
-
-	type tc struct {
-		code        core.Code
-		path        string
-		spec        spec
-		author      *modes.Author
-		taken       []string
-		unavailable []string
-		check       func(t *testing.T, r modes.Refusal)
-	}
-	cases := []tc{
-		// Seats.
-		{code: core.CodeSixSeatsRequired, path: "seats_by_tier.experience", spec: base.with(t, func(s spec) {
-			s.obj("seats_by_tier")["experience"] = jsonValue(t, `[{"engine": "sim/swift"}, {"engine": "sim/atlas"},
-				{"engine": "sim/atlas-frontier"}, {"engine": "sim/sonnet"}, {"engine": "sim/opus"},
-				{"engine": "sim/gemini-flash"}, {"engine": "sim/gemini-pro"}]`)
-		})},
-		{code: core.CodeDuplicateSeatEngine, path: "seats_by_tier.plus[2].engine", spec: base.with(t, func(s spec) {
-			s.row("seats_by_tier", "plus")[2] = jsonValue(t, `{"engine": "sim/atlas", "backup": "sim/sonnet"}`)
-		})},
-		{code: core.CodeSeatEngineNotFound, path: "seats_by_tier.plus[0].engine", spec: base.with(t, func(s spec) {
-			s.row("seats_by_tier", "plus")[0].(map[string]any)["engine"] = "sim/nowhere"
-		})},
-		{code: core.CodeSeatEngineAboveTier, path: "seats_by_tier.plus[0].engine", spec: base.with(t, func(s spec) {
-			s.row("seats_by_tier", "plus")[0].(map[string]any)["engine"] = "sim/swift"
-		})},
-		{code: core.CodeSingleFamilyRow, path: "seats_by_tier.plus", spec: base.with(t, func(s spec) {
-			s.obj("seats_by_tier")["plus"] = jsonValue(t, `[{"engine": "sim/atlas", "backup": "sim/sonnet"},
-				{"engine": "sim/atlas-frontier", "backup": "sim/sonnet"}]`)
-		})},
-		{code: core.CodeSeatSelectionRequired, path: "", spec: base.with(t, func(s spec) { delete(s, "seats_by_tier") })},
-		{code: core.CodeSeatsAmbiguous, path: "", spec: base.with(t, func(s spec) {
-			s["seats"] = s.row("seats_by_tier", "plus")
-			s["min_tier"] = "experience"
-		})},
-		{code: core.CodeEngineUnavailable, path: "seats_by_tier.experience[2].engine", unavailable: []string{"sim/opus"},
-			spec: base.with(t, func(s spec) { s.row("seats_by_tier", "experience")[2].(map[string]any)["engine"] = "sim/opus" })},
-
-		// Seat rows by tier.
-		{code: core.CodeSeatsByTierInvalid, path: "seats_by_tier", spec: base.with(t, func(s spec) { s["seats_by_tier"] = map[string]any{} })},
-		{code: core.CodeSeatTierUnknown, path: "seats_by_tier.ultra", spec: base.with(t, func(s spec) {
-			s.obj("seats_by_tier")["ultra"] = jsonValue(t, proRow)
-		})},
-		{code: core.CodeSeatTiersNotContiguous, path: "seats_by_tier", spec: base.with(t, func(s spec) {
-			delete(s.obj("seats_by_tier"), "plus")
-			s.obj("seats_by_tier")["pro"] = jsonValue(t, proRow)
-		})},
-		{code: core.CodeSeatsByTierNeedsFixed, path: "seats_by_tier", spec: base.with(t, func(s spec) {
-			s["seats_by_tier"] = jsonValue(t, `{"plus": [{"engine": "auto"}, {"engine": "auto"}]}`)
-			s["pool"] = jsonValue(t, `["sim/atlas-frontier", "sim/opus", "sim/gemini-pro"]`)
-		})},
-		{code: core.CodeSeatTiersMinTierMismatch, path: "min_tier", spec: base.with(t, func(s spec) { s["min_tier"] = "plus" })},
-		{code: core.CodeSeatTiersBelowStaff, path: "staff.judge.tier", spec: base.with(t, func(s spec) {
-			s.obj("staff")["judge"] = jsonValue(t, `{"engine": "sim/opus", "backup": "sim/atlas-frontier", "tier": "pro"}`)
-		})},
-		{code: core.CodeTierRequired, path: "min_tier", spec: auto.with(t, func(s spec) { delete(s, "min_tier") })},
-
-		// Staff.
-		{code: core.CodeStaffRoleUnknown, path: "staff.critic", spec: base.with(t, func(s spec) {
-			s.obj("staff")["critic"] = jsonValue(t, `{"engine": "sim/sonnet"}`)
-		})},
-		{code: core.CodeStaffAutoNotAllowed, path: "staff.classifier.engine", spec: base.with(t, func(s spec) {
-			s.obj("staff", "classifier")["engine"] = "auto"
-		})},
-		{code: core.CodeStaffTiersShape, path: "staff.judge.tier", spec: base.with(t, func(s spec) {
-			s.obj("staff", "judge")["tier"] = []any{"plus"}
-		})},
-		{code: core.CodeStaffTierUnknown, path: "staff.judge.tier", spec: base.with(t, func(s spec) { s.obj("staff", "judge")["tier"] = "ultra" })},
-		{code: core.CodeStaffTierIsLowest, path: "staff.judge.tier", spec: base.with(t, func(s spec) {
-			s.obj("staff", "judge")["tier"] = "experience"
-		})},
-		{code: core.CodeStaffBackupWithoutPrimary, path: "staff.grounding.engine", spec: base.with(t, func(s spec) {
-			s.obj("staff")["grounding"] = jsonValue(t, `{"backup": "sim/atlas"}`)
-		})},
-		{code: core.CodeStaffBackupSameAsPrimary, path: "staff.judge.backup", spec: base.with(t, func(s spec) {
-			s.obj("staff", "judge")["backup"] = "sim/sonnet"
-		})},
-		{code: core.CodeStaffEngineAboveTier, path: "staff.judge.engine", spec: base.with(t, func(s spec) {
-			s.obj("staff")["judge"] = jsonValue(t, `{"engine": "sim/swift", "backup": "sim/atlas", "tier": "plus"}`)
-		})},
-
-		// System modes.
-		{code: core.CodeSystemModeSeats, path: "seats_by_tier.pro", author: &operator, spec: system.with(t, func(s spec) {
-			s.obj("seats_by_tier")["pro"] = jsonValue(t, `[{"engine": "auto"}, {"engine": "auto"}, {"engine": "auto"}]`)
-		})},
-		{code: core.CodeSystemModeSeatsUntiered, path: "seats", author: &operator, spec: system.with(t, func(s spec) {
-			delete(s, "seats_by_tier")
-			s["seats"] = jsonValue(t, proRow)
-			s["min_tier"] = "experience"
-		})},
-		{code: core.CodeSystemModeTierDropped, path: "seats_by_tier.pro", author: &operator, spec: base},
-
-		// Auto seats.
-		{code: core.CodeAutoNeedsFixedPool, path: "pool", spec: auto.with(t, func(s spec) { delete(s, "pool") })},
-		{code: core.CodeAutoSeatsMixed, path: "seats", spec: auto.with(t, func(s spec) {
-			s["seats"].([]any)[1] = jsonValue(t, `{"engine": "sim/opus", "backup": "sim/gemini-pro"}`)
-		})},
-		{code: core.CodeAutoRowsDifferByTier, path: "seats_by_tier", spec: base.with(t, func(s spec) {
-			s.obj("seats_by_tier")["plus"] = jsonValue(t, `[{"engine": "auto"}, {"engine": "auto"}, {"engine": "auto"}]`)
-			s.obj("seats_by_tier")["pro"] = jsonValue(t, `[{"engine": "auto"}, {"engine": "auto"}]`)
-			s["pool"] = jsonValue(t, `["sim/atlas-frontier", "sim/opus", "sim/gemini-pro", "sim/atlas", "sim/sonnet"]`)
-		})},
-		{code: core.CodeAutoSeatBackup, path: "seats[0].backup", spec: auto.with(t, func(s spec) {
-			s["seats"].([]any)[0] = jsonValue(t, `{"engine": "auto", "backup": "sim/opus"}`)
-		})},
-		{code: core.CodeAutoPickedNeedsBackup, path: "seats", spec: auto.with(t, func(s spec) {
-			s["pool"] = []any{"sim/atlas-frontier", "sim/opus"}
-		})},
-		{code: core.CodeFamilyDiversityInvalid, path: "family_diversity", spec: auto.with(t, func(s spec) { s["family_diversity"] = 3 })},
-		{code: core.CodeFamilyDiversityNeedsAuto, path: "family_diversity", spec: base.with(t, func(s spec) { s["family_diversity"] = 2 })},
-
-		// Other.
-		{code: core.CodeFidelityRetired, path: "fidelity", spec: base.with(t, func(s spec) { s["fidelity"] = "high" })},
-		{code: core.CodeFidelityInert, path: "fidelity", spec: base.with(t, func(s spec) { s["fidelity"] = "standard" })},
-		{code: core.CodeInvalidValue, path: "max_rounds", spec: base.with(t, func(s spec) { s["max_rounds"] = 9 })},
-
-		// Listing and price.
-		{code: core.CodeDescriptionTooLong, path: "description", spec: base.with(t, func(s spec) {
-			s["description"] = strings.Repeat("a", 281)
-		})},
-		{code: core.CodeUseWhenInvalid, path: "use_when", spec: base.with(t, func(s spec) { s["use_when"] = "   " })},
-		{code: core.CodeUseWhenTooLong, path: "use_when", spec: base.with(t, func(s spec) { s["use_when"] = strings.Repeat("a", 501) })},
-		{code: core.CodePriceRequired, path: "api_commercial", spec: base.with(t, func(s spec) {
-			s["api_commercial"] = map[string]any{"price_tier": "standard"}
-		})},
-		{code: core.CodePriceOverrideNotAllowed, path: "api_commercial.price_override_acknowledged", spec: base.with(t, func(s spec) {
-			s.obj("api_commercial")["price_override_acknowledged"] = true
-		})},
-		{code: core.CodeTickerRequired, path: "ticker", spec: base.with(t, func(s spec) { delete(s, "ticker") })},
-		{code: core.CodeTickerInvalid, path: "ticker", spec: base.with(t, func(s spec) { s["ticker"] = "ACME:PANL" })},
-		{code: core.CodeOrgRequired, path: "", author: &modes.Author{}, spec: base},
-		{code: core.CodeNameTooShort, path: "name", spec: base.with(t, func(s spec) { s["name"] = "Ab" })},
-		{code: core.CodeNameTooLong, path: "name", spec: base.with(t, func(s spec) { s["name"] = strings.Repeat("Acme ", 12) + "X" })},
-		{code: core.CodeNameBadChars, path: "name", spec: base.with(t, func(s spec) { s["name"] = "Acme <Panel>" })},
-		{code: core.CodeNameEdgePunctuation, path: "name", spec: base.with(t, func(s spec) { s["name"] = "Acme Panel." })},
-		{code: core.CodeNameReserved, path: "name", spec: base.with(t, func(s spec) { s["name"] = "The Conclave Panel" })},
-		{code: core.CodeDescriptionBadChars, path: "description", spec: base.with(t, func(s spec) {
-			s["description"] = "Three <b>seats</b>."
-		})},
-		{code: core.CodeTickerTaken, path: "ticker", spec: base, taken: []string{"ACME:PANL", "ACME:PANA", "CNCL:STND"},
-			check: func(t *testing.T, r modes.Refusal) { require.Equal(t, "PANB", r.SuggestedTicker) }},
-		{code: core.CodePriceBelowFloor, path: "api_commercial.q_surcharge_by_depth.light", spec: base.with(t, func(s spec) {
-			s.obj("api_commercial", "q_surcharge_by_depth")["light"] = 0.005
-		}), check: func(t *testing.T, r modes.Refusal) {
-			require.NotNil(t, r.FloorUSD)
-			require.NotNil(t, r.RecommendedUSD)
-			require.Equal(t, "0.01", core.Micros(*r.FloorUSD).String())
-			require.Equal(t, "0.03", core.Micros(*r.RecommendedUSD).String())
-		}},
-	}
+	cases := modestest.Cases()
 
 	var covered []core.Code
 	for _, c := range cases {
-		covered = append(covered, c.code)
+		covered = append(covered, c.Code)
 	}
 	require.ElementsMatch(t, validationCodes, covered, "every validation code has exactly one case")
 
 	for _, c := range cases {
-		t.Run(string(c.code), func(t *testing.T) {
+		t.Run(string(c.Code), func(t *testing.T) {
 			t.Parallel()
-			author := acme
-			if c.author != nil {
-				author = *c.author
-			}
-			got := b.validate(t, c.spec, author, c.taken, c.unavailable...)
-			require.Equal(t, []string{string(c.code)}, codes(got.refusals), "refusals: %+v", got.refusals)
+			got := b.validateRaw(t, c.Spec, c.Author, c.TakenTickers, c.Unavailable...)
+			require.Equal(t, []string{string(c.Code)}, codes(got.refusals), "refusals: %+v", got.refusals)
 			r := got.refusals[0]
-			require.Equal(t, c.path, r.Path)
+			require.Equal(t, c.Path, r.Path)
 			require.NotEmpty(t, r.Message)
 			require.Equal(t, 400, core.InfoFor(r.Code).Status/100*100, "a validation code is a 4xx")
-			if c.check != nil {
-				c.check(t, r)
-			}
-			if r.Code != core.CodeTickerTaken {
-				require.Empty(t, r.SuggestedTicker)
-			}
-			if r.Code != core.CodePriceBelowFloor {
+			require.Equal(t, c.SuggestedTicker, r.SuggestedTicker)
+			if c.FloorUSD == "" {
 				require.Nil(t, r.FloorUSD)
+				require.Nil(t, r.RecommendedUSD)
+			} else {
+				require.NotNil(t, r.FloorUSD)
+				require.NotNil(t, r.RecommendedUSD)
+				require.Equal(t, c.FloorUSD, core.Micros(*r.FloorUSD).String())
+				require.Equal(t, c.RecommendedUSD, core.Micros(*r.RecommendedUSD).String())
 			}
 			require.Nil(t, got.mode, "a refused spec gives no mode")
 		})
+	}
+}
+
+// A case an organisation's request can produce is refused the same way
+// with no unavailable engine and as any organisation's author: what marks
+// the other cases (an operator, no organisation, an engine out) is what
+// they need.
+func TestCorpusCasesByOrganisation(t *testing.T) {
+	t.Parallel()
+	b := setupSpec(t)
+	for _, c := range modestest.Cases() {
+		if !c.ByOrganisation() {
+			got := b.validateRaw(t, c.Spec, acme, c.TakenTickers)
+			require.NotEqual(t, []string{string(c.Code)}, codes(got.refusals), "%s needs what its case names", c.Code)
+			continue
+		}
+		got := b.validateRaw(t, c.Spec, modes.Author{OrgID: "org_beta", OrgTicker: "ACME"}, c.TakenTickers)
+		require.Equal(t, []string{string(c.Code)}, codes(got.refusals), "%s", c.Code)
 	}
 }
 

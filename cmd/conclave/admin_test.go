@@ -233,32 +233,66 @@ func TestAdminOrgVerificationAndLimits(t *testing.T) {
 }
 
 // The operator reviews listings from the command line, through the same
-// state machine as every change of a mode: approve a pending listing,
-// refuse what the listing's state does not allow, refuse a stale revision,
-// delist an approved one; an unknown mode is named.
+// state machine as every change of a mode: approve a pending listing at the
+// version reviewed (--version, by default the latest release), which is
+// certified and published; refuse a version never released, what the
+// listing's state does not allow and a stale revision; delist an approved
+// one and approve it again; an unknown mode is named.
 func TestListingReview(t *testing.T) {
 	t.Parallel()
 	b := setupAdmin(t)
 	ctx := context.Background()
 	org, _, err := b.store.CreateOrg(ctx, &core.CreateOrgParams{Name: "Acme", Ticker: "ACME"})
 	require.NoError(t, err)
-	m, err := b.store.SaveModeDraft(ctx, &core.SaveModeDraft{OrgID: org.ID, Name: "Review Panel", Ticker: "PANL",
-		Spec: []byte(`{"name":"Review Panel","ticker":"PANL"}`), Validated: true})
-	require.NoError(t, err)
-	mode := &core.Mode{ID: m.ID, Ticker: m.Ticker, OwnerOrg: org.ID, Deliberation: core.Deliberation{MaxRounds: 1}}
-	_, err = b.store.ReleaseMode(ctx, &core.ReleaseMode{OrgID: org.ID, ModeID: m.ID, Revision: m.DraftRevision, Mode: mode, ConfigHash: mode.ConfigHash(nil)})
-	require.NoError(t, err)
-	m, err = b.store.AuthoredMode(ctx, org.ID, m.ID)
-	require.NoError(t, err)
+	release := func(m *core.AuthoredMode, rounds int) *core.AuthoredMode {
+		t.Helper()
+		p := &core.SaveModeDraft{OrgID: org.ID, Name: "Review Panel", Ticker: "PANL",
+			Spec: []byte(`{"name":"Review Panel","ticker":"PANL"}`), Validated: true}
+		if m != nil {
+			p.ModeID, p.BaseRevision = m.ID, m.DraftRevision
+		}
+		m, err := b.store.SaveModeDraft(ctx, p)
+		require.NoError(t, err)
+		mode := &core.Mode{ID: m.ID, Ticker: m.Ticker, OwnerOrg: org.ID, Deliberation: core.Deliberation{MaxRounds: rounds}}
+		_, err = b.store.ReleaseMode(ctx, &core.ReleaseMode{OrgID: org.ID, ModeID: m.ID, Revision: m.DraftRevision, Mode: mode, ConfigHash: mode.ConfigHash(nil)})
+		require.NoError(t, err)
+		m, err = b.store.AuthoredMode(ctx, org.ID, m.ID)
+		require.NoError(t, err)
+		return m
+	}
+	m := release(nil, 1)
 	m, err = b.store.ChangeListing(ctx, org.ID, m.ID, core.ModeAction{Kind: core.ActionRequestListing, ListingRevision: m.ListingRevision})
 	require.NoError(t, err)
 	require.Equal(t, core.ListingPending, m.Listing)
+	m = release(m, 2) // version 2, released while the listing is pending
 	stale := m.ListingRevision
 
-	out := b.mustRun(t, "listing", "approve", "--mode", "ACME:PANL")
+	// --version names a released version, and only for an approval.
+	_, err = b.run(t, "listing", "approve", "--mode", "ACME:PANL", "--version", "3")
+	require.Equal(t, core.CodeModeNotFound, core.AsError(err).Code, "version 3 was never released: %v", err)
+	for _, args := range [][]string{
+		{"listing", "approve", "--mode", "ACME:PANL", "--version", "-1"},
+		{"listing", "reject", "--mode", "ACME:PANL", "--version", "1"},
+		{"listing", "delist", "--mode", "ACME:PANL", "--version", "1"},
+	} {
+		_, err = b.run(t, args...)
+		var u usageError
+		require.ErrorAs(t, err, &u, "%v", args)
+		require.Contains(t, u.msg, "--version")
+	}
+	got, err := b.store.AuthoredMode(ctx, org.ID, m.ID)
+	require.NoError(t, err)
+	require.Equal(t, m.ModeState, got.ModeState, "a refused review changes nothing")
+
+	// Approving version 1: it is certified and published, though version 2
+	// is the latest.
+	out := b.mustRun(t, "listing", "approve", "--mode", "ACME:PANL", "--version", "1")
 	require.Equal(t, string(core.ListingApproved), out["listing"])
 	require.Equal(t, m.ID, out["mode_id"])
 	require.Greater(t, out["listing_revision"], float64(stale))
+	require.Equal(t, float64(2), out["latest_version"])
+	require.Equal(t, float64(1), out["certified_version"])
+	require.Equal(t, float64(1), out["published_version"])
 
 	_, err = b.run(t, "listing", "reject", "--mode", m.ID)
 	require.Equal(t, core.CodeConflict, core.AsError(err).Code, "only a pending listing can be rejected: %v", err)
@@ -267,9 +301,20 @@ func TestListingReview(t *testing.T) {
 
 	out = b.mustRun(t, "listing", "delist", "--mode", m.ID)
 	require.Equal(t, string(core.ListingDelisted), out["listing"])
-	got, err := b.store.AuthoredMode(ctx, org.ID, m.ID)
+	require.Equal(t, float64(0), out["published_version"], "delisting withdraws the published version")
+	require.Equal(t, float64(1), out["certified_version"], "and keeps the certified one")
+	got, err = b.store.AuthoredMode(ctx, org.ID, m.ID)
 	require.NoError(t, err)
 	require.Equal(t, core.ListingDelisted, got.Listing, "the store holds what the command said")
+
+	// Approved again without --version: the latest release.
+	out = b.mustRun(t, "listing", "approve", "--mode", m.ID)
+	require.Equal(t, string(core.ListingApproved), out["listing"])
+	require.Equal(t, float64(2), out["certified_version"])
+	require.Equal(t, float64(2), out["published_version"])
+	got, err = b.store.AuthoredMode(ctx, org.ID, m.ID)
+	require.NoError(t, err)
+	require.Equal(t, [2]int{2, 2}, [2]int{got.CertifiedVersion, got.PublishedVersion})
 
 	_, err = b.run(t, "listing", "approve", "--mode", "NOPE:NOPE")
 	require.ErrorContains(t, err, `no mode with id "NOPE:NOPE"`)

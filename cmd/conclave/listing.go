@@ -37,6 +37,9 @@ func listingReview(kind core.ModeActionKind) func(context.Context, *flag.FlagSet
 		if err := parse(fs, args, "mode"); err != nil {
 			return err
 		}
+		if *version < 0 || (*version != 0 && kind != core.ActionApprove) {
+			return usagef("%s: --version names the released version an approval reviews (1, 2, …)", fs.Name())
+		}
 		return withStore(ctx, cf, func(s *pgstore.Store) error {
 			m, err := s.AuthoredModeByRef(ctx, *ref)
 			if err != nil {

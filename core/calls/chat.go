@@ -355,12 +355,17 @@ func completionOf(mode *core.Mode, hash string, res *deliberate.Result, bill cor
 	if engines == nil {
 		engines = []string{}
 	}
+	var version *int
+	if mode.Version > 0 {
+		v := mode.Version
+		version = &v
+	}
 	return &Completion{
 		ID: "chatcmpl-" + strings.TrimPrefix(requestID, "req_"), Created: time.Now().Unix(), Model: mode.ID,
 		Answer: res.Answer, FinishReason: res.Finish,
 		Usage: Usage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens, ReasoningTokens: res.Usage.ReasoningTokens},
 		Panel: Panel{
-			RequestID: requestID, Mode: mode.ID, ModeKey: mode.Key, ModeConfigHash: hash, Lane: res.Lane,
+			RequestID: requestID, Mode: mode.ID, ModeKey: mode.Key, ModeConfigHash: hash, ModeVersion: version, Lane: res.Lane,
 			Rounds: len(res.Rounds), Seats: res.Seats, SeatsAnswered: res.SeatsAnswered, Converged: res.Converged,
 			RemainingFriction: res.RemainingFriction, ContestedPassage: res.ContestedPassage,
 			BestSeatRationale: res.BestSeatRationale, BestSeatJudgedBy: res.BestSeatJudgedBy, Deliberation: res.Rounds,

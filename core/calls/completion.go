@@ -36,6 +36,7 @@ type Panel struct {
 	Mode                 string                       `json:"mode"`
 	ModeKey              string                       `json:"mode_key"`
 	ModeConfigHash       string                       `json:"mode_config_hash"`
+	ModeVersion          *int                         `json:"mode_version"`
 	Lane                 core.Lane                    `json:"lane"`
 	Rounds               int                          `json:"rounds"`
 	Seats                int                          `json:"seats"`

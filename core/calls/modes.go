@@ -16,15 +16,19 @@ type ModeView struct {
 	Families   []string
 }
 
-// ResolveMode finds the mode id names (slug or ticker) in the mode source
-// and checks that p may use it for action at tier ("" when the request
-// names none): model_not_found for an unknown mode, the policy's refusal
-// otherwise.
+// ResolveMode finds the mode id names (slug or ticker, with a version
+// suffix or none) in the mode source and checks that p may use it for
+// action at tier ("" when the request names none): model_not_found for an
+// unknown mode or version, suffix_not_supported for a configured mode named
+// with a suffix, the policy's refusal otherwise.
 func (s *Service) ResolveMode(ctx context.Context, p *access.Principal, id, action string, tier core.Tier) (*core.Mode, error) {
 	m, err := s.d.Modes.ResolveMode(ctx, p.Org.ID, id)
+	var ce *core.Error
 	switch {
 	case errors.Is(err, core.ErrNotFound):
 		return nil, core.ModelNotFound()
+	case errors.As(err, &ce) && ce.Code == core.CodeSuffixNotSupported:
+		return nil, err
 	case err != nil:
 		return nil, core.Errorf(core.CodeServiceUnavailable, "The mode could not be read; nothing was run or billed. Retry shortly.").WithCause(err)
 	}

@@ -21,7 +21,7 @@ func receiptFor(mode *core.Mode, hash string, res *deliberate.Result, bill core.
 	score := res.Classification.Score
 	now := time.Now()
 	rc := &core.Receipt{
-		OrgID: orgID, Mode: mode.ID, ModeKey: mode.Key, ModeConfigHash: hash, Status: status,
+		OrgID: orgID, Mode: mode.ID, ModeKey: mode.Key, ModeConfigHash: hash, ModeVersion: mode.Version, Status: status,
 		Billed: bill.Billed, TokenCharge: bill.TokenCharge, Surcharge: bill.Surcharge, PlatformFee: bill.PlatformFee,
 		PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens,
 		Rounds: &rounds, SeatCount: res.Seats, Payer: orgID, Lane: res.Lane,

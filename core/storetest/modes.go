@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,6 +16,12 @@ import (
 // listed mode must resolve by its slug and, when it has one, its ticker,
 // exactly as listed and to the same mode; anything else is
 // core.ErrNotFound; the listing and each mode's hash are stable.
+//
+// Suffixes: a listed version of an organisation's mode (Version > 0)
+// resolves, named with its "@vN" suffix, to the same version, reached with
+// that suffix; a configured mode (Version 0) takes none (ErrNotFound or
+// suffix_not_supported); and what follows "@" in no suffix ("@beta",
+// "@v0") is ErrNotFound.
 func RunModeSource(t *testing.T, src core.ModeSource, orgID string) {
 	t.Helper()
 	ctx := context.Background()
@@ -45,6 +53,35 @@ func RunModeSource(t *testing.T, src core.ModeSource, orgID string) {
 	for _, id := range []string{"", "no-such-mode", "NOPE:NOPE", upper(modes[0].ID), modes[0].ID + " "} {
 		_, err := src.ResolveMode(ctx, orgID, id)
 		require.ErrorIs(t, err, core.ErrNotFound, "%q resolves to nothing", id)
+	}
+
+	for _, m := range modes {
+		for _, bad := range []string{"@", "@beta", "@LAB", "@v0", "@v01", "@V1", "@v", "@lab@lab"} {
+			_, err := src.ResolveMode(ctx, orgID, m.ID+bad)
+			require.ErrorIs(t, err, core.ErrNotFound, "%q is no suffix", m.ID+bad)
+		}
+		if m.Version == 0 {
+			require.Nil(t, m.Reach, "%s: a configured mode has no reach", m.ID)
+			for _, suffix := range []string{"@lab", "@v1"} {
+				_, err := src.ResolveMode(ctx, orgID, m.ID+suffix)
+				require.Error(t, err, "%s: a configured mode takes no suffix", m.ID+suffix)
+				if !errors.Is(err, core.ErrNotFound) {
+					require.Equal(t, core.CodeSuffixNotSupported, core.AsError(err).Code, "%s: %v", m.ID+suffix, err)
+				}
+			}
+			continue
+		}
+		require.NotNil(t, m.Reach, "%s: a listed version says how it was reached", m.ID)
+		require.Empty(t, m.Reach.Suffix, "%s is listed as it stands", m.ID)
+		named := fmt.Sprintf("%s@v%d", m.ID, m.Version)
+		v, err := src.ResolveMode(ctx, orgID, named)
+		require.NoError(t, err, named)
+		require.Equal(t, m.ID, v.ID, named)
+		require.Equal(t, m.Version, v.Version, named)
+		require.Equal(t, src.ModeConfigHash(m), src.ModeConfigHash(v), "%s is the version listed", named)
+		require.Equal(t, fmt.Sprintf("v%d", m.Version), v.Reach.Suffix)
+		require.Equal(t, m.Reach.Published, v.Reach.Published, named)
+		require.Equal(t, m.Reach.Listing, v.Reach.Listing, named)
 	}
 }
 

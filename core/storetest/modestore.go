@@ -22,8 +22,8 @@ type ModeStores interface {
 
 // RunModeStore is the section of core.ModeStore: every transition of the
 // lifecycle (docs/modes.md, "Lifecycle") and every code that refuses one,
-// name and ticker uniqueness, immutable versions, and two replicas
-// releasing one draft at once. replica returns a second store over the
+// name and ticker uniqueness, immutable versions read one or several at a
+// time, lab invitations, and two replicas releasing one draft at once. replica returns a second store over the
 // same database as s, through its own connections.
 func RunModeStore[S ModeStores](t *testing.T, newStore func(t *testing.T) S, replica func(t *testing.T, s S) S) {
 	ctx := context.Background()
@@ -186,17 +186,24 @@ func RunModeStore[S ModeStores](t *testing.T, newStore func(t *testing.T) S, rep
 		require.Equal(t, 2, got.LatestVersion)
 	})
 
-	t.Run("CertifyThenPublish", func(t *testing.T) {
+	t.Run("ApproveThenCertifyAndPublish", func(t *testing.T) {
 		t.Parallel()
 		s, org := newOrg(t, newStore, "Acme")
-		m := driveTo(t, s, org.ID, "approved")
+		m := driveTo(t, s, org.ID, "listing-pending")
 		list, err := s.ListPublishedModes(ctx)
 		require.NoError(t, err)
-		require.Empty(t, list, "an approved listing without a published version is lab: not in the marketplace")
+		require.Empty(t, list, "a pending listing is not in the marketplace")
 
-		m, err = s.RecordCertified(ctx, m.ID, 1)
+		// The approval certifies and publishes the version reviewed.
+		m, err = s.ReviewListing(ctx, m.ID, core.ModeAction{Kind: core.ActionApprove, Version: 1, ListingRevision: m.ListingRevision})
 		require.NoError(t, err)
-		// A second release after certification: version 2 is not certified.
+		require.Equal(t, [2]int{1, 1}, [2]int{m.CertifiedVersion, m.PublishedVersion})
+		list, err = s.ListPublishedModes(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []string{m.Ticker}, tickers(list))
+
+		// A second release is not certified, so not publishable; version 1
+		// stays published.
 		p := draft(org.ID, "Review Panel", "PANL", true)
 		p.ModeID = m.ID
 		m, err = s.SaveModeDraft(ctx, p)
@@ -207,23 +214,143 @@ func RunModeStore[S ModeStores](t *testing.T, newStore func(t *testing.T) S, rep
 		require.NoError(t, err)
 		_, err = s.ChangeListing(ctx, org.ID, m.ID, core.ModeAction{Kind: core.ActionPublish, Version: 2, ListingRevision: m.ListingRevision})
 		requireCode(t, err, core.CodePublishedVersionUncertified)
-		m, err = s.ChangeListing(ctx, org.ID, m.ID, core.ModeAction{Kind: core.ActionPublish, Version: 1, ListingRevision: m.ListingRevision})
-		require.NoError(t, err)
 		require.Equal(t, 1, m.PublishedVersion)
+
+		// A certification run certifies it; the author publishes it.
+		m, err = s.RecordCertified(ctx, m.ID, 2)
+		require.NoError(t, err)
+		require.Equal(t, [2]int{2, 1}, [2]int{m.CertifiedVersion, m.PublishedVersion}, "certifying publishes nothing")
+		m, err = s.ChangeListing(ctx, org.ID, m.ID, core.ModeAction{Kind: core.ActionPublish, Version: 2, ListingRevision: m.ListingRevision})
+		require.NoError(t, err)
+		require.Equal(t, 2, m.PublishedVersion)
 		list, err = s.ListPublishedModes(ctx)
 		require.NoError(t, err)
-		require.Equal(t, []string{m.Ticker}, tickers(list))
+		require.Len(t, list, 1)
+		require.Equal(t, 2, list[0].PublishedVersion)
 
 		// Review actions are the operator's, not the author's.
 		_, err = s.ChangeListing(ctx, org.ID, m.ID, core.ModeAction{Kind: core.ActionDelist, ListingRevision: m.ListingRevision})
 		requireCode(t, err, core.CodeForbidden)
-		_, err = s.ReviewListing(ctx, m.ID, core.ModeAction{Kind: core.ActionPublish, ListingRevision: m.ListingRevision})
+		_, err = s.ChangeListing(ctx, org.ID, m.ID, core.ModeAction{Kind: core.ActionApprove, Version: 2, ListingRevision: m.ListingRevision})
+		requireCode(t, err, core.CodeForbidden)
+		_, err = s.ReviewListing(ctx, m.ID, core.ModeAction{Kind: core.ActionPublish, Version: 2, ListingRevision: m.ListingRevision})
 		requireCode(t, err, core.CodeInvalidRequest)
-		_, err = s.ReviewListing(ctx, m.ID, core.ModeAction{Kind: core.ActionDelist, ListingRevision: m.ListingRevision})
+		m, err = s.ReviewListing(ctx, m.ID, core.ModeAction{Kind: core.ActionDelist, ListingRevision: m.ListingRevision})
 		require.NoError(t, err)
+		require.Equal(t, [2]int{2, 0}, [2]int{m.CertifiedVersion, m.PublishedVersion})
 		list, err = s.ListPublishedModes(ctx)
 		require.NoError(t, err)
 		require.Empty(t, list, "a delisted mode leaves the marketplace")
+
+		// Approved again, at the version the operator reviews now.
+		m, err = s.ReviewListing(ctx, m.ID, core.ModeAction{Kind: core.ActionApprove, Version: 1, ListingRevision: m.ListingRevision})
+		require.NoError(t, err)
+		require.Equal(t, [2]int{1, 1}, [2]int{m.CertifiedVersion, m.PublishedVersion})
+		list, err = s.ListPublishedModes(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []string{m.Ticker}, tickers(list))
+	})
+
+	t.Run("ModeVersions", func(t *testing.T) {
+		t.Parallel()
+		s, org := newOrg(t, newStore, "Acme")
+		a := driveTo(t, s, org.ID, "approved+released") // versions 1 and 2
+		b, err := s.SaveModeDraft(ctx, draft(org.ID, "Other Panel", "OTHR", true))
+		require.NoError(t, err)
+		b1, err := s.ReleaseMode(ctx, release(org.ID, b, panel("sim/o", "sim/p")))
+		require.NoError(t, err)
+
+		// The versions asked for, in the order asked.
+		refs := []core.ModeVersionRef{{ModeID: a.ID, Version: 2}, {ModeID: b.ID, Version: 1}, {ModeID: a.ID, Version: 1}}
+		got, err := s.ModeVersions(ctx, refs)
+		require.NoError(t, err)
+		require.Len(t, got, len(refs))
+		for i, r := range refs {
+			require.Equal(t, r.ModeID, got[i].ModeID, "answer %d", i)
+			require.Equal(t, r.Version, got[i].Version, "answer %d", i)
+			one, err := s.ModeVersion(ctx, r.ModeID, r.Version)
+			require.NoError(t, err)
+			require.Equal(t, one.ConfigHash, got[i].ConfigHash, "answer %d reads as ModeVersion does", i)
+			require.Equal(t, one.Mode, got[i].Mode)
+		}
+		require.Equal(t, b1.ConfigHash, got[1].ConfigHash)
+
+		none, err := s.ModeVersions(ctx, nil)
+		require.NoError(t, err)
+		require.Empty(t, none)
+		// One version missing is ErrNotFound for the whole answer.
+		for _, missing := range []core.ModeVersionRef{{ModeID: a.ID, Version: 3}, {ModeID: "nope-nope", Version: 1}, {ModeID: b.ID, Version: 0}} {
+			_, err = s.ModeVersions(ctx, append(append([]core.ModeVersionRef{}, refs...), missing))
+			require.ErrorIs(t, err, core.ErrNotFound, "%+v", missing)
+		}
+	})
+
+	t.Run("LabInvites", func(t *testing.T) {
+		t.Parallel()
+		s, acme := newOrg(t, newStore, "Acme")
+		beta, gamma := createOrg(t, s, "Beta"), createOrg(t, s, "Gamma")
+		m := driveTo(t, s, acme.ID, "released")
+		invites := func() []string {
+			t.Helper()
+			got, err := s.LabInvites(ctx, m.ID)
+			require.NoError(t, err)
+			return got
+		}
+		invited := func(orgID string) bool {
+			t.Helper()
+			ok, err := s.LabInvited(ctx, m.ID, orgID)
+			require.NoError(t, err)
+			return ok
+		}
+		require.Empty(t, invites())
+		require.NotNil(t, invites(), "no invitation is an empty list")
+		require.False(t, invited(beta.ID))
+
+		// Invited by ticker; inviting again changes nothing.
+		require.NoError(t, s.SetLabInvite(ctx, acme.ID, m.ID, gamma.Ticker, true))
+		require.NoError(t, s.SetLabInvite(ctx, acme.ID, m.ID, beta.Ticker, true))
+		require.NoError(t, s.SetLabInvite(ctx, acme.ID, m.ID, beta.Ticker, true))
+		want := []string{beta.Ticker, gamma.Ticker}
+		if want[0] > want[1] {
+			want[0], want[1] = want[1], want[0]
+		}
+		require.Equal(t, want, invites(), "sorted, once each")
+		require.True(t, invited(beta.ID))
+		require.True(t, invited(gamma.ID))
+		require.False(t, invited(acme.ID), "the owner is not invited: it owns the mode")
+
+		// A ticker no other organisation has: invalid_value, nothing saved.
+		err := s.SetLabInvite(ctx, acme.ID, m.ID, "ZZZZ", true)
+		requireCode(t, err, core.CodeInvalidValue)
+		err = s.SetLabInvite(ctx, acme.ID, m.ID, acme.Ticker, true)
+		requireCode(t, err, core.CodeInvalidValue)
+		require.Equal(t, want, invites())
+		// Only the owner invites to its mode.
+		err = s.SetLabInvite(ctx, beta.ID, m.ID, gamma.Ticker, false)
+		requireCode(t, err, core.CodeModeNotFound)
+		err = s.SetLabInvite(ctx, beta.ID, m.ID, beta.Ticker, true)
+		requireCode(t, err, core.CodeModeNotFound)
+		err = s.SetLabInvite(ctx, acme.ID, "nope-nope", beta.Ticker, true)
+		requireCode(t, err, core.CodeModeNotFound)
+		require.Equal(t, want, invites())
+
+		// Withdrawn; withdrawing one that does not exist is no error.
+		require.NoError(t, s.SetLabInvite(ctx, acme.ID, m.ID, beta.Ticker, false))
+		require.NoError(t, s.SetLabInvite(ctx, acme.ID, m.ID, beta.Ticker, false))
+		require.NoError(t, s.SetLabInvite(ctx, acme.ID, m.ID, "ZZZZ", false))
+		require.Equal(t, []string{gamma.Ticker}, invites())
+		require.False(t, invited(beta.ID))
+		require.True(t, invited(gamma.ID))
+
+		// Invitations belong to one mode.
+		other, err := s.SaveModeDraft(ctx, draft(acme.ID, "Other Panel", "OTHR", true))
+		require.NoError(t, err)
+		got, err := s.LabInvites(ctx, other.ID)
+		require.NoError(t, err)
+		require.Empty(t, got)
+		ok, err := s.LabInvited(ctx, other.ID, gamma.ID)
+		require.NoError(t, err)
+		require.False(t, ok)
 	})
 
 	t.Run("TwoReplicasReleaseOneDraft", func(t *testing.T) {
@@ -286,19 +413,21 @@ type lifecycleRow struct {
 }
 
 // The starting states, each reached from a new mode by the author's and
-// the operator's actions (driveTo).
+// the operator's actions (driveTo). The operator approves the latest
+// release, which is then certified and published.
 var lifecycleStarts = map[string][]string{
-	"unvalidated":        {"save-unvalidated"},
-	"draft":              {"save"},
-	"released":           {"save", "release"},
-	"released+draft":     {"save", "release", "save-next"},
-	"listing-pending":    {"save", "release", "request"},
-	"approved":           {"save", "release", "request", "approve"},
-	"rejected":           {"save", "release", "request", "reject"},
-	"delisted":           {"save", "release", "request", "approve", "delist"},
-	"certified":          {"save", "release", "request", "approve", "certify-1"},
-	"published":          {"save", "release", "request", "approve", "certify-1", "publish-1"},
-	"published+released": {"save", "release", "request", "approve", "certify-1", "publish-1", "save-next", "release"},
+	"unvalidated":       {"save-unvalidated"},
+	"draft":             {"save"},
+	"released":          {"save", "release"},
+	"released+draft":    {"save", "release", "save-next"},
+	"listing-pending":   {"save", "release", "request"},
+	"listing-pending+2": {"save", "release", "request", "save-next", "release"},
+	"approved":          {"save", "release", "request", "approve"},
+	"rejected":          {"save", "release", "request", "reject"},
+	"delisted":          {"save", "release", "request", "approve", "delist"},
+	"delisted+released": {"save", "release", "request", "approve", "delist", "save-next", "release"},
+	"approved+released": {"save", "release", "request", "approve", "save-next", "release"},
+	"certified-2":       {"save", "release", "request", "approve", "save-next", "release", "certify-2"},
 }
 
 var lifecycleTable = []lifecycleRow{
@@ -347,13 +476,23 @@ var lifecycleTable = []lifecycleRow{
 	{"listing-pending", "request", core.CodeConflict, nil},
 	{"approved", "request", core.CodeConflict, nil},
 	{"released", "request-stale", core.CodeListingChanged, nil},
-	// The operator's review.
-	{"listing-pending", "approve", "", listing(core.ListingApproved)},
-	{"rejected", "approve", "", listing(core.ListingApproved)},
-	{"delisted", "approve", "", listing(core.ListingApproved)},
+	// The operator's review. Approval names the version reviewed, which
+	// becomes the certified and the published version.
+	{"listing-pending", "approve", "", approved(1)},
+	{"listing-pending+2", "approve", "", approved(2)},
+	{"listing-pending+2", "approve-1", "", approved(1)},
+	{"rejected", "approve", "", approved(1)},
+	{"delisted", "approve", "", approved(1)},
+	{"delisted+released", "approve", "", approved(2)},
+	{"listing-pending", "approve-0", core.CodeModeNotFound, nil},
+	{"listing-pending", "approve-next", core.CodeModeNotFound, nil},
 	{"listing-pending", "reject", "", listing(core.ListingRejected)},
-	{"approved", "delist", "", listing(core.ListingDelisted)},
-	{"published", "delist", "", func(s core.ModeState) core.ModeState {
+	{"approved", "delist", "", func(s core.ModeState) core.ModeState {
+		s = listing(core.ListingDelisted)(s)
+		s.PublishedVersion = 0
+		return s
+	}},
+	{"certified-2", "delist", "", func(s core.ModeState) core.ModeState {
 		s = listing(core.ListingDelisted)(s)
 		s.PublishedVersion = 0
 		return s
@@ -363,9 +502,14 @@ var lifecycleTable = []lifecycleRow{
 	{"approved", "reject", core.CodeConflict, nil},
 	{"listing-pending", "delist", core.CodeConflict, nil},
 	{"listing-pending", "approve-stale", core.CodeListingChanged, nil},
-	// Certification: a released version of an approved listing.
+	// Certification: a released version of an approved listing; it
+	// publishes nothing.
+	{"approved+released", "certify-2", "", func(s core.ModeState) core.ModeState {
+		s.CertifiedVersion = 2
+		s.ListingRevision++
+		return s
+	}},
 	{"approved", "certify-1", "", func(s core.ModeState) core.ModeState {
-		s.CertifiedVersion = 1
 		s.ListingRevision++
 		return s
 	}},
@@ -375,25 +519,29 @@ var lifecycleTable = []lifecycleRow{
 	{"listing-pending", "certify-1", core.CodeListingRequired, nil},
 	{"rejected", "certify-1", core.CodeListingRejected, nil},
 	{"delisted", "certify-1", core.CodeListingDelisted, nil},
-	// Publishing: the certified version of an approved listing.
-	{"certified", "publish-1", "", func(s core.ModeState) core.ModeState {
-		s.PublishedVersion = 1
+	// Publishing: the certified version of an approved listing. The version
+	// approved stays published until the author publishes a newer
+	// certified one.
+	{"certified-2", "publish-2", "", func(s core.ModeState) core.ModeState {
+		s.PublishedVersion = 2
 		s.ListingRevision++
 		return s
 	}},
-	{"approved", "publish-1", core.CodePublishedVersionUncertified, nil},
-	{"published+released", "publish-2", core.CodePublishedVersionUncertified, nil},
-	{"certified", "publish-1-stale", core.CodeListingChanged, nil},
+	{"approved+released", "publish-2", core.CodePublishedVersionUncertified, nil},
+	{"certified-2", "publish-1", core.CodePublishedVersionUncertified, nil},
+	{"certified-2", "publish-2-stale", core.CodeListingChanged, nil},
 	{"released", "publish-1", core.CodeListingRequired, nil},
 	{"rejected", "publish-1", core.CodeListingRejected, nil},
 	{"delisted", "publish-1", core.CodeListingDelisted, nil},
-	// A version certified after publishing: the published one stays until
-	// the author publishes the newly certified one.
-	{"published+released", "certify-2", "", func(s core.ModeState) core.ModeState {
-		s.CertifiedVersion = 2
-		s.ListingRevision++
+}
+
+// approved returns the state change of an approval of version v.
+func approved(v int) func(core.ModeState) core.ModeState {
+	return func(s core.ModeState) core.ModeState {
+		s = listing(core.ListingApproved)(s)
+		s.CertifiedVersion, s.PublishedVersion = v, v
 		return s
-	}},
+	}
 }
 
 // listing returns the state change of a listing review or request.
@@ -427,9 +575,12 @@ var lifecycleActions = map[string]lifecycleAction{
 	"request-stale":     listingAction(core.ActionRequestListing, 0, 1),
 	"publish-1":         listingAction(core.ActionPublish, 1, 0),
 	"publish-2":         listingAction(core.ActionPublish, 2, 0),
-	"publish-1-stale":   listingAction(core.ActionPublish, 1, -1),
-	"approve":           reviewAction(core.ActionApprove, 0),
-	"approve-stale":     reviewAction(core.ActionApprove, 1),
+	"publish-2-stale":   listingAction(core.ActionPublish, 2, -1),
+	"approve":           approveAction(func(m *core.AuthoredMode) int { return m.LatestVersion }, 0),
+	"approve-1":         approveAction(func(*core.AuthoredMode) int { return 1 }, 0),
+	"approve-0":         approveAction(func(*core.AuthoredMode) int { return 0 }, 0),
+	"approve-next":      approveAction(func(m *core.AuthoredMode) int { return m.LatestVersion + 1 }, 0),
+	"approve-stale":     approveAction(func(m *core.AuthoredMode) int { return m.LatestVersion }, 1),
 	"reject":            reviewAction(core.ActionReject, 0),
 	"delist":            reviewAction(core.ActionDelist, 0),
 	"certify-1":         certifyAction(1),
@@ -470,13 +621,18 @@ func listingAction(kind core.ModeActionKind, version int, skew int64) lifecycleA
 	}
 }
 
+// reviewAction is the operator's reject or delist; skew is added to the
+// listing revision read.
 func reviewAction(kind core.ModeActionKind, skew int64) lifecycleAction {
 	return func(ctx context.Context, s ModeStores, m *core.AuthoredMode) (*core.AuthoredMode, error) {
-		a := core.ModeAction{Kind: kind, ListingRevision: m.ListingRevision + skew}
-		if kind == core.ActionApprove {
-			a.Version = m.LatestVersion
-		}
-		return s.ReviewListing(ctx, m.ID, a)
+		return s.ReviewListing(ctx, m.ID, core.ModeAction{Kind: kind, ListingRevision: m.ListingRevision + skew})
+	}
+}
+
+// approveAction is the operator's approval of the version version names.
+func approveAction(version func(*core.AuthoredMode) int, skew int64) lifecycleAction {
+	return func(ctx context.Context, s ModeStores, m *core.AuthoredMode) (*core.AuthoredMode, error) {
+		return s.ReviewListing(ctx, m.ID, core.ModeAction{Kind: core.ActionApprove, Version: version(m), ListingRevision: m.ListingRevision + skew})
 	}
 }
 

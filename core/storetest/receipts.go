@@ -62,8 +62,24 @@ func RunReceipts[S interface {
 		require.Empty(t, got.Lane)
 		require.Empty(t, got.Seats)
 		require.Nil(t, got.Response)
+		require.Zero(t, got.ModeVersion, "a configured mode has no version")
 		require.Equal(t, core.TrialCredit-want.Billed, balance(t, s, org.ID).Balance)
 		requireJournalMatches(t, s, org.ID)
+
+		// A receipt of an organisation's mode names the version that ran.
+		h3, err := s.PlaceHold(ctx, &core.PlaceHoldParams{OrgID: org.ID, RequestID: "req_authored", Amount: 2_000_000})
+		require.NoError(t, err)
+		authored := sampleReceipt()
+		authored.Mode, authored.ModeKey, authored.ModeVersion = "acme-panl", "panl", 3
+		_, err = s.SettleCall(ctx, &core.SettleCallParams{HoldID: h3.ID, OrgID: org.ID, Billed: authored.Billed, Receipt: authored})
+		require.NoError(t, err)
+		got, err = s.GetReceipt(ctx, org.ID, "req_authored")
+		require.NoError(t, err)
+		require.Equal(t, 3, got.ModeVersion)
+		require.Equal(t, "acme-panl", got.Mode)
+		authored.RequestID, authored.OrgID, authored.CreatedAt = "req_authored", org.ID, got.CreatedAt
+		authored.Response, got.Response = nil, nil
+		require.Equal(t, inUTC(authored), inUTC(got))
 	})
 
 	t.Run("SettleRefusesAMismatchedReceipt", func(t *testing.T) {

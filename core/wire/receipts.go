@@ -31,6 +31,7 @@ type receiptJSON struct {
 	Mode                  string             `json:"mode"`
 	ModeKey               string             `json:"mode_key"`
 	ModeConfigHash        string             `json:"mode_config_hash"`
+	ModeVersion           *int               `json:"mode_version"`
 	Status                string             `json:"status"`
 	BilledUSD             core.Dollars       `json:"billed_usd"`
 	TokenChargeUSD        core.Dollars       `json:"token_charge_usd"`
@@ -120,7 +121,7 @@ func ReceiptOf(a *calls.ReceiptAnswer, transcript bool) any {
 // best seat) is shown only with the transcript.
 func receiptView(rc *core.Receipt, transcript bool) *receiptJSON {
 	v := &receiptJSON{
-		RequestID: rc.RequestID, Mode: rc.Mode, ModeKey: rc.ModeKey, ModeConfigHash: rc.ModeConfigHash, Status: rc.Status,
+		RequestID: rc.RequestID, Mode: rc.Mode, ModeKey: rc.ModeKey, ModeConfigHash: rc.ModeConfigHash, ModeVersion: positive(rc.ModeVersion), Status: rc.Status,
 		BilledUSD: core.Dollars(rc.Billed), TokenChargeUSD: core.Dollars(rc.TokenCharge),
 		PlatformFeeUSD: core.Dollars(rc.PlatformFee), QSurchargeUSD: core.Dollars(rc.Surcharge),
 		PromptTokens: rc.PromptTokens, CompletionTokens: rc.CompletionTokens, Rounds: rc.Rounds, SeatCount: rc.SeatCount,
@@ -222,6 +223,14 @@ func equalInt(a, b *int) bool {
 }
 
 // nullable maps "" to null.
+// positive is n, or nil (null on the wire) when n is 0.
+func positive(n int) *int {
+	if n == 0 {
+		return nil
+	}
+	return &n
+}
+
 func nullable(s string) *string {
 	if s == "" {
 		return nil

@@ -36,7 +36,9 @@ type testBundle struct {
 	secret  string
 }
 
-func setup(t *testing.T) *testBundle {
+// setup builds the service over a fresh database. Options change its
+// dependencies before it starts.
+func setup(t *testing.T, opts ...func(*calls.Deps, *pgstore.Store)) *testBundle {
 	t.Helper()
 	ctx := context.Background()
 	cfg, err := config.Builtin()
@@ -53,10 +55,14 @@ func setup(t *testing.T) *testBundle {
 	require.NoError(t, err)
 	acc, err := access.New(access.Config{}, store, authz, store)
 	require.NoError(t, err)
-	svc, err := calls.New(calls.Config{}, calls.Deps{
+	deps := calls.Deps{
 		Access: acc, Admission: store, Receipts: store, Outcomes: store,
 		Catalog: catalog, Deliberator: engine, TokensOver: tokens.Over,
-	})
+	}
+	for _, o := range opts {
+		o(&deps, store)
+	}
+	svc, err := calls.New(calls.Config{}, deps)
 	require.NoError(t, err)
 	require.NoError(t, svc.Start(ctx))
 	t.Cleanup(svc.Stop)
@@ -102,6 +108,8 @@ func TestABilledDeliberationWithoutHTTP(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, billed, ans.Receipt.Billed)
 	require.Equal(t, comp.Panel.ModeConfigHash, ans.Receipt.ModeConfigHash)
+	require.Nil(t, comp.Panel.ModeVersion, "a configured mode has no version")
+	require.Zero(t, ans.Receipt.ModeVersion)
 
 	again, err := tb.calls.Chat(ctx, p, calls.Call{RequestID: core.NewID("req")}, req)
 	require.NoError(t, err)

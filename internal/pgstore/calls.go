@@ -313,6 +313,7 @@ func queueReceipt(b *pgx.Batch, r *core.Receipt, orgID, holdID, requestID string
 		r.PromptTokens, r.CompletionTokens, r.Rounds, r.SeatCount, r.Payer, nullString(string(r.Lane)),
 		r.DifficultyScore, nullString(r.TaskType), nullString(r.HallucinationRisk), r.MinorityInsightLikely,
 		bestSeat, seatsUnavailable, staffUnavailable, r.LatencyMS, response, r.CompletedAt, received, calls,
+		nullIf(r.ModeVersion),
 	)
 	return nil
 }
@@ -400,7 +401,8 @@ func (s *Store) GetReceipt(ctx context.Context, orgID, requestID string) (*core.
 		&r.Billed, &r.TokenCharge, &r.Surcharge, &r.PlatformFee, &capCredit,
 		&r.PromptTokens, &r.CompletionTokens, &r.Rounds, &r.SeatCount, &r.Payer, &r.Lane,
 		&r.DifficultyScore, &r.TaskType, &r.HallucinationRisk, &r.MinorityInsightLikely,
-		&bestSeat, &seatsUnavailable, &staffUnavailable, &r.LatencyMS, &response, &r.CreatedAt, &r.CompletedAt, &calls)
+		&bestSeat, &seatsUnavailable, &staffUnavailable, &r.LatencyMS, &response, &r.CreatedAt, &r.CompletedAt, &calls,
+		(*nullInt)(&r.ModeVersion))
 	if err != nil {
 		return nil, translate(err)
 	}

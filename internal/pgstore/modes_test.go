@@ -125,8 +125,10 @@ func authorAndRelease(t *testing.T, s *pgstore.Store, src *core.AuthoredModeSour
 }
 
 // Organisations' released modes are served through core.ModeSource beside
-// the configured ones: the owner gets its latest version, others only the
-// published one, and the hash is the one the release stored.
+// the configured ones: named as it stands, a mode is its latest version to
+// its owner and its published version to others; @lab and @vN name the
+// other versions; the hash is the one the release stored; and the source
+// says how each caller reached what it resolved, for the policy.
 func TestAuthoredModesAreAModeSource(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -143,17 +145,14 @@ func TestAuthoredModesAreAModeSource(t *testing.T) {
 	}
 	acme, beta, gamma := newOrg("Acme", "ACME"), newOrg("Beta", "BETA"), newOrg("Gamma", "GAMA")
 
-	// Acme: PANL released, listed, certified and published at version 1,
-	// then released again as version 2 with a third round.
+	// Acme: PANL released, listed and approved at version 1 (so certified
+	// and published), then released again as version 2 with a third round.
 	v1 := authorAndRelease(t, s, src, cat, acme, "", panelSpec("PANL", 2))
 	m, err := s.ChangeListing(ctx, acme.ID, v1.ModeID, core.ModeAction{Kind: core.ActionRequestListing})
 	require.NoError(t, err)
-	m, err = s.ReviewListing(ctx, m.ID, core.ModeAction{Kind: core.ActionApprove, ListingRevision: m.ListingRevision, Version: m.LatestVersion})
+	m, err = s.ReviewListing(ctx, m.ID, core.ModeAction{Kind: core.ActionApprove, ListingRevision: m.ListingRevision, Version: 1})
 	require.NoError(t, err)
-	m, err = s.RecordCertified(ctx, m.ID, 1)
-	require.NoError(t, err)
-	_, err = s.ChangeListing(ctx, acme.ID, m.ID, core.ModeAction{Kind: core.ActionPublish, Version: 1, ListingRevision: m.ListingRevision})
-	require.NoError(t, err)
+	require.Equal(t, 1, m.PublishedVersion)
 	v2 := authorAndRelease(t, s, src, cat, acme, v1.ModeID, panelSpec("PANL", 3))
 	require.NotEqual(t, v1.ConfigHash, v2.ConfigHash, "a third round changes what runs")
 	// Acme: DRFT saved, never released. Beta: BPNL released, not listed.
@@ -171,30 +170,83 @@ func TestAuthoredModesAreAModeSource(t *testing.T) {
 		require.NoError(t, err)
 		var ids []string
 		for _, m := range ms[builtin:] {
-			ids = append(ids, m.ID)
+			ids = append(ids, fmt.Sprintf("%s@v%d", m.ID, m.Version))
 		}
 		return ids
 	}
-	require.Equal(t, []string{"acme-panl"}, listed(acme.ID), "the owner's released modes; no draft")
-	require.Equal(t, []string{"beta-bpnl", "acme-panl"}, listed(beta.ID), "its own, then the published")
-	require.Equal(t, []string{"acme-panl"}, listed(gamma.ID))
+	require.Equal(t, []string{"acme-panl@v2"}, listed(acme.ID), "the owner's released modes, latest; no draft")
+	require.Equal(t, []string{"beta-bpnl@v1", "acme-panl@v1"}, listed(beta.ID), "its own, then the published")
+	require.Equal(t, []string{"acme-panl@v1"}, listed(gamma.ID), "no lab version is listed")
 
-	owner, err := src.ResolveMode(ctx, acme.ID, "ACME:PANL")
-	require.NoError(t, err)
-	require.Equal(t, v2.ConfigHash, src.ModeConfigHash(owner), "the owner runs version 2")
-	other, err := src.ResolveMode(ctx, gamma.ID, "acme-panl")
-	require.NoError(t, err)
-	require.Equal(t, v1.ConfigHash, src.ModeConfigHash(other), "others run the published version 1")
+	// resolve resolves id for org and checks the version, its hash and how
+	// it was reached.
+	resolve := func(org *core.Org, id string, v *core.ModeVersion, reach core.ModeReach) *core.Mode {
+		t.Helper()
+		got, err := src.ResolveMode(ctx, org.ID, id)
+		require.NoError(t, err, id)
+		require.Equal(t, v.ModeID, got.ID, id)
+		require.Equal(t, v.Version, got.Version, id)
+		require.Equal(t, v.ConfigHash, src.ModeConfigHash(got), id)
+		require.NotNil(t, got.Reach, id)
+		require.Equal(t, reach, *got.Reach, id)
+		return got
+	}
+	published := core.ModeReach{Listing: core.ListingApproved, Published: true}
+	lab := core.ModeReach{Listing: core.ListingApproved}
+	with := func(r core.ModeReach, suffix string, invited bool) core.ModeReach {
+		r.Suffix, r.Invited = suffix, invited
+		return r
+	}
+
+	// The owner: the latest version as it stands, any version by suffix.
+	resolve(acme, "ACME:PANL", v2, lab)
+	resolve(acme, "acme-panl@lab", v2, with(lab, "lab", false))
+	resolve(acme, "acme-panl@v1", v1, with(published, "v1", false))
+	resolve(acme, "ACME:PANL@v2", v2, with(lab, "v2", false))
+
+	// Another organisation: the published version as it stands; lab
+	// versions resolve too, not invited, for the policy to refuse
+	// (lab_not_available).
+	other := resolve(gamma, "acme-panl", v1, published)
 	require.Equal(t, 2, other.Deliberation.MaxRounds)
+	resolve(gamma, "ACME:PANL@v1", v1, with(published, "v1", false))
+	resolve(gamma, "acme-panl@lab", v2, with(lab, "lab", false))
+	resolve(gamma, "acme-panl@v2", v2, with(lab, "v2", false))
+	require.NoError(t, s.SetLabInvite(ctx, acme.ID, m.ID, gamma.Ticker, true))
+	labbed := resolve(gamma, "acme-panl@lab", v2, with(lab, "lab", true))
+	resolve(gamma, "ACME:PANL@v2", v2, with(lab, "v2", true))
+	resolve(beta, "acme-panl@lab", v2, with(lab, "lab", false))
+	// The policy reads what the source found.
+	pm := core.ModeForPolicy(labbed)
+	require.Equal(t, core.AuthzMode{ID: "acme-panl", Key: pm.Key, Ticker: "ACME:PANL", OwnerOrg: acme.ID, Plans: []string{},
+		Tiers: []core.Tier{core.TierPlus}, Version: 2, Suffix: "lab", Listing: core.ListingApproved, Invited: true}, *pm)
 
-	_, err = src.ResolveMode(ctx, gamma.ID, "BETA:BPNL")
-	require.ErrorIs(t, err, core.ErrNotFound, "an unlisted mode is its owner's alone")
-	_, err = src.ResolveMode(ctx, acme.ID, "acme-drft")
-	require.ErrorIs(t, err, core.ErrNotFound, "a draft is never served")
-	mine, err := src.ResolveMode(ctx, beta.ID, "BETA:BPNL")
+	// A mode whose listing publishes nothing resolves, for another
+	// organisation, to its latest release, not published (the policy
+	// answers mode_not_published).
+	resolve(gamma, "BETA:BPNL", b1, core.ModeReach{Listing: core.ListingNone})
+	resolve(beta, "BETA:BPNL", b1, core.ModeReach{Listing: core.ListingNone})
+
+	// Versions never released, unknown suffixes and drafts are not found.
+	for _, id := range []string{"acme-panl@v3", "ACME:PANL@v99", "acme-panl@beta", "acme-panl@v0",
+		"acme-drft", "acme-drft@lab", "acme-drft@v1", "BETA:BPNL@v2", "nope-nope@lab"} {
+		for _, org := range []*core.Org{acme, gamma} {
+			_, err := src.ResolveMode(ctx, org.ID, id)
+			require.ErrorIs(t, err, core.ErrNotFound, "%s for %s", id, org.Name)
+		}
+	}
+	// A configured mode takes no suffix.
+	std := cat.Modes()[0]
+	for _, id := range []string{std.ID + "@lab", std.ID + "@v1", std.Ticker + "@lab"} {
+		_, err := src.ResolveMode(ctx, gamma.ID, id)
+		require.Equal(t, core.CodeSuffixNotSupported, core.AsError(err).Code, id)
+		require.NotErrorIs(t, err, core.ErrNotFound)
+	}
+	_, err = src.ResolveMode(ctx, gamma.ID, std.ID+"@beta")
+	require.ErrorIs(t, err, core.ErrNotFound, "what is no suffix is not found, configured mode or not")
+	got, err := src.ResolveMode(ctx, gamma.ID, std.ID)
 	require.NoError(t, err)
-	require.Equal(t, b1.ConfigHash, src.ModeConfigHash(mine))
-	std, err := src.ResolveMode(ctx, gamma.ID, cat.Modes()[0].ID)
-	require.NoError(t, err)
-	require.Equal(t, cat.ConfigHash(cat.Modes()[0]), src.ModeConfigHash(std), "configured modes keep their hash")
+	require.Equal(t, cat.ConfigHash(std), src.ModeConfigHash(got), "configured modes keep their hash")
+	require.Zero(t, got.Version)
+	require.Nil(t, got.Reach)
 }

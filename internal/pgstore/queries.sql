@@ -101,22 +101,25 @@ UPDATE balances
 RETURNING org_id, balance_micros, held_micros, trial_remaining_micros, updated_at;
 
 -- name: InsertReceipt
--- A receipt with its calls: $30 is their JSON array (0012).
+-- A receipt with its calls: $30 is their JSON array (0012); $31 the
+-- version of an organisation's mode that ran, null for a configured mode
+-- (0014).
 INSERT INTO receipts (request_id, org_id, hold_id, mode_id, mode_key, mode_config_hash, status,
                       billed_micros, token_charge_micros, surcharge_micros, platform_fee_micros, cap_credit_micros,
                       prompt_tokens, completion_tokens, rounds, seat_count, payer, lane,
                       difficulty_score, task_type, hallucination_risk, minority_insight_likely,
                       best_seat, seats_unavailable, staff_unavailable, latency_ms, response, completed_at, created_at,
-                      calls)
+                      calls, mode_version)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-        $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, coalesce($29::timestamptz, now()), $30);
+        $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, coalesce($29::timestamptz, now()), $30, $31);
 
 -- name: GetReceipt
 SELECT request_id, org_id, mode_id, mode_key, mode_config_hash, status,
        billed_micros, token_charge_micros, surcharge_micros, platform_fee_micros, cap_credit_micros,
        prompt_tokens, completion_tokens, rounds, seat_count, payer, coalesce(lane, ''),
        difficulty_score, coalesce(task_type, ''), coalesce(hallucination_risk, ''), minority_insight_likely,
-       best_seat, seats_unavailable, staff_unavailable, latency_ms, response, created_at, completed_at, calls
+       best_seat, seats_unavailable, staff_unavailable, latency_ms, response, created_at, completed_at, calls,
+       mode_version
   FROM receipts WHERE request_id = $1 AND org_id = $2;
 
 -- name: FreeSlot
