@@ -60,7 +60,8 @@ func TestGoSDKClient(t *testing.T) {
 		names = append(names, tl.Name)
 		require.NotNil(t, tl.Annotations, tl.Name)
 	}
-	require.Equal(t, []string{"deliberate", "estimate", "list_modes", "get_receipt", "list_engines"}, names)
+	require.Equal(t, []string{"deliberate", "estimate", "list_modes", "get_receipt", "list_engines",
+		"validate_mode", "save_mode", "list_mode"}, names)
 
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "deliberate",
 		Arguments: map[string]any{"model": "conclave-standard", "messages": messages(question)}})
