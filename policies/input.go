@@ -29,6 +29,11 @@ var (
 	keyOwnerOrg = ast.StringTerm("owner_org")
 	keyPlans    = ast.StringTerm("plans")
 	keyTiers    = ast.StringTerm("tiers")
+	keyVersion  = ast.StringTerm("version")
+	keySuffix   = ast.StringTerm("suffix")
+	keyListing  = ast.StringTerm("listing")
+	keyPublish  = ast.StringTerm("published")
+	keyInvited  = ast.StringTerm("invited")
 )
 
 // inputValue builds the policy input for in directly as an AST value: the
@@ -74,7 +79,7 @@ func orgTerm(o *core.AuthzOrg) *ast.Term {
 }
 
 func modeTerm(m *core.AuthzMode) *ast.Term {
-	items := make([][2]*ast.Term, 0, 6)
+	items := make([][2]*ast.Term, 0, 11)
 	items = append(items,
 		ast.Item(keyID, ast.StringTerm(m.ID)),
 		ast.Item(keyKey, ast.StringTerm(m.Key)),
@@ -94,6 +99,23 @@ func modeTerm(m *core.AuthzMode) *ast.Term {
 			tiers[i] = ast.StringTerm(string(t))
 		}
 		items = append(items, ast.Item(keyTiers, ast.ArrayTerm(tiers...)))
+	}
+	// How an organisation's mode was reached, read by the marketplace
+	// rules (each omitted when empty, as its JSON tag says).
+	if m.Version != 0 {
+		items = append(items, ast.Item(keyVersion, ast.IntNumberTerm(m.Version)))
+	}
+	if m.Suffix != "" {
+		items = append(items, ast.Item(keySuffix, ast.StringTerm(m.Suffix)))
+	}
+	if m.Listing != "" {
+		items = append(items, ast.Item(keyListing, ast.StringTerm(string(m.Listing))))
+	}
+	if m.Published {
+		items = append(items, ast.Item(keyPublish, ast.BooleanTerm(true)))
+	}
+	if m.Invited {
+		items = append(items, ast.Item(keyInvited, ast.BooleanTerm(true)))
 	}
 	return ast.ObjectTerm(items...)
 }

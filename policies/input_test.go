@@ -30,6 +30,12 @@ func TestInputValueMatchesJSON(t *testing.T) {
 			Mode:   &core.AuthzMode{ID: "m", Tiers: []core.Tier{}},
 		},
 		{Mode: &core.AuthzMode{}},
+		{
+			Action: core.ActionChatCreate,
+			Mode: &core.AuthzMode{ID: "acme-panl", Key: "panl", OwnerOrg: "o", Tiers: []core.Tier{core.TierPlus}, Version: 3,
+				Suffix: "v3", Listing: core.ListingApproved, Published: true, Invited: true},
+		},
+		{Mode: &core.AuthzMode{ID: "acme-panl", Version: 1, Listing: core.ListingPending}},
 	}
 	for _, in := range inputs {
 		b, err := json.Marshal(in)
