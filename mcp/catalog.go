@@ -3,8 +3,9 @@ package mcp
 import "encoding/json"
 
 // The tools, in the order tools/list gives them. A tool is listed only
-// once it works: deliberate only on a server that deliberates; run_test,
-// certify_mode and the authoring and assistant tools arrive with the
+// once it works: deliberate only on a server that deliberates, the
+// authoring tools only on a server given mode authoring (Deps.Modes);
+// run_test, certify_mode and the assistant tools arrive with the
 // capabilities they forward to.
 
 // messagesSchema is the chat-completions messages array.
@@ -111,7 +112,134 @@ func (h *Handler) newTools() *toolSet {
 			run:          h.listEngines,
 		},
 	)
+	if h.modes != nil {
+		tools = append(tools, h.authoringTools()...)
+	}
 	return newToolSet(tools...)
+}
+
+// lifecycle is how a mode goes from a spec to the marketplace, told to an
+// agent by the authoring tools.
+const lifecycle = "A mode's lifecycle: save_mode saves the spec as a draft (nothing is served) → save_mode with release: true " +
+	"releases the draft as the mode's next version, which never changes and which your organisation can call at once by " +
+	"the mode's id or ticker → list_mode requests a marketplace listing (pending) → the operator reviews it; approval " +
+	"publishes the version reviewed to every organisation → list_mode publishes a later version once it is certified."
+
+// specSchema is the spec argument: described, not spelled out, since
+// docs/modes.md and the refusals are the authority on its rules.
+const specSchema = `{"type": "object",
+	"description": "The mode spec, one JSON object: name; ticker (four letters A-Z, the mode part of ORG:MODE); use_when; seats with min_tier, or seats_by_tier ({experience|plus|pro: [{engine, backup}]}), 2 to 6 seats of at least two provider families per row, engines from list_engines; staff ({judge|synthesis|grounding|classifier: {engine, backup}}); critique (always, deep or never); max_rounds (1 to 5); cost_ceiling_usd; api_commercial with q_surcharge_by_depth ({light, medium, deep}) or q_surcharge_usd, each at least the price floor. docs/modes.md describes every field and rule."}`
+
+// modeIDSchema names one of the caller's modes.
+const modeIDSchema = `{"type": "string", "minLength": 1,
+	"description": "One of your organisation's modes: its id (acme-panl) or ticker (ACME:PANL), without an @lab or @vN suffix."}`
+
+// modeOutSchema is an organisation's mode as the authoring tools answer it.
+const modeOutSchema = `{"type": "object",
+	"required": ["id", "ticker", "name", "draft", "latest_version", "listing", "certified_version", "published_version"],
+	"properties": {
+		"id": {"type": "string", "description": "The model argument that calls the mode."},
+		"ticker": {"type": "string"}, "name": {"type": "string"},
+		"draft": {"type": "object", "required": ["revision", "state", "validated"], "properties": {
+			"revision": {"type": "integer", "description": "Counts the draft's changes; name it to replace or release this draft."},
+			"state": {"type": "string", "enum": ["pending", "released"]},
+			"validated": {"type": "boolean"}}},
+		"latest_version": {"type": "integer", "description": "The newest released version; 0 when never released."},
+		"listing": {"type": "object", "required": ["state", "revision"], "properties": {
+			"state": {"type": "string", "enum": ["none", "pending", "approved", "rejected", "delisted"]},
+			"revision": {"type": "integer", "description": "Counts the listing's changes; list_mode may name it."}}},
+		"certified_version": {"type": "integer", "description": "0 when none."},
+		"published_version": {"type": "integer", "description": "The version other organisations are served; 0 when none."}}}`
+
+// authoringTools are the tools of mode authoring (core/modes), answered by
+// the tool server itself.
+func (h *Handler) authoringTools() []*tool {
+	return []*tool{
+		{
+			desc: toolDesc{
+				Name:  "validate_mode",
+				Title: "Check a mode spec",
+				Description: "Check a mode spec against every rule a save applies, saving nothing. Answers ok and every refusal " +
+					"at once, each with its code, a message and the path of the field at fault (ticker_taken adds a free " +
+					"suggested_ticker; price_below_floor adds floor_usd and recommended_usd); the spec's price floor and " +
+					"recommended price whenever the spec's fields have the right types; and, when it passes, the " +
+					"mode_config_hash the mode would run with. Pass mode_id when the spec is a new draft of one of your " +
+					"modes, so that the mode's own ticker does not count as taken. Counted against your key's rate like a call.",
+				InputSchema: schema(`{"type": "object", "required": ["spec"], "additionalProperties": false, "properties": {
+					"spec": ` + specSchema + `,
+					"mode_id": ` + modeIDSchema + `}}`),
+				OutputSchema: schema(`{"type": "object", "required": ["ok", "refusals", "mode_config_hash", "floor_usd", "recommended_usd"],
+					"properties": {
+						"ok": {"type": "boolean", "description": "No refusal: the spec can be saved."},
+						"refusals": {"type": "array", "items": {"type": "object", "required": ["code", "message", "path"], "properties": {
+							"code": {"type": "string"}, "message": {"type": "string"},
+							"path": {"type": "string", "description": "The field at fault (seats_by_tier.plus[1].engine); empty for the whole spec."},
+							"suggested_ticker": {"type": "string"}, "floor_usd": {"type": "number"}, "recommended_usd": {"type": "number"}}}},
+						"mode_config_hash": {"type": ["string", "null"]},
+						"floor_usd": {"type": ["number", "null"]},
+						"recommended_usd": {"type": ["number", "null"]}}}`),
+				Annotations: annotations{ReadOnlyHint: true, DestructiveHint: false, IdempotentHint: true, OpenWorldHint: false},
+			},
+			selfAnswered: true,
+			required:     []string{"spec"},
+			run:          h.validateMode,
+		},
+		{
+			desc: toolDesc{
+				Name:  "save_mode",
+				Title: "Save or release a mode",
+				Description: "Save a mode spec as your organisation's draft, and release it. " + lifecycle + " Forms: {spec} " +
+					"saves a new mode, whose id and ticker come from your organisation's ticker and the spec's ticker; " +
+					"{spec, mode_id} saves a new draft of that mode (a mode whose draft is unreleased refuses it with " +
+					"draft_pending unless revision names that draft, which it then replaces); add release: true to either " +
+					"to release the saved draft in the same call; {mode_id, release: true} releases the mode's saved draft " +
+					"(revision: the draft revision you read; another since is draft_changed). A spec that fails validation " +
+					"saves nothing: mode_invalid with every refusal in conclave.refusals (validate_mode checks first). " +
+					"Answers the mode and, on release, the new version and its mode_config_hash. Test keys cannot change modes (test_key_not_allowed).",
+				InputSchema: schema(`{"type": "object", "additionalProperties": false, "properties": {
+					"spec": ` + specSchema + `,
+					"mode_id": ` + modeIDSchema + `,
+					"release": {"type": "boolean", "default": false,
+						"description": "Release the draft as the mode's next version: the one saved by this call, or with no spec the mode's saved draft."},
+					"revision": {"type": "integer", "minimum": 0,
+						"description": "The draft revision you read (draft.revision): with a spec, the unreleased draft it replaces; without, the draft to release."}}}`),
+				OutputSchema: schema(`{"type": "object", "required": ["mode", "version"], "properties": {
+					"mode": ` + modeOutSchema + `,
+					"version": {"type": ["object", "null"], "description": "The version released by this call; null when nothing was released.",
+						"required": ["version", "mode_config_hash"], "properties": {
+							"version": {"type": "integer"}, "mode_config_hash": {"type": "string"}}}}}`),
+				Annotations: annotations{ReadOnlyHint: false, DestructiveHint: false, IdempotentHint: false, OpenWorldHint: false},
+			},
+			selfAnswered: true,
+			requiredAny:  [][]string{{"spec", "mode_id"}},
+			run:          h.saveMode,
+		},
+		{
+			desc: toolDesc{
+				Name:  "list_mode",
+				Title: "List a mode in the marketplace",
+				Description: "Take one of your released modes to the marketplace. " + lifecycle + " On a mode whose listing was " +
+					"never requested, list_mode requests it: the listing is pending until the operator reviews it. On a mode " +
+					"whose listing is approved, it publishes version (by default the certified one), which must be the " +
+					"certified version. Refused with mode_not_released before a first release, conflict while the listing " +
+					"is pending, listing_rejected or listing_delisted once review rejected or delisted it, published_version_uncertified " +
+					"for another version. Answers the mode. Test keys cannot change modes (test_key_not_allowed).",
+				InputSchema: schema(`{"type": "object", "additionalProperties": false, "properties": {
+					"mode_id": ` + modeIDSchema + `,
+					"mode": {"type": "string", "minLength": 1, "description": "Another name for mode_id."},
+					"version": {"type": "integer", "minimum": 1,
+						"description": "Once the listing is approved: the version to publish (the certified one). Not read before."},
+					"listing_revision": {"type": "integer", "minimum": 0,
+						"description": "The listing revision you read (listing.revision); another since is listing_changed."}}}`),
+				OutputSchema: schema(`{"type": "object", "required": ["mode"], "properties": {"mode": ` + modeOutSchema + `}}`),
+				Annotations:  annotations{ReadOnlyHint: false, DestructiveHint: false, IdempotentHint: false, OpenWorldHint: false},
+			},
+			selfAnswered: true,
+			requiredAny:  [][]string{{"mode_id", "mode"}},
+			aliases:      map[string]string{"mode": "mode_id"},
+			run:          h.listMode,
+		},
+	}
 }
 
 // schema compacts a JSON Schema written here; a typo is a programming

@@ -129,16 +129,22 @@ func (h *Handler) getReceipt(ctx context.Context, p *access.Principal, c *toolCa
 	return structuredResult(wire.ReceiptOf(a, transcript))
 }
 
+// selfFailure renders a self-answered tool's failure, logging the cause of
+// a 5xx (which is never sent).
+func (h *Handler) selfFailure(ctx context.Context, err error, requestID string) *toolResult {
+	h.logFailure(ctx, core.AsError(err), requestID)
+	return selfAnsweredFailure(err)
+}
+
 // listEngines is the self-answered list of the engines that can fill
 // seats, up to the caller's allowed tier.
 func (h *Handler) listEngines(ctx context.Context, p *access.Principal, c *toolCall) *toolResult {
 	if err := h.access.Meter(ctx, p, c.requestID); err != nil {
-		return selfAnsweredFailure(err, nil)
+		return h.selfFailure(ctx, err, c.requestID)
 	}
 	list, err := h.calls.ListEngines(ctx, p)
 	if err != nil {
-		h.logFailure(ctx, core.AsError(err), c.requestID)
-		return selfAnsweredFailure(err, nil)
+		return h.selfFailure(ctx, err, c.requestID)
 	}
 	out := engineList{Tier: list.Tier, Engines: []engineEntry{}}
 	for _, e := range list.Engines {

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/stretchr/testify/require"
 
+	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/mcp"
 )
 
@@ -60,7 +61,8 @@ func TestGoSDKClient(t *testing.T) {
 		names = append(names, tl.Name)
 		require.NotNil(t, tl.Annotations, tl.Name)
 	}
-	require.Equal(t, []string{"deliberate", "estimate", "list_modes", "get_receipt", "list_engines"}, names)
+	require.Equal(t, []string{"deliberate", "estimate", "list_modes", "get_receipt", "list_engines",
+		"validate_mode", "save_mode", "list_mode"}, names)
 
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "deliberate",
 		Arguments: map[string]any{"model": "conclave-standard", "messages": messages(question)}})
@@ -111,4 +113,147 @@ func TestGoSDKClient(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, tb.base+"/mcp", prm.Resource)
 	require.Equal(t, []string{issuer}, prm.AuthorizationServers)
+}
+
+// structured calls a tool through the Go SDK and decodes its structured
+// content into v; the call must succeed.
+func structured(ctx context.Context, t *testing.T, cs *sdk.ClientSession, name string, args map[string]any, v any) {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%s: %s", name, res.Content[0].(*sdk.TextContent).Text)
+	b, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, v))
+}
+
+// servedReceipt is what PostgreSQL's receipt of a call says ran and was
+// billed: the mode, and by its mode_config_hash which version of it.
+type servedReceipt struct {
+	OrgID, ModeID, ConfigHash string
+	Billed                    core.Micros
+}
+
+func (tb *testBundle) receipt(t *testing.T, requestID string) servedReceipt {
+	t.Helper()
+	var r servedReceipt
+	require.NoError(t, tb.pool.QueryRow(context.Background(),
+		`SELECT org_id, mode_id, mode_config_hash, billed_micros FROM receipts WHERE request_id = $1`, requestID).
+		Scan(&r.OrgID, &r.ModeID, &r.ConfigHash, &r.Billed))
+	return r
+}
+
+// A mode from spec to marketplace through the official Go SDK client: org
+// A validates, saves and releases it and asks for its listing; the
+// operator approves it (as `conclave listing approve` does); org B then
+// finds it in list_modes and deliberates on it, billed — the receipt in
+// PostgreSQL names the mode and its version's mode_config_hash, and the
+// journal charges B — A releases a second version with other seats, whose
+// mode_config_hash differs, and B keeps being served the published first
+// version while A runs the second.
+func TestGoSDKAuthorsAndListsAMode(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	acme, aKey := tb.newOrg(t, "Acme", "ACME")
+	beta, bKey := tb.newOrg(t, "Beta", "BETA")
+	a, err := connectGoSDK(ctx, tb, aKey)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := connectGoSDK(ctx, tb, bKey)
+	require.NoError(t, err)
+	defer b.Close()
+
+	spec := panelSpec("Acme Review Panel", "PANL")
+	var v validated
+	structured(ctx, t, a, "validate_mode", map[string]any{"spec": spec}, &v)
+	require.True(t, v.OK, "%+v", v.Refusals)
+	var v1 savedMode
+	structured(ctx, t, a, "save_mode", map[string]any{"spec": spec, "release": true}, &v1)
+	require.Equal(t, "acme-panl", v1.Mode.ID)
+	require.Equal(t, 1, v1.Version.Version)
+	require.Equal(t, *v.ModeConfigHash, v1.Version.ModeConfigHash)
+	var listed struct {
+		Mode authoredMode `json:"mode"`
+	}
+	structured(ctx, t, a, "list_mode", map[string]any{"mode_id": "acme-panl"}, &listed)
+	require.Equal(t, "pending", listed.Mode.Listing.State)
+
+	ask := func(cs *sdk.ClientSession, q string) (requestID string, billed float64) {
+		t.Helper()
+		var comp struct {
+			Panel struct {
+				RequestID string  `json:"request_id"`
+				BilledUSD float64 `json:"billed_usd"`
+			} `json:"panel"`
+		}
+		structured(ctx, t, cs, "deliberate", map[string]any{"model": "acme-panl", "messages": messages(q)}, &comp)
+		return comp.Panel.RequestID, comp.Panel.BilledUSD
+	}
+	// Not yet published: B may not run it.
+	res, err := b.CallTool(ctx, &sdk.CallToolParams{Name: "deliberate",
+		Arguments: map[string]any{"model": "acme-panl", "messages": messages(question)}})
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	require.Contains(t, res.Content[0].(*sdk.TextContent).Text, `"code":"mode_not_published"`)
+
+	m, err := tb.store.AuthoredModeByRef(ctx, "acme-panl")
+	require.NoError(t, err)
+	_, err = tb.store.ReviewListing(ctx, m.ID, core.ModeAction{Kind: core.ActionApprove, ListingRevision: m.ListingRevision,
+		Version: m.LatestVersion})
+	require.NoError(t, err)
+
+	var models struct {
+		Data []struct {
+			ID       string `json:"id"`
+			Conclave struct {
+				Ticker         string `json:"ticker"`
+				ModeConfigHash string `json:"mode_config_hash"`
+			} `json:"conclave"`
+		} `json:"data"`
+	}
+	structured(ctx, t, b, "list_modes", map[string]any{}, &models)
+	found := false
+	for _, e := range models.Data {
+		if e.ID == "acme-panl" {
+			found = true
+			require.Equal(t, "ACME:PANL", e.Conclave.Ticker)
+			require.Equal(t, v1.Version.ModeConfigHash, e.Conclave.ModeConfigHash)
+		}
+	}
+	require.True(t, found, "B lists the published mode: %+v", models.Data)
+
+	before, err := tb.store.GetBalance(ctx, beta.ID)
+	require.NoError(t, err)
+	reqID, billed := ask(b, question)
+	require.Positive(t, billed)
+	after, err := tb.store.GetBalance(ctx, beta.ID)
+	require.NoError(t, err)
+	rc := tb.receipt(t, reqID)
+	require.Equal(t, servedReceipt{OrgID: beta.ID, ModeID: "acme-panl", ConfigHash: v1.Version.ModeConfigHash, Billed: usd(t, billed)}, rc)
+	require.Equal(t, rc.Billed, before.Balance-after.Balance, "B's balance paid the receipt's bill")
+	var charged core.Micros
+	require.NoError(t, tb.pool.QueryRow(ctx, `SELECT coalesce(sum(l.amount_micros), 0) FROM postings p
+		JOIN journal_legs l ON l.posting_id = p.id
+		WHERE p.kind = 'call_charge' AND p.memo = 'call ' || $1 AND l.account = 'org_balance' AND l.org_id = $2`, reqID, beta.ID).
+		Scan(&charged))
+	require.Equal(t, -rc.Billed, charged, "the journal charged B's balance for the call")
+
+	// A second version with other seats: another hash. The marketplace
+	// still serves B the published first version; A runs its latest.
+	var v2 savedMode
+	structured(ctx, t, a, "save_mode", map[string]any{"spec": twoSeatPlus(panelSpec("Acme Review Panel", "PANL")),
+		"mode_id": "acme-panl", "release": true}, &v2)
+	require.Equal(t, 2, v2.Version.Version)
+	require.NotEqual(t, v1.Version.ModeConfigHash, v2.Version.ModeConfigHash)
+	require.Equal(t, 1, v2.Mode.PublishedVersion)
+
+	reqID, _ = ask(b, "Should a small team pay down its test debt before adding features?")
+	require.Equal(t, v1.Version.ModeConfigHash, tb.receipt(t, reqID).ConfigHash, "B runs the published version 1")
+	reqID, _ = ask(a, "Should a small team pay down its test debt before adding features?")
+	rc = tb.receipt(t, reqID)
+	require.Equal(t, acme.ID, rc.OrgID)
+	require.Equal(t, "acme-panl", rc.ModeID)
+	require.Equal(t, v2.Version.ModeConfigHash, rc.ConfigHash, "A runs its latest version 2")
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclavehq/conclave/adapters/sim"
@@ -19,6 +20,7 @@ import (
 	"github.com/conclavehq/conclave/core/access"
 	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/deliberate"
+	"github.com/conclavehq/conclave/core/modes"
 	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
@@ -38,16 +40,22 @@ const issuer = "https://auth.conclave.test"
 
 // testBundle is one gateway on loopback, wired as cmd/conclave wires it:
 // the REST API and the tool server on the same core services, the real
-// engine calling the simulated provider, Postgres.
+// engine calling the simulated provider, Postgres; organisations' own
+// modes are served beside the configured ones and authored through the
+// tool server.
 type testBundle struct {
 	srv     *httptest.Server
 	base    string
+	pool    *pgxpool.Pool
 	store   *pgstore.Store
 	catalog *core.Catalog
 	calls   *calls.Service
 	org     *core.Org
 	key     string
 	prov    *providers.Providers
+	// gone holds the ids of the engines mode authoring reads as
+	// unavailable (Available), to make a saved draft fail its release.
+	gone *sync.Map
 
 	mu         sync.Mutex
 	dispatched []string // methods the tool server dispatched
@@ -60,6 +68,7 @@ type setupOpts struct {
 	spy          func(method string) // runs as the dispatch spy records
 	progressGap  time.Duration       // the tool server's ProgressInterval
 	repeatWait   time.Duration       // the call service's RepeatWait; 0 its default
+	noAuthoring  bool                // serve the tools without mode authoring (Deps.Modes nil)
 }
 
 func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
@@ -73,8 +82,11 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 	require.NoError(t, err)
 	catalog, err := cfg.Catalog()
 	require.NoError(t, err)
-	store := pgstore.New(pgtest.NewPool(t))
+	pool := pgtest.NewPool(t)
+	store := pgstore.New(pool)
 	authz, err := policies.New(ctx, policies.Config{})
+	require.NoError(t, err)
+	validator, err := policies.NewModeValidator(ctx, policies.Config{})
 	require.NoError(t, err)
 	prov, err := providers.Start(ctx, providers.Config{Catalog: catalog, Simulator: sim.Config{TimeScale: o.timeScale},
 		Egress: egress.Config{MaxAttempts: 1}})
@@ -89,20 +101,27 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 	require.NoError(t, err)
 	svc, err := calls.New(calls.Config{RepeatWait: o.repeatWait}, calls.Deps{
 		Access: acc, Admission: store, Receipts: store, Outcomes: store,
-		Catalog: catalog, Deliberator: engine, TokensOver: tokens.Over,
+		Catalog: catalog, Modes: core.NewAuthoredModeSource(catalog, store), Deliberator: engine, TokensOver: tokens.Over,
 	})
 	require.NoError(t, err)
 	require.NoError(t, svc.Start(ctx))
 	t.Cleanup(svc.Stop)
+	gone := &sync.Map{}
+	authoring, err := modes.NewService(modes.Deps{Access: acc, Store: store, Catalog: catalog, Policy: validator,
+		Available: func(id string) bool { _, out := gone.Load(id); return !out }})
+	require.NoError(t, err)
+	if o.noAuthoring {
+		authoring = nil
+	}
 
 	srv := httptest.NewUnstartedServer(nil)
 	base := "http://" + srv.Listener.Addr().String()
-	tb := &testBundle{srv: srv, base: base, store: store, catalog: catalog, calls: svc, prov: prov}
+	tb := &testBundle{srv: srv, base: base, pool: pool, store: store, catalog: catalog, calls: svc, prov: prov, gone: gone}
 	rest, err := api.New(api.Config{}, api.Deps{Access: acc, Calls: svc, Ready: store.Ready})
 	require.NoError(t, err)
 	tools, err := mcp.New(mcp.Config{BaseURL: base, AuthorizationServers: []string{issuer}, MaxBodyBytes: o.maxBodyBytes,
 		ProgressInterval: o.progressGap},
-		mcp.Deps{Access: acc, Calls: svc})
+		mcp.Deps{Access: acc, Calls: svc, Modes: authoring})
 	require.NoError(t, err)
 	mcp.SetDispatchSpy(tools, func(method string) {
 		tb.mu.Lock()

@@ -84,11 +84,15 @@ func forwardedFailure(err error, requestID string) *toolResult {
 	return textResult(fe, true)
 }
 
-// selfAnsweredFailure renders a self-answered tool's failure.
-func selfAnsweredFailure(err error, extra map[string]any) *toolResult {
+// selfAnsweredFailure renders a self-answered tool's failure. Its extra
+// block is the error's Detail (mode_invalid's refusals, say; the keys are
+// the wire's names) and the wait of a refusal that has one: the one place
+// a refusal's detail reaches the caller.
+func selfAnsweredFailure(err error) *toolResult {
 	e := core.AsError(err)
-	if extra == nil {
-		extra = map[string]any{}
+	extra := make(map[string]any, len(e.Detail)+1)
+	for k, v := range e.Detail {
+		extra[k] = v
 	}
 	if secs := carrier.RetryAfterSeconds(e); secs > 0 {
 		extra["retry_after_seconds"] = secs

@@ -16,6 +16,7 @@ import (
 	"github.com/conclavehq/conclave/core/access"
 	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/carrier"
+	"github.com/conclavehq/conclave/core/modes"
 )
 
 // Paths the handler serves.
@@ -104,6 +105,9 @@ type Deps struct {
 	// Calls runs billed calls, estimates, receipt reads and listings.
 	// Required.
 	Calls *calls.Service
+	// Modes is mode authoring: the tools validate_mode, save_mode and
+	// list_mode call it, and are listed only when it is set.
+	Modes *modes.Service
 	// Logger defaults to a logger that discards.
 	Logger *slog.Logger
 }
@@ -114,6 +118,7 @@ type Handler struct {
 	cfg    Config
 	access *access.Service
 	calls  *calls.Service
+	modes  *modes.Service // nil: the authoring tools are not served
 	log    *slog.Logger
 	tools  *toolSet
 	// started is the created time of the modes list_modes lists.
@@ -139,7 +144,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{cfg: cfg, access: d.Access, calls: d.Calls, log: d.Logger, started: time.Now()}
+	h := &Handler{cfg: cfg, access: d.Access, calls: d.Calls, modes: d.Modes, log: d.Logger, started: time.Now()}
 	h.tools = h.newTools()
 	meta, err := marshal(resourceMetadata{
 		Resource: cfg.BaseURL + Path, AuthorizationServers: cfg.AuthorizationServers,

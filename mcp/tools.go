@@ -1,10 +1,14 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
@@ -30,17 +34,81 @@ type tool struct {
 	// input schema does not declare.
 	selfAnswered bool
 	required     []string
-	run          func(ctx context.Context, p *access.Principal, c *toolCall) *toolResult
+	// requiredAny are groups of arguments of which a self-answered call
+	// passes at least one (save_mode: spec or mode_id).
+	requiredAny [][]string
+	// aliases maps an argument to the one it is another name for
+	// (list_mode's mode is mode_id): a self-answered call passes either, or
+	// both with the same value, and the tool reads only the second.
+	aliases map[string]string
+	run     func(ctx context.Context, p *access.Principal, c *toolCall) *toolResult
+	// args are the arguments the input schema declares; newToolSet reads
+	// them from it.
+	args map[string]argSchema
+}
+
+// argSchema is what the tool server checks of an argument of a
+// self-answered tool: the parts of its JSON Schema that say which values
+// it takes.
+type argSchema struct {
+	Type      string   `json:"type"`
+	MinLength *int     `json:"minLength"`
+	Minimum   *float64 `json:"minimum"`
 }
 
 // takes reports whether the tool's input schema declares the argument.
 func (t *tool) takes(name string) bool {
+	_, ok := t.args[name]
+	return ok
+}
+
+// readArgs reads the arguments the tool's input schema declares.
+func (t *tool) readArgs() {
 	var in struct {
-		Properties map[string]json.RawMessage `json:"properties"`
+		Properties map[string]argSchema `json:"properties"`
 	}
 	_ = json.Unmarshal(t.desc.InputSchema, &in) // a schema without properties takes none
-	_, ok := in.Properties[name]
-	return ok
+	t.args = in.Properties
+}
+
+// argProblem says how raw, the value of the argument name, breaks its
+// schema; "" when it does not.
+func (t *tool) argProblem(name string, raw json.RawMessage) string {
+	a := t.args[name]
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return name + " is not JSON"
+	}
+	switch a.Type {
+	case "object":
+		if _, ok := v.(map[string]any); !ok {
+			return name + " must be a JSON object"
+		}
+	case "boolean":
+		if _, ok := v.(bool); !ok {
+			return name + " must be true or false"
+		}
+	case "string":
+		s, ok := v.(string)
+		if !ok {
+			return name + " must be a string"
+		}
+		if a.MinLength != nil && utf8.RuneCountInString(s) < *a.MinLength {
+			return name + " cannot be empty"
+		}
+	case "integer":
+		n, ok := v.(json.Number)
+		i, err := n.Int64()
+		if !ok || err != nil {
+			return name + " must be a whole number"
+		}
+		if a.Minimum != nil && float64(i) < *a.Minimum {
+			return fmt.Sprintf("%s must be at least %g", name, *a.Minimum)
+		}
+	}
+	return ""
 }
 
 // toolDesc is a tool as tools/list describes it.
@@ -113,6 +181,7 @@ func newToolSet(tools ...*tool) *toolSet {
 	s := &toolSet{list: []toolDesc{}, byName: map[string]*tool{}}
 	for _, t := range tools {
 		t.desc.Annotations.Title = t.desc.Title
+		t.readArgs()
 		s.list = append(s.list, t.desc)
 		s.byName[t.desc.Name] = t
 	}
@@ -134,7 +203,8 @@ func (s *toolSet) selfAnswered(m *message) bool {
 
 // parseCall reads a tools/call's params: -32602 for a missing or unknown
 // tool name, arguments that are not an object, or — for a self-answered
-// tool — an argument it does not take or a missing required one.
+// tool — an argument it does not take, one whose value its schema refuses,
+// or a missing required one.
 func (s *toolSet) parseCall(m *message) (*tool, *toolCall, *response) {
 	invalid := func(format string, args ...any) (*tool, *toolCall, *response) {
 		return nil, nil, errorOf(m.ID, codeInvalidParams, "Invalid params: "+fmt.Sprintf(format, args...), nil)
@@ -154,22 +224,56 @@ func (s *toolSet) parseCall(m *message) (*tool, *toolCall, *response) {
 		}
 	}
 	if t.selfAnswered {
-		for name := range c.args {
-			if !t.takes(name) {
-				return invalid("%s takes no argument %q; tools/list gives its input schema.", c.name, name)
-			}
-		}
-		var missing []string
-		for _, name := range t.required {
-			if !present(c.args[name]) {
-				missing = append(missing, name)
-			}
-		}
-		if len(missing) > 0 {
-			return invalid("%s needs the argument(s) %s.", c.name, strings.Join(missing, ", "))
+		if msg := t.checkArgs(c.args); msg != "" {
+			return invalid("%s", msg)
 		}
 	}
 	return t, c, nil
+}
+
+// checkArgs checks a self-answered call's arguments against the tool's
+// input schema, and resolves aliases: what is wrong with them, or "". A
+// null argument counts as absent.
+func (t *tool) checkArgs(args map[string]json.RawMessage) string {
+	name := t.desc.Name
+	for _, arg := range slices.Sorted(maps.Keys(args)) {
+		if !t.takes(arg) {
+			return fmt.Sprintf("%s takes no argument %q; tools/list gives its input schema.", name, arg)
+		}
+		if !present(args[arg]) {
+			delete(args, arg)
+			continue
+		}
+		if p := t.argProblem(arg, args[arg]); p != "" {
+			return fmt.Sprintf("%s: %s.", name, p)
+		}
+	}
+	for alias, arg := range t.aliases {
+		v, ok := args[alias]
+		if !ok {
+			continue
+		}
+		if other, both := args[arg]; both && !bytes.Equal(v, other) {
+			return fmt.Sprintf("%s: pass %s or %s (the same argument), not two different values.", name, arg, alias)
+		}
+		args[arg] = v
+		delete(args, alias)
+	}
+	for _, group := range t.requiredAny {
+		if !slices.ContainsFunc(group, func(arg string) bool { return present(args[arg]) }) {
+			return fmt.Sprintf("%s needs %s.", name, strings.Join(group, " or "))
+		}
+	}
+	var missing []string
+	for _, arg := range t.required {
+		if !present(args[arg]) {
+			missing = append(missing, arg)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Sprintf("%s needs the argument(s) %s.", name, strings.Join(missing, ", "))
+	}
+	return ""
 }
 
 // call runs a tools/call.

@@ -59,11 +59,18 @@ func TestToolsList(t *testing.T) {
 		}
 		require.Equal(t, false, tl.Annotations["destructiveHint"], tl.Name)
 	}
-	require.Equal(t, []string{"deliberate", "estimate", "list_modes", "get_receipt", "list_engines"}, names)
+	require.Equal(t, []string{"deliberate", "estimate", "list_modes", "get_receipt", "list_engines",
+		"validate_mode", "save_mode", "list_mode"}, names)
 	require.Equal(t, false, tools[0].Annotations["readOnlyHint"], "deliberate bills")
 	require.Equal(t, true, tools[0].Annotations["openWorldHint"], "deliberate calls providers")
-	for _, tl := range tools[1:] {
+	for _, tl := range tools[1:6] {
 		require.Equal(t, true, tl.Annotations["readOnlyHint"], tl.Name)
+		require.Equal(t, true, tl.Annotations["idempotentHint"], tl.Name)
+	}
+	for _, tl := range tools[6:] {
+		require.Equal(t, false, tl.Annotations["readOnlyHint"], "%s changes a mode", tl.Name)
+		require.Equal(t, false, tl.Annotations["idempotentHint"], "%s answers a repeat otherwise", tl.Name)
+		require.Equal(t, false, tl.Annotations["openWorldHint"], tl.Name)
 	}
 	for _, phrase := range []string{"judgement calls", "lookups, syntax, formatting, conversions, arithmetic and verbatim reproduction"} {
 		require.Contains(t, tools[0].Description, phrase)

@@ -77,6 +77,12 @@ func theirs(version int, reach *core.ModeReach) *core.AuthzMode {
 	})
 }
 
+// reached is another organisation's mode, reached as r says.
+func reached(r *core.ModeReach) *core.AuthzMode {
+	return core.ModeForPolicy(&core.Mode{Key: "panl", ID: "them-panl", Ticker: "THEM:PANL", OwnerOrg: "org_theirs",
+		Deliberation: seats(core.TierPlus), Version: 2, Reach: r})
+}
+
 func TestDecide(t *testing.T) {
 	t.Parallel()
 	free := &core.AuthzOrg{ID: "org_ours", Plan: "free"}
@@ -91,6 +97,10 @@ func TestDecide(t *testing.T) {
 		{"allow models.read", core.AuthzInput{Action: core.ActionModelsRead, Principal: key(), Org: core.OrgForPolicy(ours)}, ""},
 		{"allow chat", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: core.OrgForPolicy(ours), Mode: standardMode, Tier: core.TierPlus}, ""},
 		{"allow own mode", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: core.OrgForPolicy(ours), Mode: ownMode, Tier: core.TierPlus}, ""},
+		{"allow another org's published mode", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: core.OrgForPolicy(ours),
+			Mode: reached(&core.ModeReach{Listing: core.ListingApproved, Published: true})}, ""},
+		{"allow another org's lab to the invited", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: core.OrgForPolicy(ours),
+			Mode: reached(&core.ModeReach{Suffix: "lab", Listing: core.ListingApproved, Invited: true})}, ""},
 		{"allow plan-limited mode on its plan", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: &core.AuthzOrg{ID: "org_ours", Plan: "pro"}, Mode: maxMode}, ""},
 		{"allow key limited by ticker", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(func(k *core.Key) { k.Modes = []string{"CNCL:STND"} }), Org: core.OrgForPolicy(ours), Mode: standardMode}, ""},
 		{"allow api key pro on free plan", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: free, Mode: standardMode, Tier: core.TierPro}, ""},

@@ -265,7 +265,9 @@ func (s *Service) Release(ctx context.Context, p *access.Principal, modeRef stri
 
 // recheckFailure is a stored draft that no longer passes: its first
 // refusal's code (a check without a code of its own, invalid_value, is
-// invalid_request), with every refusal.
+// invalid_request), with every refusal. The facts the first refusal
+// carries (price_below_floor's floor_usd and recommended_usd, ticker_taken's
+// suggested_ticker) are in the Detail too, beside the code they explain.
 func recheckFailure(rs []Refusal) *core.Error {
 	first := rs[0]
 	code := first.Code
@@ -275,6 +277,15 @@ func recheckFailure(rs []Refusal) *core.Error {
 	e := core.Errorf(code, "The draft no longer passes validation (%s); nothing was released. Save a corrected draft.", first.Message)
 	if first.Path != "" {
 		e = e.WithParam(first.Path)
+	}
+	if first.SuggestedTicker != "" {
+		e = e.WithDetail("suggested_ticker", first.SuggestedTicker)
+	}
+	if first.FloorUSD != nil {
+		e = e.WithDetail("floor_usd", *first.FloorUSD)
+	}
+	if first.RecommendedUSD != nil {
+		e = e.WithDetail("recommended_usd", *first.RecommendedUSD)
 	}
 	return e.WithDetail("refusals", rs)
 }
