@@ -316,12 +316,19 @@ func TestServeDemoKeyAndGracefulDrain(t *testing.T) {
 // that opens conclave-max to the pro plan only replaces the embedded set.
 func TestServePolicyDirReplacesTheEmbeddedPolicies(t *testing.T) {
 	t.Parallel()
-	src, err := policies.FS.ReadFile("authz.rego")
-	require.NoError(t, err)
-	edited := strings.Replace(string(src), "plan_limited_modes := {}", `plan_limited_modes := {"conclave-max": {"pro"}}`, 1)
-	require.NotEqual(t, string(src), edited, "the worked example's line is in the policy")
+	// The policy author's copy of both policies: conclave-max limited to
+	// the pro plan, and the word "official" reserved in mode names (the
+	// worked examples of docs/policies.md).
 	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "authz.rego"), []byte(edited), 0o600))
+	edit := func(file, from, to string) {
+		src, err := policies.FS.ReadFile(file)
+		require.NoError(t, err)
+		edited := strings.Replace(string(src), from, to, 1)
+		require.NotEqual(t, string(src), edited, "the worked example's line is in %s", file)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, file), []byte(edited), 0o600))
+	}
+	edit("authz.rego", "plan_limited_modes := {}", `plan_limited_modes := {"conclave-max": {"pro"}}`)
+	edit("modespec.rego", `reserved_words := {"conclave"}`, `reserved_words := {"conclave", "official"}`)
 
 	p := startServe(t, t.TempDir(), []string{"DATABASE_URL=" + pgtest.NewDatabase(t)}, "--demo", "--policy-dir", dir)
 	key := p.demoKey(t)
@@ -332,6 +339,19 @@ func TestServePolicyDirReplacesTheEmbeddedPolicies(t *testing.T) {
 	status, body = get(t, p.base+"/v1/models/CNCL:MAXX", key)
 	require.Equal(t, 403, status, body)
 	require.Contains(t, body, `"code":"mode_not_permitted"`)
+
+	// A spec the embedded rules accept is refused by the tightened one,
+	// with no rebuild, and nothing is saved.
+	official := strings.Replace(panelSpec("sim/atlas"), "Acme Review Panel", "Official Review Panel", 1)
+	v := jsonOf(t, "POST", p.base+"/v1/modes/validate", key, `{"spec":`+official+`}`, http.StatusOK)
+	require.Equal(t, false, v["ok"])
+	require.Equal(t, []any{map[string]any{"code": "name_reserved", "path": "name",
+		"message": `The name "Official Review Panel" is reserved.`}}, v["refusals"])
+	refused := jsonOf(t, "POST", p.base+"/v1/modes", key, `{"spec":`+official+`}`, http.StatusUnprocessableEntity)
+	require.Equal(t, "mode_invalid", errorCode(t, refused))
+	require.Empty(t, jsonOf(t, "GET", p.base+"/v1/modes", key, "", http.StatusOK)["data"])
+	v = jsonOf(t, "POST", p.base+"/v1/modes/validate", key, `{"spec":`+panelSpec("sim/atlas")+`}`, http.StatusOK)
+	require.Equal(t, true, v["ok"], "the rest of the rules are the embedded ones: %v", v)
 	p.stop(t)
 }
 
