@@ -1,12 +1,14 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -21,12 +23,54 @@ type errorEnvelope struct {
 	Conclave requestBlock     `json:"conclave"`
 }
 
+// requestBlock is the envelope's conclave block: the request id, then the
+// error's Detail (mode_invalid's refusals, say) under the wire names core
+// gave them. Detail never replaces the request id.
 type requestBlock struct {
-	RequestID *string `json:"request_id"`
+	RequestID *string
+	Detail    map[string]any
+}
+
+// MarshalJSON writes request_id first, then the detail by name, so that
+// equal errors are written byte for byte alike; like every body, with HTML
+// left unescaped (wire.Marshal).
+func (b requestBlock) MarshalJSON() ([]byte, error) {
+	var out bytes.Buffer
+	out.WriteString(`{"request_id":`)
+	id, err := wire.Marshal(b.RequestID)
+	if err != nil {
+		return nil, err
+	}
+	out.Write(bytes.TrimSpace(id))
+	names := make([]string, 0, len(b.Detail))
+	for name := range b.Detail {
+		if name != "request_id" {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		k, err := wire.Marshal(name)
+		if err != nil {
+			return nil, err
+		}
+		v, err := wire.Marshal(b.Detail[name])
+		if err != nil {
+			return nil, err
+		}
+		out.WriteByte(',')
+		out.Write(bytes.TrimSpace(k))
+		out.WriteByte(':')
+		out.Write(bytes.TrimSpace(v))
+	}
+	out.WriteByte('}')
+	return out.Bytes(), nil
 }
 
 // writeError answers with err in the spec's envelope. Errors without a code
-// are internal errors. The cause of any 5xx is logged, never sent.
+// are internal errors. The cause of any 5xx is logged, never sent. What the
+// error carries beside its object (core.Error.Detail) is written into the
+// conclave block, next to the request id: this is the one place that does.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := core.AsError(err)
 	info := core.InfoFor(e.Code)
@@ -38,7 +82,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		st.logger.ErrorContext(r.Context(), "request failed", slog.String("request_id", st.id),
 			slog.String("code", string(e.Code)), slog.String("error", e.Err.Error()))
 	}
-	body := errorEnvelope{Error: wire.ErrorOf(e)}
+	body := errorEnvelope{Error: wire.ErrorOf(e), Conclave: requestBlock{Detail: e.Detail}}
 	if id := RequestID(r.Context()); id != "" {
 		body.Conclave.RequestID = &id
 	}
