@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -115,13 +117,35 @@ func writeRawJSON(w http.ResponseWriter, status int, body []byte) {
 
 // decodeJSON reads a JSON object body into v and returns the refusal every
 // JSON endpoint shares: wrong media type, too large, not JSON, not an
-// object, or a body that could not be read in full.
+// object, or a body that could not be read in full. Fields v does not have
+// are ignored: the OpenAI-shaped endpoints accept what OpenAI clients send.
 func decodeJSON(w http.ResponseWriter, r *http.Request, maxBytes int64, v any) error {
+	return decodeBody(w, r, maxBytes, v, false, false)
+}
+
+// decodeClosedJSON is decodeJSON for a closed body: a field v does not have
+// is refused (400 invalid_request, naming it). With emptyOK an empty body
+// reads as {}.
+func decodeClosedJSON(w http.ResponseWriter, r *http.Request, maxBytes int64, v any, emptyOK bool) error {
+	return decodeBody(w, r, maxBytes, v, true, emptyOK)
+}
+
+func decodeBody(w http.ResponseWriter, r *http.Request, maxBytes int64, v any, closed, emptyOK bool) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSONMediaType(ct) {
 		return core.Errorf(core.CodeUnsupportedMediaType, "Send the body as application/json, not %s.", ct)
 	}
-	body := http.MaxBytesReader(w, r.Body, maxBytes)
+	var body io.Reader = http.MaxBytesReader(w, r.Body, maxBytes)
+	if emptyOK {
+		br := bufio.NewReader(body)
+		if _, err := br.Peek(1); errors.Is(err, io.EOF) {
+			return nil
+		}
+		body = br
+	}
 	dec := json.NewDecoder(body)
+	if closed {
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(v); err != nil {
 		var tooBig *http.MaxBytesError
 		var typeErr *json.UnmarshalTypeError
@@ -142,6 +166,11 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, maxBytes int64, v any) e
 		case errors.Is(err, io.ErrUnexpectedEOF):
 			return core.Errorf(core.CodeInvalidJSON, "The request body is not valid JSON: it ends before its JSON object does.")
 		}
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok && closed {
+			name = strings.Trim(name, `"`)
+			return core.Errorf(core.CodeInvalidRequest, "The request body has a field this endpoint does not read: %q. It reads only %s.",
+				name, strings.Join(jsonFields(v), ", ")).WithParam(name)
+		}
 		// The body could not be read: the connection ended or timed out
 		// before it was complete. The reader's error names sockets, so it
 		// stays out of the answer.
@@ -151,6 +180,24 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, maxBytes int64, v any) e
 		return core.Errorf(core.CodeInvalidJSON, "The request body must hold exactly one JSON object.")
 	}
 	return nil
+}
+
+// jsonFields are the JSON names of the fields of the struct v points to.
+func jsonFields(v any) []string {
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var names []string
+	if t.Kind() != reflect.Struct {
+		return names
+	}
+	for f := range t.Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 func isJSONMediaType(ct string) bool {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/conclavehq/conclave/api"
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/modes"
 )
 
 // openAPIPath is the document, relative to this package.
@@ -297,7 +298,23 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 	require.ElementsMatch(t, []string{
 		"POST /v1/chat/completions", "POST /v1/estimate", "GET /v1/models", "GET /v1/models/{model}",
 		"GET /v1/receipts/{request_id}", "GET /v1/receipts", "GET /v1/openapi.json",
+		"POST /v1/modes/validate", "GET /v1/modes", "POST /v1/modes", "GET /v1/modes/{mode}",
+		"POST /v1/modes/{mode}/release", "POST /v1/modes/{mode}/listing",
+		"PUT /v1/modes/{mode}/lab_invites/{org}", "DELETE /v1/modes/{mode}/lab_invites/{org}",
 	}, ops)
+}
+
+// The document's ModeSpec is the mode spec's JSON Schema
+// (core/modes/spec.schema.json) as it is, so the spec an author writes is
+// described once.
+func TestOpenAPIModeSpecIsTheSpecSchema(t *testing.T) {
+	t.Parallel()
+	doc := openAPIJSON(t)
+	got, ok := mapOf(mapOf(doc["components"])["schemas"])["ModeSpec"]
+	require.True(t, ok, "components.schemas.ModeSpec")
+	var want map[string]any
+	require.NoError(t, json.Unmarshal(modes.Schema, &want))
+	require.Equal(t, want, got)
 }
 
 // GET /v1/openapi.json serves the document as it is in the repository, to
