@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -39,6 +40,9 @@ type testBundle struct {
 type setupOpts struct {
 	cfg   limits
 	ready func(context.Context) error
+	// available reports whether an engine can fill a seat now, for mode
+	// validation; nil means every engine can.
+	available func(engineID string) bool
 }
 
 // enterpriseMode is a system mode limited to organisations on plan
@@ -68,7 +72,7 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 	if ready == nil {
 		ready = store.Ready
 	}
-	pt := &parts{store: store, authz: authz, catalog: catalog, ready: ready, limits: o.cfg,
+	pt := &parts{store: store, authz: authz, catalog: catalog, ready: ready, limits: o.cfg, available: o.available,
 		logger: slog.New(slog.NewJSONHandler(logs, nil)), registry: prometheus.NewRegistry()}
 	h, _ := pt.serve(t)
 	srv := newServer(t, h)
@@ -122,12 +126,22 @@ func (tb *testBundle) do(t *testing.T, method, path, key, body string, headers .
 // send sends one request to the server at base.
 func send(t *testing.T, base, method, path, key, body string, headers ...string) *response {
 	t.Helper()
+	r, err := sendRequest(base, method, path, key, body, headers...)
+	require.NoError(t, err)
+	return r
+}
+
+// sendRequest is send without a test: for requests sent from goroutines
+// other than the test's.
+func sendRequest(base, method, path, key, body string, headers ...string) (*response, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req, err := http.NewRequest(method, base+path, rd)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
@@ -138,15 +152,21 @@ func send(t *testing.T, base, method, path, key, body string, headers ...string)
 		req.Header.Set(headers[i], headers[i+1])
 	}
 	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	out := &response{status: res.StatusCode, header: res.Header, raw: string(b)}
 	if len(b) > 0 && strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
-		require.NoError(t, json.Unmarshal(b, &out.body), "body: %s", b)
+		if err := json.Unmarshal(b, &out.body); err != nil {
+			return nil, fmt.Errorf("body %s: %w", b, err)
+		}
 	}
-	return out
+	return out, nil
 }
 
 // requireError checks status, error.code, error.type, and that the request

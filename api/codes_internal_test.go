@@ -46,3 +46,20 @@ func TestWriteJSONOfAnUnencodableValueIsAnInternalError(t *testing.T) {
 	require.JSONEq(t, `{"error":{"message":"The service failed to encode its answer. Retry with the same Idempotency-Key.",
 		"type":"api_error","code":"internal_error","param":null},"conclave":{"request_id":null}}`, rec.Body.String())
 }
+
+// What an error carries beside its object is written into the conclave
+// block after the request id, by name, with HTML left unescaped; it never
+// replaces the request id.
+func TestErrorDetailIsWrittenInTheConclaveBlock(t *testing.T) {
+	t.Parallel()
+	e := core.Errorf(core.CodeModeInvalid, "The spec breaks 1 rule.").
+		WithDetail("refusals", []map[string]string{{"code": "name_bad_chars", "message": "Use - ' & . , only."}}).
+		WithDetail("request_id", "req_forged").
+		WithDetail("floor_usd", 0.01)
+	w := httptest.NewRecorder()
+	writeError(w, httptest.NewRequest("POST", "/v1/modes", nil), e)
+	require.Equal(t, 422, w.Code)
+	require.JSONEq(t, `{"error": {"message": "The spec breaks 1 rule.", "type": "invalid_request_error", "code": "mode_invalid", "param": null},
+		"conclave": {"request_id": null, "floor_usd": 0.01, "refusals": [{"code": "name_bad_chars", "message": "Use - ' & . , only."}]}}`, w.Body.String())
+	require.Contains(t, w.Body.String(), `"conclave":{"request_id":null,"floor_usd":0.01,"refusals":[{"code":"name_bad_chars","message":"Use - ' & . , only."}]}`)
+}

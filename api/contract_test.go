@@ -12,7 +12,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/pb33f/libopenapi-validator/config"
 	"github.com/pb33f/libopenapi-validator/helpers"
@@ -54,7 +53,7 @@ var loadContract = sync.OnceValues(func() (*contract, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc, err := libopenapi.NewDocument(spec)
+	doc, err := newDocument(spec)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", openAPIPath, err)
 	}

@@ -3,6 +3,7 @@ package api_test
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"sort"
@@ -13,14 +14,58 @@ import (
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
 	valerrors "github.com/pb33f/libopenapi-validator/errors"
+	"github.com/pb33f/libopenapi/datamodel"
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclavehq/conclave/api"
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/modes"
 )
 
 // openAPIPath is the document, relative to this package.
 const openAPIPath = "openapi.json"
+
+// newDocument reads the document with libopenapi. Its index resolves every
+// "#/…" reference from the document's root, and so logs an error for each
+// of ModeSpec's references to its own $defs, which JSON Schema resolves
+// within the schema resource ModeSpec's $id opens — as the validator's
+// schema compiler does. That log is dropped: TestOpenAPIReferencesResolve
+// checks every reference the way JSON Schema reads it.
+func newDocument(spec []byte) (libopenapi.Document, error) {
+	cfg := datamodel.NewDocumentConfiguration()
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	return libopenapi.NewDocumentWithConfiguration(spec, cfg)
+}
+
+// Every $ref of the document resolves: against the document, or inside a
+// schema with $id (ModeSpec) against that schema.
+func TestOpenAPIReferencesResolve(t *testing.T) {
+	t.Parallel()
+	doc := openAPIJSON(t)
+	var refs int
+	var walk func(v any, root map[string]any)
+	walk = func(v any, root map[string]any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if _, ok := v["$id"]; ok {
+				root = v
+			}
+			if _, ok := v["$ref"].(string); ok {
+				resolve(t, root, v)
+				refs++
+			}
+			for _, x := range v {
+				walk(x, root)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x, root)
+			}
+		}
+	}
+	walk(doc, doc)
+	require.Greater(t, refs, 100, "walked the document's references")
+}
 
 // openAPIJSON is the document as plain JSON, for the tests that read its
 // structure rather than validate against it.
@@ -34,7 +79,9 @@ func openAPIJSON(t *testing.T) map[string]any {
 }
 
 // resolve follows a local $ref ("#/components/…") until it reaches a
-// value that is not one.
+// value that is not one. doc is the document, or the schema resource (a
+// schema with $id, such as ModeSpec) whose own references ("#/$defs/…")
+// are read from it, as JSON Schema reads them.
 func resolve(t *testing.T, doc map[string]any, v map[string]any) map[string]any {
 	t.Helper()
 	for range 10 {
@@ -165,8 +212,10 @@ func TestOpenAPIResponseObjectsAreClosed(t *testing.T) {
 	t.Parallel()
 	doc := openAPIJSON(t)
 	var objects int
-	var walk func(s map[string]any, where string, closedByParent bool, seen map[string]bool)
-	walk = func(s map[string]any, where string, closedByParent bool, seen map[string]bool) {
+	// root is the schema resource references are read from: the document,
+	// or the nearest schema with $id around s.
+	var walk func(s map[string]any, where string, closedByParent bool, seen map[string]bool, root map[string]any)
+	walk = func(s map[string]any, where string, closedByParent bool, seen map[string]bool, root map[string]any) {
 		if ref, ok := s["$ref"].(string); ok {
 			key := fmt.Sprintf("%s %v", ref, closedByParent)
 			if seen[key] {
@@ -175,7 +224,10 @@ func TestOpenAPIResponseObjectsAreClosed(t *testing.T) {
 			seen[key] = true
 			where = ref
 		}
-		s = resolve(t, doc, s)
+		s = resolve(t, root, s)
+		if _, ok := s["$id"]; ok {
+			root = s
+		}
 		isObject := s["type"] == "object"
 		if types, ok := s["type"].([]any); ok {
 			isObject = slices.Contains(types, any("object"))
@@ -187,21 +239,21 @@ func TestOpenAPIResponseObjectsAreClosed(t *testing.T) {
 			require.True(t, closed || isMap || closedByParent, "%s: an object in a response is not closed", where)
 		}
 		for name, p := range mapOf(s["properties"]) {
-			walk(p.(map[string]any), where+"."+name, false, seen)
+			walk(p.(map[string]any), where+"."+name, false, seen, root)
 		}
 		if items, ok := s["items"].(map[string]any); ok {
-			walk(items, where+"[]", false, seen)
+			walk(items, where+"[]", false, seen, root)
 		}
 		if isMap {
-			walk(s["additionalProperties"].(map[string]any), where+".*", false, seen)
+			walk(s["additionalProperties"].(map[string]any), where+".*", false, seen, root)
 		}
 		for _, k := range []string{"oneOf", "anyOf"} {
 			for i, m := range sliceOf(s[k]) {
-				walk(m.(map[string]any), fmt.Sprintf("%s.%s[%d]", where, k, i), false, seen)
+				walk(m.(map[string]any), fmt.Sprintf("%s.%s[%d]", where, k, i), false, seen, root)
 			}
 		}
 		for i, m := range sliceOf(s["allOf"]) {
-			walk(m.(map[string]any), fmt.Sprintf("%s.allOf[%d]", where, i), closed || closedByParent, seen)
+			walk(m.(map[string]any), fmt.Sprintf("%s.allOf[%d]", where, i), closed || closedByParent, seen, root)
 		}
 	}
 	seen := map[string]bool{}
@@ -209,7 +261,7 @@ func TestOpenAPIResponseObjectsAreClosed(t *testing.T) {
 		if r.where == "GET /v1/openapi.json 200" {
 			continue
 		}
-		walk(jsonSchemaOf(t, doc, r), r.where, false, seen)
+		walk(jsonSchemaOf(t, doc, r), r.where, false, seen, doc)
 	}
 	require.Greater(t, objects, 20, "walked the response schemas")
 }
@@ -223,7 +275,7 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 	t.Parallel()
 	spec, err := os.ReadFile(openAPIPath)
 	require.NoError(t, err)
-	doc, err := libopenapi.NewDocument(spec)
+	doc, err := newDocument(spec)
 	require.NoError(t, err)
 	v, errs := validator.NewValidator(doc)
 	require.Empty(t, errs)
@@ -246,7 +298,23 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 	require.ElementsMatch(t, []string{
 		"POST /v1/chat/completions", "POST /v1/estimate", "GET /v1/models", "GET /v1/models/{model}",
 		"GET /v1/receipts/{request_id}", "GET /v1/receipts", "GET /v1/openapi.json",
+		"POST /v1/modes/validate", "GET /v1/modes", "POST /v1/modes", "GET /v1/modes/{mode}",
+		"POST /v1/modes/{mode}/release", "POST /v1/modes/{mode}/listing",
+		"PUT /v1/modes/{mode}/lab_invites/{org}", "DELETE /v1/modes/{mode}/lab_invites/{org}",
 	}, ops)
+}
+
+// The document's ModeSpec is the mode spec's JSON Schema
+// (core/modes/spec.schema.json) as it is, so the spec an author writes is
+// described once.
+func TestOpenAPIModeSpecIsTheSpecSchema(t *testing.T) {
+	t.Parallel()
+	doc := openAPIJSON(t)
+	got, ok := mapOf(mapOf(doc["components"])["schemas"])["ModeSpec"]
+	require.True(t, ok, "components.schemas.ModeSpec")
+	var want map[string]any
+	require.NoError(t, json.Unmarshal(modes.Schema, &want))
+	require.Equal(t, want, got)
 }
 
 // GET /v1/openapi.json serves the document as it is in the repository, to

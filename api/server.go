@@ -1,8 +1,9 @@
 // Package api serves Conclave's REST API (/v1) over net/http with chi. It is
 // REST only: middleware that refuses browsers and hands the bearer key to
 // core/access, handlers that decode a request, call a core service
-// (core/calls) and render its answer or its *core.Error in the spec's
-// envelope, and the probes /healthz and /readyz. NewOperator serves what only
+// (core/calls; core/modes for mode authoring under /v1/modes) and render its
+// answer or its *core.Error in the spec's envelope, and the probes /healthz
+// and /readyz. NewOperator serves what only
 // operators may read — /metrics and the cause of a failed /readyz — for a
 // listener of its own.
 package api
@@ -21,6 +22,7 @@ import (
 	"github.com/conclavehq/conclave/core/access"
 	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/carrier"
+	"github.com/conclavehq/conclave/core/modes"
 )
 
 // Config configures the REST handler.
@@ -54,6 +56,9 @@ type Deps struct {
 	// Ready reports whether the service can take traffic (database reachable,
 	// migrations applied); /readyz answers from it, naming no cause. Required.
 	Ready func(ctx context.Context) error
+	// Modes authors organisations' own modes at /v1/modes. Optional: when
+	// nil those routes are not served (an unknown URL).
+	Modes *modes.Service
 	// Logger defaults to a logger that discards.
 	Logger *slog.Logger
 	// Registry receives the HTTP metrics; the handler does not serve them
@@ -65,6 +70,7 @@ type handler struct {
 	cfg     Config
 	access  *access.Service
 	calls   *calls.Service
+	modes   *modes.Service // nil: /v1/modes is not served
 	ready   func(ctx context.Context) error
 	log     *slog.Logger
 	metrics *metrics
@@ -93,7 +99,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	h := &handler{
-		cfg: cfg, access: d.Access, calls: d.Calls, ready: d.Ready,
+		cfg: cfg, access: d.Access, calls: d.Calls, modes: d.Modes, ready: d.Ready,
 		log: d.Logger, metrics: m, started: time.Now(),
 	}
 
@@ -120,6 +126,9 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 			r.With(h.requireScope(core.ActionModelsRead), h.meter).Get("/models/{model}", h.getModel)
 			r.With(h.requireScope(core.ActionEstimate)).Post("/estimate", h.estimate)
 			r.Mount("/receipts", h.receiptRoutes())
+			if h.modes != nil {
+				r.Mount("/modes", h.modeRoutes())
+			}
 			if h.calls.Deliberates() {
 				r.With(h.requireScope(core.ActionChatCreate)).Post("/chat/completions", h.chat)
 			}

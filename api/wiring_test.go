@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,8 +15,10 @@ import (
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
 	"github.com/conclavehq/conclave/core/calls"
+	"github.com/conclavehq/conclave/core/modes"
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/tokens"
+	"github.com/conclavehq/conclave/policies"
 )
 
 // limits are the knobs tests set across the handler and its services.
@@ -43,7 +46,22 @@ type parts struct {
 	registry    *prometheus.Registry
 	deliberator calls.Deliberator
 	limits      limits
+	// available reports whether an engine can fill a seat now, for mode
+	// validation; nil means every engine can.
+	available func(engineID string) bool
+	// withoutModes serves no mode authoring (api.Deps.Modes nil).
+	withoutModes bool
+	// uncontracted leaves the exchanges unchecked against the OpenAPI
+	// document, which describes the whole API: for a handler that serves
+	// less of it (withoutModes).
+	uncontracted bool
 }
+
+// modePolicy is the embedded mode-spec policy, compiled once for every
+// test: it is safe for concurrent use.
+var modePolicy = sync.OnceValues(func() (*policies.ModeValidator, error) {
+	return policies.NewModeValidator(context.Background(), policies.Config{})
+})
 
 // serve returns the handler, with its call service started and stopped
 // when the test ends; in a test (not a benchmark) the handler checks every
@@ -65,16 +83,26 @@ func (p *parts) serve(t testing.TB) (http.Handler, *calls.Service) {
 	svc, err := calls.New(calls.Config{Lease: l.Lease, ConcurrencyRetryAfter: l.RetryAfter, ActivationAllowance: l.ActivationAllowance,
 		RepeatWait: l.RepeatWait}, calls.Deps{
 		Access: acc, Admission: p.admission, Settlement: p.settlement, Receipts: p.store, Outcomes: p.outcomes,
-		Catalog: p.catalog, Deliberator: p.deliberator, TokensOver: tokens.Over, Logger: p.logger,
+		Catalog: p.catalog, Modes: core.NewAuthoredModeSource(p.catalog, p.store), Deliberator: p.deliberator,
+		TokensOver: tokens.Over, Logger: p.logger,
 	})
 	require.NoError(t, err)
 	require.NoError(t, svc.Start(context.Background()))
 	t.Cleanup(svc.Stop)
+	var authoring *modes.Service
+	if !p.withoutModes {
+		policy, err := modePolicy()
+		require.NoError(t, err)
+		authoring, err = modes.NewService(modes.Deps{
+			Access: acc, Store: p.store, Catalog: p.catalog, Policy: policy, Available: p.available, Logger: p.logger,
+		})
+		require.NoError(t, err)
+	}
 	h, err := api.New(api.Config{MaxBodyBytes: l.MaxBodyBytes}, api.Deps{
-		Access: acc, Calls: svc, Ready: p.ready, Logger: p.logger, Registry: p.registry,
+		Access: acc, Calls: svc, Modes: authoring, Ready: p.ready, Logger: p.logger, Registry: p.registry,
 	})
 	require.NoError(t, err)
-	if _, bench := t.(*testing.B); !bench {
+	if _, bench := t.(*testing.B); !bench && !p.uncontracted {
 		// Every test's exchanges are held to the OpenAPI document
 		// (contract_test.go). Benchmarks measure the handler alone.
 		h = checkContract(t, h)

@@ -146,7 +146,7 @@ func (g *gateway) build(ctx context.Context) error {
 		return err
 	}
 	g.rest, err = api.New(api.Config{MaxBodyBytes: cfg.Server.MaxBodyBytes}, api.Deps{
-		Access: g.acc, Calls: g.svc, Ready: g.db.store.Ready, Logger: log, Registry: g.reg,
+		Access: g.acc, Calls: g.svc, Modes: g.modes, Ready: g.db.store.Ready, Logger: log, Registry: g.reg,
 	})
 	return err
 }

@@ -322,7 +322,8 @@ func (s *Service) detail(ctx context.Context, am *core.AuthoredMode) (*Detail, e
 	return d, nil
 }
 
-// List lists the caller's own modes by ticker.
+// List lists the caller's own modes by ticker; a key limited to named
+// modes is shown only those.
 func (s *Service) List(ctx context.Context, p *access.Principal) ([]*core.AuthoredMode, error) {
 	if err := s.d.Access.Authorize(ctx, p, core.ActionModesRead, nil, ""); err != nil {
 		return nil, err
@@ -331,7 +332,17 @@ func (s *Service) List(ctx context.Context, p *access.Principal) ([]*core.Author
 	if err != nil {
 		return nil, readFailure(err)
 	}
-	return ms, nil
+	out := make([]*core.AuthoredMode, 0, len(ms))
+	for _, am := range ms {
+		d, err := s.d.Access.Decide(ctx, p, core.ActionModesRead, modeView(am), "")
+		if err != nil {
+			return nil, access.PolicyFailure(err)
+		}
+		if d.Allow {
+			out = append(out, am)
+		}
+	}
+	return out, nil
 }
 
 // PublishRequest is a listing change by the author (list_mode).
