@@ -579,3 +579,55 @@ func TestModeRoutesAndMethods(t *testing.T) {
 	bare := setupWith(t, "Bare", func(p *parts) { p.withoutModes, p.uncontracted = true, true })
 	requireError(t, bare.do(t, "GET", "/v1/modes", bare.key, ""), 404, core.CodeUnknownURL, "invalid_request_error")
 }
+
+// Another organisation reaches ACME's mode only as the marketplace and the
+// lab allow, on every endpoint that names a mode; each refusal is a
+// documented one (the contract test checks every answer).
+func TestCallsOnAnotherOrganisationsMode(t *testing.T) {
+	t.Parallel()
+	ab := setupAuthoring(t)
+	ab.savePanel(t)
+	ab.release(t, 200, "")
+	estimate := func(model string) *response {
+		return ab.do(t, "POST", "/v1/estimate", ab.otherKey,
+			`{"model":"`+model+`","messages":[{"role":"user","content":"Which database should we pick?"}]}`)
+	}
+
+	// Released, not listed: the owner reaches it, the other is told it is
+	// not published.
+	require.Equal(t, 200, ab.do(t, "GET", "/v1/models/ACME:PANL", ab.key, "").status)
+	requireError(t, ab.do(t, "GET", "/v1/models/ACME:PANL", ab.otherKey, ""), 403, core.CodeModeNotPublished, "permission_error")
+	requireError(t, estimate("acme-panl"), 403, core.CodeModeNotPublished, "permission_error")
+	requireError(t, estimate("acme-panl@lab"), 403, core.CodeLabNotAvailable, "permission_error")
+	requireError(t, estimate("conclave-standard@lab"), 400, core.CodeSuffixNotSupported, "invalid_request_error")
+	requireError(t, ab.do(t, "GET", "/v1/models/conclave-standard@v1", ab.key, ""), 400, core.CodeSuffixNotSupported, "invalid_request_error")
+	requireError(t, estimate("acme-panl@v9"), 404, core.CodeModelNotFound, "invalid_request_error")
+	require.NotContains(t, modelIDs(ab.do(t, "GET", "/v1/models", ab.otherKey, "")), "acme-panl")
+
+	// Listed and approved: version 1 is published to every organisation.
+	require.Equal(t, 200, ab.listing(t, "").status)
+	ctx := context.Background()
+	m, err := ab.store.AuthoredModeByRef(ctx, "acme-panl")
+	require.NoError(t, err)
+	_, err = ab.store.ReviewListing(ctx, m.ID, core.ModeAction{Kind: core.ActionApprove, ListingRevision: m.ListingRevision, Version: 1})
+	require.NoError(t, err)
+	require.Contains(t, modelIDs(ab.do(t, "GET", "/v1/models", ab.otherKey, "")), "acme-panl")
+	r := estimate("ACME:PANL")
+	require.Equal(t, 200, r.status, r.raw)
+	require.Equal(t, 200, estimate("acme-panl@v1").status, "the published version by its number")
+
+	// Version 2 is a lab version until invited.
+	ab.save(t, 200, map[string]any{"mode_id": "acme-panl", "spec": panelSpec("Acme Review Panel", "PANL")})
+	ab.release(t, 200, "")
+	requireError(t, estimate("acme-panl@v2"), 403, core.CodeLabNotAvailable, "permission_error")
+	require.Equal(t, 200, ab.do(t, "PUT", "/v1/modes/acme-panl/lab_invites/"+ab.org.Ticker, ab.key, "").status)
+	require.Equal(t, 200, estimate("acme-panl@v2").status)
+	require.Equal(t, 200, estimate("ACME:PANL@lab").status)
+
+	// Delisted: nothing is published any more.
+	m, err = ab.store.AuthoredModeByRef(ctx, "acme-panl")
+	require.NoError(t, err)
+	_, err = ab.store.ReviewListing(ctx, m.ID, core.ModeAction{Kind: core.ActionDelist, ListingRevision: m.ListingRevision})
+	require.NoError(t, err)
+	requireError(t, estimate("acme-panl"), 403, core.CodeModeNotPublished, "permission_error")
+}

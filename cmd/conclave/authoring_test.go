@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -82,13 +84,18 @@ func modelListed(t *testing.T, base, key, id string) map[string]any {
 }
 
 // chatOn runs one billed deliberation on model for key and returns the
-// completion's panel.
+// completion's panel. Each call asks its own question, so that none is a
+// repeat of another (which would be answered with its replay).
 func chatOn(t *testing.T, base, key, model string) map[string]any {
 	t.Helper()
-	body := `{"model":"` + model + `","messages":[{"role":"user","content":"Should a small team adopt trunk-based development? Weigh the risks."}]}`
+	body := fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"Should team %d adopt trunk-based development? Weigh the risks."}]}`,
+		model, asked.Add(1))
 	c := jsonOf(t, "POST", base+"/v1/chat/completions", key, body, http.StatusOK)
 	return c["panel"].(map[string]any)
 }
+
+// asked counts chatOn's questions.
+var asked atomic.Int64
 
 // The whole life of an organisation's mode, through the built binary: one
 // organisation validates, saves, releases and lists a mode over REST; the
@@ -147,7 +154,9 @@ func TestAuthoredModeEndToEnd(t *testing.T) {
 	panel := chatOn(t, p.base, betaKey, "ACME:PANL")
 	require.Equal(t, hash1, panel["mode_config_hash"])
 	require.Equal(t, 1.0, panel["mode_version"])
-	receipt := jsonOf(t, "GET", p.base+"/v1/receipts?request_id="+panel["request_id"].(string), betaKey, "", http.StatusOK)
+	answer := jsonOf(t, "GET", p.base+"/v1/receipts/"+panel["request_id"].(string), betaKey, "", http.StatusOK)
+	require.Equal(t, true, answer["receipt_available"])
+	receipt := answer["receipt"].(map[string]any)
 	require.Equal(t, "acme-panl", receipt["mode"])
 	require.Equal(t, 1.0, receipt["mode_version"])
 	require.Equal(t, hash1, receipt["mode_config_hash"])
