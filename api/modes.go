@@ -12,6 +12,7 @@ import (
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/modes"
+	"github.com/conclavehq/conclave/core/wire"
 )
 
 // modeRoutes serves /v1/modes: an organisation authoring its own modes.
@@ -81,7 +82,7 @@ func (h *handler) validateMode(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, validationOf(c))
+	writeJSON(w, http.StatusOK, wire.ModeValidationOf(c, "mode.validation"))
 }
 
 // saveMode answers POST /v1/modes: a draft saved, 201 with Location for a
@@ -343,17 +344,6 @@ type (
 		Object string       `json:"object"`
 		Data   []modeObject `json:"data"`
 	}
-	// modeValidation is the answer to a validation: ok with the hash the
-	// mode would have, or every refusal. The floor is null when the spec
-	// does not decode.
-	modeValidation struct {
-		Object         string          `json:"object"`
-		OK             bool            `json:"ok"`
-		Refusals       []modes.Refusal `json:"refusals"`
-		ModeConfigHash *string         `json:"mode_config_hash"`
-		FloorUSD       *core.Dollars   `json:"floor_usd"`
-		RecommendedUSD *core.Dollars   `json:"recommended_usd"`
-	}
 )
 
 func modeObjectOf(m *core.AuthoredMode) modeObject {
@@ -390,20 +380,6 @@ func modeDetailOf(d *modes.Detail) modeDetail {
 
 func modeVersionOf(v *core.ModeVersion) modeVersion {
 	return modeVersion{Version: v.Version, ModeConfigHash: v.ConfigHash, ReleasedAt: v.ReleasedAt.UTC()}
-}
-
-func validationOf(c *modes.Checked) modeValidation {
-	out := modeValidation{Object: "mode.validation", OK: c.OK(), Refusals: c.Refusals}
-	if out.Refusals == nil {
-		out.Refusals = []modes.Refusal{}
-	}
-	if c.ConfigHash != "" {
-		out.ModeConfigHash = &c.ConfigHash
-	}
-	if c.Floor != nil {
-		out.FloorUSD, out.RecommendedUSD = &c.Floor.FloorUSD, &c.Floor.RecommendedUSD
-	}
-	return out
 }
 
 // version is a version number on the wire: null for none (0).

@@ -8,6 +8,7 @@ import (
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
 	"github.com/conclavehq/conclave/core/modes"
+	"github.com/conclavehq/conclave/core/wire"
 )
 
 // The authoring tools answer in the tool server itself: each spends one
@@ -27,26 +28,7 @@ func (h *Handler) validateMode(ctx context.Context, p *access.Principal, c *tool
 	if err != nil {
 		return h.selfFailure(ctx, err, c.requestID)
 	}
-	out := validation{OK: checked.OK(), Refusals: checked.Refusals}
-	if out.Refusals == nil {
-		out.Refusals = []modes.Refusal{}
-	}
-	if checked.ConfigHash != "" {
-		out.ModeConfigHash = &checked.ConfigHash
-	}
-	if checked.Floor != nil {
-		out.FloorUSD, out.RecommendedUSD = &checked.Floor.FloorUSD, &checked.Floor.RecommendedUSD
-	}
-	return structuredResult(out)
-}
-
-// validation is validate_mode's result.
-type validation struct {
-	OK             bool            `json:"ok"`
-	Refusals       []modes.Refusal `json:"refusals"`
-	ModeConfigHash *string         `json:"mode_config_hash"`
-	FloorUSD       *core.Dollars   `json:"floor_usd"`
-	RecommendedUSD *core.Dollars   `json:"recommended_usd"`
+	return structuredResult(wire.ModeValidationOf(checked, ""))
 }
 
 // saveMode saves a draft, releases one, or both: a spec saves it (a new

@@ -5,53 +5,27 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/conclavehq/conclave/core/modes/modestest"
 	"github.com/conclavehq/conclave/internal/pgtest"
 )
 
-// panelSpec is an organisation's mode spec: three seats from three families
-// at the experience and plus tiers. seat swaps the plus row's first engine,
-// which changes what runs and so the mode_config_hash.
+// panelSpec is the corpus's valid spec (ACME's "PANL") with the plus row's
+// first seat set to plusFirst: another engine changes what runs, and so the
+// mode_config_hash.
 func panelSpec(plusFirst string) string {
-	return `{
-  "name": "Acme Review Panel",
-  "ticker": "PANL",
-  "description": "Three seats from three provider families.",
-  "use_when": "Trade-offs where a second and a third opinion are worth a few cents.",
-  "seats_by_tier": {
-    "experience": [
-      {"engine": "sim/swift", "backup": "sim/gemini-flash"},
-      {"engine": "sim/gemini-flash", "backup": "sim/swift"},
-      {"engine": "sim/sonnet", "backup": "sim/swift"}
-    ],
-    "plus": [
-      {"engine": "` + plusFirst + `", "backup": "sim/gemini-flash"},
-      {"engine": "sim/sonnet", "backup": "sim/atlas"},
-      {"engine": "sim/gemini-flash", "backup": "sim/sonnet"}
-    ]
-  },
-  "staff": {
-    "classifier": {"engine": "sim/swift"},
-    "judge": {"engine": "sim/sonnet", "backup": "sim/atlas"},
-    "synthesis": {"engine": "sim/atlas", "backup": "sim/sonnet"}
-  },
-  "critique": "deep",
-  "max_rounds": 2,
-  "quorum": 2,
-  "straggler_deadline_s": 20,
-  "express_threshold": 0.2,
-  "cost_ceiling_usd": 1.5,
-  "api_commercial": {
-    "price_tier": "standard",
-    "q_surcharge_by_depth": {"light": 0.05, "medium": 0.10, "deep": 0.15},
-    "q_surcharge_usd": 0.15
-  }
-}`
+	spec := strings.Replace(modestest.ValidSpec, `{"engine": "sim/atlas", "backup": "sim/gemini-flash"}`,
+		`{"engine": "`+plusFirst+`", "backup": "sim/gemini-flash"}`, 1)
+	if plusFirst != "sim/atlas" && spec == modestest.ValidSpec {
+		panic("the corpus's plus row changed: update panelSpec")
+	}
+	return spec
 }
 
 // jsonOf sends a request and decodes its JSON answer, requiring status.
