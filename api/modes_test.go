@@ -1,8 +1,11 @@
 package api_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/modes/modestest"
 )
 
 // authoringBundle is a server with two organisations: ACME, whose modes the
@@ -630,4 +634,82 @@ func TestCallsOnAnotherOrganisationsMode(t *testing.T) {
 	_, err = ab.store.ReviewListing(ctx, m.ID, core.ModeAction{Kind: core.ActionDelist, ListingRevision: m.ListingRevision})
 	require.NoError(t, err)
 	requireError(t, estimate("acme-panl"), 403, core.CodeModeNotPublished, "permission_error")
+}
+
+// Every validation code of the spec an organisation can produce, through
+// REST: validate answers 200 with exactly the case's refusal and its extra
+// fields; a save answers 422 mode_invalid carrying the same refusal, and
+// saves nothing. engine_unavailable is produced by a deployment whose
+// engine cannot fill a seat (the setup's availability); the system-mode
+// rules and org_required need an author no API key is (an operator, a
+// person without an organisation) and are reached by the policy tests.
+func TestEveryValidationCodeOverREST(t *testing.T) {
+	t.Parallel()
+	// The engines the case being run makes unavailable (its subtests run
+	// one at a time).
+	var mu sync.Mutex
+	var unavailable []string
+	ab := setupAuthoring(t, func(o *setupOpts) {
+		o.available = func(id string) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return !slices.Contains(unavailable, id)
+		}
+	})
+	ab.key = ab.newKey(t, &core.CreateKeyParams{OrgID: ab.acme.ID, RPM: 1000}) // four requests a case
+	ctx := context.Background()
+	// ticker_taken runs last: the modes it takes the tickers of stay.
+	cases := modestest.Cases()
+	slices.SortStableFunc(cases, func(a, b modestest.Case) int {
+		return cmp.Compare(boolInt(a.Code == core.CodeTickerTaken), boolInt(b.Code == core.CodeTickerTaken))
+	})
+	reached := map[core.Code]bool{}
+	for _, c := range cases {
+		if c.Author.System || c.Author.OrgID == "" {
+			continue
+		}
+		t.Run(string(c.Code), func(t *testing.T) {
+			mu.Lock()
+			unavailable = c.Unavailable
+			mu.Unlock()
+			for _, full := range c.TakenTickers {
+				owner, mode, _ := strings.Cut(full, ":")
+				if owner != ab.acme.Ticker {
+					continue // a configured mode's ticker, taken already
+				}
+				_, err := ab.store.SaveModeDraft(ctx, &core.SaveModeDraft{OrgID: ab.acme.ID, Name: "Taken " + mode, Ticker: mode,
+					Spec: json.RawMessage(`{}`)})
+				require.NoError(t, err)
+			}
+			body := `{"spec":` + string(c.Spec) + `}`
+			r := ab.do(t, "POST", "/v1/modes/validate", ab.key, body)
+			require.Equal(t, 200, r.status, r.raw)
+			require.Equal(t, false, r.body["ok"])
+			require.Equal(t, []string{string(c.Code)}, refusalCodes(r.body["refusals"]), r.raw)
+			got := refusal(t, r.body["refusals"], c.Code)
+			require.Equal(t, c.Path, got["path"])
+			if c.SuggestedTicker != "" {
+				require.Equal(t, c.SuggestedTicker, got["suggested_ticker"])
+			}
+			if c.FloorUSD != "" {
+				require.Equal(t, c.FloorUSD, fmt.Sprint(got["floor_usd"]))
+				require.Equal(t, c.RecommendedUSD, fmt.Sprint(got["recommended_usd"]))
+			}
+
+			before := len(ab.do(t, "GET", "/v1/modes", ab.key, "").body["data"].([]any))
+			r = ab.do(t, "POST", "/v1/modes", ab.key, body)
+			requireError(t, r, 422, core.CodeModeInvalid, "invalid_request_error")
+			require.Equal(t, []string{string(c.Code)}, refusalCodes(obj(r.body["conclave"])["refusals"]), r.raw)
+			require.Len(t, ab.do(t, "GET", "/v1/modes", ab.key, "").body["data"], before, "nothing saved")
+			reached[c.Code] = true
+		})
+	}
+	require.Len(t, reached, len(cases)-4, "every case but the three system-mode rules and org_required")
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
