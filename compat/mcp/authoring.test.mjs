@@ -69,11 +69,11 @@ test('the author validates, saves and releases a mode, then asks for its listing
   assert.equal(saved.version.mode_config_hash, checked.mode_config_hash);
   v1 = saved.version;
 
+  // The operator (the Go side of this test) approves as soon as the
+  // listing is pending, so what a second list_mode meets is a race; the Go
+  // tests check its refusal while pending (conflict).
   const listed = await ok(author, 'list_mode', { mode: 'ACME:PANL' });
   assert.equal(listed.mode.listing.state, 'pending');
-  const again = await refused(author, 'list_mode', { mode_id: 'acme-panl' });
-  assert.equal(again.error.code, 'conflict');
-  assert.equal(again.http_status, 409);
 });
 
 test('a spec that fails validation saves nothing and lists every refusal', async () => {

@@ -33,3 +33,7 @@ func MigrateTo(ctx context.Context, pool *pgxpool.Pool, version int) error {
 // LostModeWrites is how many of s's mode changes found, at their
 // conditional write, that another writer had changed the mode since read.
 func LostModeWrites(s *Store) int64 { return s.lostModeWrites.Load() }
+
+// SetAfterModeRead makes every mode change of s call f after it read the
+// mode and before it writes, so a test can hold two writers at that point.
+func SetAfterModeRead(s *Store, f func()) { s.afterModeRead = f }

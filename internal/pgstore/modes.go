@@ -180,6 +180,9 @@ func (s *Store) changeMode(ctx context.Context, orgID, modeID string, change fun
 			if err != nil {
 				return err
 			}
+			if s.afterModeRead != nil {
+				s.afterModeRead()
+			}
 			w, err := change(m)
 			if err != nil {
 				return err

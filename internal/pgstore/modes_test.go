@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -51,11 +52,11 @@ func TestReleasedVersionsAreImmutableInTheDatabase(t *testing.T) {
 	require.Equal(t, mode.ConfigHash(nil), v.ConfigHash)
 }
 
-// Two replicas releasing one draft revision at once both read it before
-// either writes, often enough that the conditional write — not only the
-// state machine on a late read — decides the winner: the loser's UPDATE
-// matches no row, and applying its release again to the winner's state
-// refuses it with draft_changed.
+// Two replicas releasing one draft revision at once, both having read it
+// before either writes: the conditional write — not the state machine on a
+// late read — decides the winner. The loser's UPDATE matches no row, and
+// applying its release again to the winner's state refuses it with
+// draft_changed.
 func TestTwoReplicasRaceThroughTheConditionalWrite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -67,28 +68,28 @@ func TestTwoReplicasRaceThroughTheConditionalWrite(t *testing.T) {
 	m, err := a.SaveModeDraft(ctx, save)
 	require.NoError(t, err)
 	mode := &core.Mode{ID: m.ID, Ticker: m.Ticker, Deliberation: core.Deliberation{MaxRounds: 1}}
-	for round := 1; round <= 50 && pgstore.LostModeWrites(a)+pgstore.LostModeWrites(b) == 0; round++ {
-		p := &core.ReleaseMode{OrgID: org.ID, ModeID: m.ID, Revision: m.DraftRevision, Mode: mode, ConfigHash: mode.ConfigHash(nil)}
-		start := make(chan struct{})
-		errs := make(chan error, 2)
-		for _, s := range []*pgstore.Store{a, b} {
-			go func() {
-				<-start
-				_, err := s.ReleaseMode(ctx, p)
-				errs <- err
-			}()
-		}
-		close(start)
-		e1, e2 := <-errs, <-errs
-		if e1 != nil {
-			e1, e2 = e2, e1
-		}
-		require.NoError(t, e1, "round %d: one replica releases", round)
-		require.Equal(t, core.CodeDraftChanged, core.AsError(e2).Code, "round %d: the other gets draft_changed: %v", round, e2)
-		save.ModeID, save.BaseRevision = m.ID, m.DraftRevision+1
-		m, err = a.SaveModeDraft(ctx, save)
-		require.NoError(t, err)
+	// Both replicas read the draft before either writes: each waits, after
+	// its first read, for the other's.
+	var read sync.WaitGroup
+	read.Add(2)
+	for _, s := range []*pgstore.Store{a, b} {
+		var once sync.Once
+		pgstore.SetAfterModeRead(s, func() { once.Do(func() { read.Done(); read.Wait() }) })
 	}
+	p := &core.ReleaseMode{OrgID: org.ID, ModeID: m.ID, Revision: m.DraftRevision, Mode: mode, ConfigHash: mode.ConfigHash(nil)}
+	errs := make(chan error, 2)
+	for _, s := range []*pgstore.Store{a, b} {
+		go func() {
+			_, err := s.ReleaseMode(ctx, p)
+			errs <- err
+		}()
+	}
+	e1, e2 := <-errs, <-errs
+	if e1 != nil {
+		e1, e2 = e2, e1
+	}
+	require.NoError(t, e1, "one replica releases")
+	require.Equal(t, core.CodeDraftChanged, core.AsError(e2).Code, "the other gets draft_changed: %v", e2)
 	require.Positive(t, pgstore.LostModeWrites(a)+pgstore.LostModeWrites(b), "a loser lost at the conditional write")
 }
 

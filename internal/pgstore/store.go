@@ -29,6 +29,9 @@ type Store struct {
 	// lostModeWrites counts mode changes whose conditional write found the
 	// mode changed by another writer (modes.go); tests read it.
 	lostModeWrites atomic.Int64
+	// afterModeRead, when set (tests), runs in a mode change's transaction
+	// after the mode was read and before it is written.
+	afterModeRead func()
 }
 
 // New returns a Store over pool. The schema must already be migrated.
