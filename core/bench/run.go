@@ -221,7 +221,7 @@ func (r *Run) check() ([]int, error) {
 		}
 	}
 	judgeOf := make([]int, len(r.Judgments))
-	seen := make(map[[3]int]bool, len(r.Judgments))
+	seen := make([]bool, len(r.Questions)*len(r.Judges)*r.Repeats)
 	for i, j := range r.Judgments {
 		if j.Question < 0 || j.Question >= len(r.Questions) {
 			return nil, invalid("judgments[%d].question: %d is out of range", i, j.Question)
@@ -238,7 +238,7 @@ func (r *Run) check() ([]int, error) {
 		if j.Repeat < 1 || j.Repeat > r.Repeats {
 			return nil, invalid("judgments[%d].repeat: %d is not in 1..%d", i, j.Repeat, r.Repeats)
 		}
-		key := [3]int{j.Question, judgeOf[i], j.Repeat}
+		key := (j.Question*len(r.Judges)+judgeOf[i])*r.Repeats + j.Repeat - 1
 		if seen[key] {
 			return nil, invalid("judgments[%d]: question %d, judge %q, repeat %d given twice", i, j.Question, j.Judge, j.Repeat)
 		}
