@@ -11,9 +11,10 @@ import (
 	"github.com/conclavehq/conclave/core/bench/benchsim"
 )
 
-// designPanel is the setting of CERTIFY.md's design figures: three
-// interchangeable judges with no biases, no ties and nothing missing, so
-// that each judgment is a coin whose bias is the question's.
+// designPanel is the setting of the certification design's expected
+// figures (docs/certify.md, "Calibration"): three interchangeable judges
+// with no biases, no ties and nothing missing, so that each judgment is a
+// coin whose bias is the question's.
 func designPanel(w, rho float64) benchsim.Config {
 	return benchsim.Config{W: w, Rho: rho}
 }
@@ -87,7 +88,7 @@ func calibrationLine(c *benchsim.Calibration) string {
 		100*c.NaiveLowerAbove, 100*c.NaiveCoverage, 100*c.MeanHalfWidth, c.MeanRho)
 }
 
-// designFigures are CERTIFY.md's expected operating characteristics by ρ
+// designFigures are the design's expected operating characteristics by ρ
 // (150 questions × 3 judges × 2 repeats): power at W = 0.60 and the
 // interval's half-width in points.
 var designFigures = map[float64]struct{ power, halfWidth float64 }{
@@ -99,8 +100,8 @@ var designFigures = map[float64]struct{ power, halfWidth float64 }{
 // BenchmarkCertifyCalibration runs 2,000 simulated certification runs per
 // cell — a mode at parity (W = 0.50), five points better (0.55) and ten
 // better (0.60), at intra-question correlation ρ = 0.3, 0.5 and 0.7, on the
-// design panel of CERTIFY.md and on a biased panel — and prints each
-// figure beside its goal and CERTIFY.md's design figure. It reports the
+// design panel and on a biased panel — and prints each figure beside its
+// goal and the certification design's expected figure. It reports the
 // headline figures of the biased panel at ρ = 0.5 as metrics.
 func BenchmarkCertifyCalibration(b *testing.B) {
 	const runs = 2000
@@ -132,8 +133,8 @@ func BenchmarkCertifyCalibration(b *testing.B) {
 
 	var out strings.Builder
 	fmt.Fprintf(&out, "\nCertifyCalibration: %d simulated certify runs per cell (150 questions × 3 judges × 2 repeats); ± is one Monte Carlo standard error\n\n", runs)
-	out.WriteString("| panel | true W | ρ | certified | goal | CERTIFY.md | bound ≥ 0.50 | coverage | goal | CERTIFY.md | " +
-		"naive certifies | naive covers | CERTIFY.md naive | half-width | CERTIFY.md | provisional | mean ρ̂ |\n")
+	out.WriteString("| panel | true W | ρ | certified | goal | design | bound ≥ 0.50 | coverage | goal | design | " +
+		"naive certifies | naive covers | design naive | half-width | design | provisional | mean ρ̂ |\n")
 	out.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	pct := func(c *benchsim.Calibration, p float64) string {
 		return fmt.Sprintf("%.2f%% ± %.2f", 100*p, 100*c.MCError(p))

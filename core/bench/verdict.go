@@ -5,8 +5,9 @@ import (
 	"strings"
 )
 
-// DefaultConfigVersion names the thresholds of docs/certify.md (the design's
-// CERTIFY.md). A Config with other thresholds must carry another version.
+// DefaultConfigVersion names the thresholds of docs/certify.md, those of the
+// certification design. A Config with other thresholds must carry another
+// version.
 const DefaultConfigVersion = "certify-v1"
 
 // Config is the thresholds of the verdict ladder and its gates. It is
