@@ -1,6 +1,7 @@
 package bench_test
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
 
@@ -277,5 +278,31 @@ func TestScoreRefusesInconsistentRuns(t *testing.T) {
 			require.ErrorIs(t, err, bench.ErrInvalidRun)
 			require.ErrorContains(t, err, tt.field)
 		})
+	}
+}
+
+// TestScoreEmpty checks that a run with nothing to score is reported, not
+// refused: every figure undefined, the verdict insufficient_sample, and the
+// report still valid JSON.
+func TestScoreEmpty(t *testing.T) {
+	t.Parallel()
+	for _, run := range []*bench.Run{
+		{Kind: bench.KindTest, Protocol: bench.Pairwise, Judges: []bench.Judge{judgeA}, Repeats: 1},
+		func() *bench.Run {
+			r := handRun()
+			for i := range r.Judgments {
+				r.Judgments[i].Outcome = bench.Missing
+			}
+			return r
+		}(),
+	} {
+		r, err := bench.Score(run, bench.Config{})
+		require.NoError(t, err)
+		require.Equal(t, bench.InsufficientSample, r.Verdict)
+		require.Equal(t, 0, r.N)
+		require.False(t, r.W.Defined())
+		require.False(t, r.FleissKappa.Defined())
+		_, err = json.Marshal(r)
+		require.NoError(t, err)
 	}
 }
