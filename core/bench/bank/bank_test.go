@@ -26,7 +26,7 @@ func setup(t *testing.T) *testBundle {
 	return tb
 }
 
-// The bar of the brief and CERTIFY.md: a certify draw of 50 per bucket from
+// The bar of the certification design: a certify draw of 50 per bucket from
 // a pool at least three times larger; at least 25 curated items per bucket.
 func TestPoolMeetsTheSizeBar(t *testing.T) {
 	t.Parallel()

@@ -25,7 +25,7 @@ func (c Counts) Of(b Bucket) int {
 	return 0
 }
 
-// Certify is the draw of a certification run (CERTIFY.md): 50 per bucket.
+// Certify is the draw of a certification run: 50 questions per bucket.
 var Certify = Counts{Light: 50, Medium: 50, Hard: 50}
 
 // Draw takes a stratified sample of the bank: counts.Of(b) items from each
