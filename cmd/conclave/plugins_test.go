@@ -29,6 +29,7 @@ engines:
 %s
 modes:
   - {key: k, id: k-mode, name: K, critique: never, max_rounds: 1, seats: {plus: [{engine: sim/atlas}, {engine: sim/sonnet}]}}
+judges: []
 `, mpath, extraEngine)
 	path := filepath.Join(t.TempDir(), "conclave.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
