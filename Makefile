@@ -47,13 +47,13 @@ compat: ## Install the official client libraries of compat/ (npm ci) that the co
 build: ## Build the conclave binary into bin/.
 	$(GO) build -o $(BIN) ./cmd/conclave
 
-# The built-in adapters and judging protocol, as WebAssembly modules and
+# The built-in adapters and judging protocols, as WebAssembly modules and
 # go-plugin binaries, pinned by sha256 in $(PLUGIN_DIR)/plugins.yaml; and
 # the example adapters of docs/adapters.md (adapters/example/<name>), built
 # the same way as <name>-example.wasm and <name>-example-goplugin.
 PLUGIN_DIR       := bin/plugins
 ADAPTER_PLUGINS  := openai anthropic gemini bedrock
-PROTOCOL_PLUGINS := direct
+PROTOCOL_PLUGINS := direct pairwise plurality
 EXAMPLE_PLUGINS  := ollama
 
 .PHONY: plugins

@@ -27,6 +27,10 @@ type JudgeTask struct {
 	// Seed makes any choice the protocol makes (pair order, say)
 	// reproducible; protocols must not read a clock or random source.
 	Seed int64 `json:"seed"`
+	// Reference is the checked answer of a verifiable question, for the
+	// judges to compare the answers with; "" for an open question.
+	// Protocols that have no use for it ignore it.
+	Reference string `json:"reference,omitempty"`
 }
 
 // JudgeAnswer is one anonymised answer.
@@ -65,7 +69,9 @@ type JudgeVerdict struct {
 type JudgeScores struct {
 	// Scores by answer id, 0 to 1.
 	Scores map[string]float64 `json:"scores"`
-	// Best is the id of the best answer; "" when no verdict could be read.
+	// Best is the id of the best answer; "" when no verdict could be read,
+	// or when the protocol allows ties (pairwise, plurality) and the
+	// readable verdicts leave the best answers tied.
 	Best string `json:"best"`
 	// Divergence is how far apart the answers are, 0 to 1, when the
 	// protocol can tell; nil otherwise.

@@ -29,32 +29,69 @@ func asksForJSON(text string) bool {
 	}
 }
 
-// answer writes the answer text of a call: a classification when the
-// prompt asks for classifier JSON; judge JSON when the prompt holds answer
-// blocks and asks for JSON; a revision when it holds answer blocks
-// (critique, synthesis); otherwise an answer to the question.
-func (s *Server) answer(ctx context.Context, c *call, prof EngineProfile) string {
+// synthesisLead opens the system prompt of Conclave's synthesis call
+// (core/deliberate): a prompt whose answer is the panel's one answer.
+const synthesisLead = "You write the panel's one answer."
+
+// answer writes the answer text of a call: a verdict when the prompt is a
+// pairwise or plurality judge prompt; a classification when the prompt
+// asks for classifier JSON; judge JSON when the prompt holds answer blocks
+// and asks for JSON; a synthesis or a revision when it holds answer blocks;
+// otherwise an answer to the question. Answers, revisions and syntheses
+// come with the record the judges will read.
+func (s *Server) answer(ctx context.Context, c *call, prof EngineProfile, d directives) (string, *AnswerRecord) {
 	full := stripDirectives(c.text())
+	if p := judgeProtocol(full); p != "" {
+		return s.judgeReply(c, p, prof), nil
+	}
 	wantJSON := c.jsonMode || asksForJSON(full)
 	if wantJSON && asksToClassify(full) {
-		return classifyJSON(ctx, c.lastUser())
+		return classifyJSON(ctx, c.lastUser()), nil
 	}
 	head, blocks := answerBlocks(full)
 	if len(blocks) > 0 {
 		q := questionIn(head)
 		if wantJSON {
-			return judgeJSON(q, blocks, s.cfg.Seed, c.model)
+			return judgeJSON(q, blocks, s.cfg.Seed, c.model), nil
 		}
-		return s.compose(q, c.model, prof, full, blocks)
+		text := s.compose(q, c.model, prof, full, blocks)
+		if strings.HasPrefix(c.system, synthesisLead) {
+			return text, s.synthesisRecord(ctx, c.model, prof, synthesisQuestion(head), d.bucket, blocks)
+		}
+		return text, s.answerRecord(ctx, c.model, prof, askedQuestion(c, q), d.bucket, KindRevision)
 	}
-	text := s.compose(stripDirectives(c.lastUser()), c.model, prof, full, nil)
+	question := stripDirectives(c.lastUser())
+	text := s.compose(question, c.model, prof, full, nil)
 	if wantJSON {
 		b, _ := json.Marshal(struct {
 			Answer string `json:"answer"`
 		}{text})
-		return string(b)
+		return string(b), nil
 	}
-	return text
+	return text, s.answerRecord(ctx, c.model, prof, question, d.bucket, KindAnswer)
+}
+
+// askedQuestion is the question a critique prompt asks a seat to answer
+// again: the last user message that quotes no answers, as Conclave's
+// critique prompt follows the caller's conversation; else inPrompt, the
+// question found before the answers.
+func askedQuestion(c *call, inPrompt string) string {
+	for i := len(c.messages) - 1; i >= 0; i-- {
+		m := c.messages[i]
+		if m.role == "user" && !strings.Contains(m.text, answerMarker) {
+			return stripDirectives(m.text)
+		}
+	}
+	return inPrompt
+}
+
+// synthesisQuestion is the question of a synthesis prompt: what follows
+// its "Question:" line, up to the first answer block.
+func synthesisQuestion(head string) string {
+	if _, q, ok := strings.Cut(head, "Question:\n"); ok {
+		return strings.TrimSpace(q)
+	}
+	return questionIn(head)
 }
 
 // compose answers a question: exactly when solve can, otherwise in prose

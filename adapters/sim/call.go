@@ -33,6 +33,7 @@ type call struct {
 	messages  []message
 	maxTokens int  // 0 when the request sets none
 	jsonMode  bool // the request asks the provider to enforce JSON
+	attempt   int  // which attempt at this prompt and model, from 0
 }
 
 type message struct {
@@ -99,11 +100,13 @@ type failure struct {
 	inputTokens, limit int
 }
 
-// reply writes the answer to c, shaped by the directives and max tokens.
+// reply writes the answer to c, shaped by the directives and max tokens,
+// and remembers the answer as sent, with its quality, for the judges.
 func (s *Server) reply(ctx context.Context, c *call, prof EngineProfile, d directives) reply {
 	text := d.answer
+	var rec *AnswerRecord
 	if !d.hasAnswer {
-		text = s.answer(ctx, c, prof)
+		text, rec = s.answer(ctx, c, prof, d)
 	}
 	finish := core.FinishStop
 	if d.tokensOut > 0 {
@@ -117,6 +120,9 @@ func (s *Server) reply(ctx context.Context, c *call, prof EngineProfile, d direc
 	}
 	if c.maxTokens > 0 && TokenCount(text) > c.maxTokens {
 		text, finish = cutTokens(text, c.maxTokens), core.FinishLength
+	}
+	if rec != nil && strings.TrimSpace(text) != "" {
+		s.memo.put(text, *rec) // as sent: a judge sees it cut, if it was
 	}
 	return reply{text: text, finish: finish, inputTokens: c.inputTokens(), outputTokens: TokenCount(text)}
 }

@@ -3,11 +3,13 @@ package sim
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"strings"
 	"time"
 
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/classify"
 )
 
 // Profiles.
@@ -40,6 +42,15 @@ type Config struct {
 	// "sim/" prefix is ignored). Non-zero fields of an entry replace the
 	// default; see EngineProfile. Defaults to none.
 	Engines map[string]EngineProfile
+	// Quality is the quality model of the answers the simulator writes:
+	// answer noise and the lift of a synthesis over the answers it read.
+	// Defaults to the zero QualityConfig (noise 1, no lift).
+	Quality QualityConfig
+	// Judging is how the simulated judges of the pairwise and plurality
+	// protocols decide, for every engine whose profile sets no Judge.
+	// Defaults to the zero JudgeConfig (noise 1, no bias, no ties, no
+	// malformed replies).
+	Judging JudgeConfig
 	// APIKey, when set, is the key every API-key request must carry
 	// (Authorization: Bearer for OpenAI, x-api-key for Anthropic,
 	// x-goog-api-key for Gemini); when empty any non-empty key is accepted.
@@ -83,6 +94,18 @@ type EngineProfile struct {
 	// ContextTokens is the context window: a request whose input tokens
 	// exceed it fails with context_too_long.
 	ContextTokens int
+	// Family is the engine's vendor family ("sim-openai"): the answers it
+	// writes carry it, and a judge of the same family may prefer them
+	// (JudgeConfig.SelfPreference). "" is no family, which nothing matches.
+	// Conclave's in-process wiring sets it from the engine's configured
+	// family.
+	Family string
+	// Skill is the engine's latent skill per bucket and task type, from
+	// which the quality of each answer it writes is drawn. Nil keeps the
+	// default.
+	Skill *Skill
+	// Judge, when set, replaces Config.Judging for this engine's verdicts.
+	Judge *JudgeConfig
 }
 
 // Latency is a latency distribution: a lognormal body, with probability
@@ -147,21 +170,40 @@ type builtinEngine struct {
 	outMax       int
 	quickMedian  time.Duration
 	contextLimit int
+	family       string
+	skill        Skill
 }
 
 // builtinEngines are the model ids of the built-in sim/… engines (see
 // internal/config/default.yaml). Unknown model ids get defaultEngine.
+//
+// Skills are light / medium / hard: the frontier engines lose little on
+// hard questions, the small ones much; the three judge engines sit in the
+// middle. A few task types move an engine a little either way.
 var builtinEngines = map[string]builtinEngine{
-	"swift":          {"terse", 0.12, 30, 90, 110 * time.Millisecond, 128_000},
-	"atlas":          {"structured", 0.15, 80, 220, 200 * time.Millisecond, 128_000},
-	"atlas-frontier": {"thorough", 0.10, 150, 400, 320 * time.Millisecond, 200_000},
-	"sonnet":         {"balanced", 0.18, 100, 260, 230 * time.Millisecond, 200_000},
-	"opus":           {"nuanced", 0.12, 180, 450, 360 * time.Millisecond, 200_000},
-	"gemini-flash":   {"brisk", 0.22, 60, 160, 130 * time.Millisecond, 1_048_576},
-	"gemini-pro":     {"sectioned", 0.15, 140, 380, 300 * time.Millisecond, 1_048_576},
+	"swift": {"terse", 0.12, 30, 90, 110 * time.Millisecond, 128_000, "sim-openai",
+		Skill{Light: 0, Medium: -0.4, Hard: -0.9}},
+	"atlas": {"structured", 0.15, 80, 220, 200 * time.Millisecond, 128_000, "sim-openai",
+		Skill{Light: 0.3, Medium: 0.1, Hard: -0.2, TaskType: map[string]float64{classify.TaskCode: 0.15}}},
+	"atlas-frontier": {"thorough", 0.10, 150, 400, 320 * time.Millisecond, 200_000, "sim-openai",
+		Skill{Light: 0.5, Medium: 0.4, Hard: 0.3, TaskType: map[string]float64{classify.TaskCode: 0.15}}},
+	"sonnet": {"balanced", 0.18, 100, 260, 230 * time.Millisecond, 200_000, "sim-anthropic",
+		Skill{Light: 0.3, Medium: 0.2, Hard: -0.1, TaskType: map[string]float64{classify.TaskCreative: 0.1}}},
+	"opus": {"nuanced", 0.12, 180, 450, 360 * time.Millisecond, 200_000, "sim-anthropic",
+		Skill{Light: 0.5, Medium: 0.45, Hard: 0.35, TaskType: map[string]float64{classify.TaskCreative: 0.15}}},
+	"gemini-flash": {"brisk", 0.22, 60, 160, 130 * time.Millisecond, 1_048_576, "sim-google",
+		Skill{Light: 0.1, Medium: -0.2, Hard: -0.6}},
+	"gemini-pro": {"sectioned", 0.15, 140, 380, 300 * time.Millisecond, 1_048_576, "sim-google",
+		Skill{Light: 0.45, Medium: 0.35, Hard: 0.2, TaskType: map[string]float64{classify.TaskAnalysis: 0.1}}},
+	"nova-pro": {"structured", 0.15, 80, 220, 210 * time.Millisecond, 300_000, "sim-amazon",
+		Skill{Light: 0.2, Medium: 0, Hard: -0.3}},
+	"mistral-large": {"plain", 0.15, 90, 240, 240 * time.Millisecond, 128_000, "sim-mistral",
+		Skill{Light: 0.25, Medium: 0.05, Hard: -0.25}},
+	"llama4-maverick": {"brisk", 0.18, 70, 200, 170 * time.Millisecond, 1_000_000, "sim-meta",
+		Skill{Light: 0.2, Medium: 0, Hard: -0.3}},
 }
 
-var defaultEngine = builtinEngine{"plain", 0.15, 80, 200, 200 * time.Millisecond, 128_000}
+var defaultEngine = builtinEngine{"plain", 0.15, 80, 200, 200 * time.Millisecond, 128_000, "", Skill{}}
 
 // styles are the accepted EngineProfile.Style values.
 var styles = []string{"terse", "plain", "structured", "thorough", "balanced", "nuanced", "brisk", "sectioned"}
@@ -179,10 +221,13 @@ func DefaultEngineProfile(profile, model string) EngineProfile {
 	if !ok {
 		b = defaultEngine
 	}
+	skill := b.skill
+	skill.TaskType = maps.Clone(skill.TaskType)
 	p := EngineProfile{
 		ErrorRates:      map[core.ErrorClass]float64{},
 		OutputTokensMin: b.outMin, OutputTokensMax: b.outMax,
 		Style: b.style, Dissent: b.dissent, ContextTokens: b.contextLimit,
+		Family: b.family, Skill: &skill,
 	}
 	if profile == ProfileSeed {
 		p.Latency = seedLatency
@@ -214,6 +259,15 @@ func (p EngineProfile) merge(o EngineProfile) EngineProfile {
 	}
 	if o.ContextTokens != 0 {
 		p.ContextTokens = o.ContextTokens
+	}
+	if o.Family != "" {
+		p.Family = o.Family
+	}
+	if o.Skill != nil {
+		p.Skill = o.Skill
+	}
+	if o.Judge != nil {
+		p.Judge = o.Judge
 	}
 	return p
 }
@@ -251,6 +305,12 @@ func (c Config) validate() error {
 			return fmt.Errorf("sim: Engines[%q]: %w", model, err)
 		}
 	}
+	if err := c.Quality.validate(); err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	if err := c.Judging.validate(); err != nil {
+		return fmt.Errorf("sim: Judging.%w", err)
+	}
 	return nil
 }
 
@@ -275,6 +335,16 @@ func (p EngineProfile) validate() error {
 		return fieldError("Dissent", "want at most 1")
 	case p.ContextTokens < 0:
 		return fieldError("ContextTokens", "must not be negative")
+	}
+	if p.Skill != nil {
+		if err := p.Skill.validate(); err != nil {
+			return err
+		}
+	}
+	if p.Judge != nil {
+		if err := p.Judge.validate(); err != nil {
+			return fmt.Errorf("Judge.%w", err)
+		}
 	}
 	if p.Style != "" && !contains(styles, p.Style) {
 		return fieldError("Style", fmt.Sprintf("%q: want one of %s", p.Style, strings.Join(styles, ", ")))

@@ -40,6 +40,7 @@ type directives struct {
 	hasAnswer bool
 	tokensOut int
 	finish    string // "", core.FinishLength or core.FinishFiltered
+	bucket    string // the question's bucket for the quality draw; "" reads it
 }
 
 // parseDirectives reads every directive in text that applies to model:
@@ -118,6 +119,11 @@ func (d *directives) apply(body, target string) error {
 				return fmt.Errorf("tokens_out %q: want a positive integer", value)
 			}
 			d.tokensOut = n
+		case "bucket":
+			if !contains(buckets, value) {
+				return fmt.Errorf("bucket %q: want light, medium or hard", value)
+			}
+			d.bucket = value
 		case "finish":
 			switch value {
 			case core.FinishLength, core.FinishFiltered:

@@ -18,9 +18,20 @@
 // simulator solves arithmetic, numeric comparisons and syllogisms, writes
 // prose otherwise (engines sometimes reach different conclusions on open
 // questions), answers judge prompts with the judge JSON Conclave's judging
-// protocol expects, answers classifier prompts with the classification
+// protocols expect, answers classifier prompts with the classification
 // Conclave's deterministic heuristic (core/classify) gives the conversation,
 // and counts tokens as ceil(bytes/4) (see TokenCount).
+//
+// So that tests know the truth of a benchmark run, every answer it writes
+// carries a latent quality, drawn from its engine's Skill for the
+// question's bucket and task type (QualityConfig), and a synthesis is worth
+// the answers it read plus a configurable lift. The server remembers each
+// answer's quality and family (Server.Answer); its judges of the pairwise
+// and plurality protocols, recognised by their prompts' versioned first
+// line, choose by a Bradley–Terry model of those qualities with noise,
+// position bias, self-family preference, a tie band and a malformed-reply
+// rate (JudgeConfig), whose probabilities JudgeConfig.Pairwise and
+// JudgeConfig.Plurality give.
 // Test directives in the prompt, such as [[sim: error=rate_limited count=2]],
 // force failures, delays, answers and lengths; docs/simulator.md lists
 // them all.

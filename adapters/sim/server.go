@@ -30,6 +30,9 @@ type Server struct {
 	cancel   context.CancelFunc // ends every handler's context
 	sts      *stsStore
 	stats    stats
+	quality  QualityConfig // cfg.Quality with its defaults
+	memo     memo          // the answers written, for the judges
+	classes  classCache    // questions' buckets and task types
 
 	attempts counters // per model and prompt: which attempt this call is
 	retries  counters // per directive scope and prompt: for count=N
@@ -61,6 +64,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		engines:   map[string]EngineProfile{},
 		fallback:  DefaultEngineProfile(cfg.Profile, ""),
 		sts:       newSTSStore(),
+		quality:   cfg.Quality.withDefaults(),
 		serveDone: make(chan struct{}),
 	}
 	s.cond = sync.NewCond(&s.mu)
@@ -293,6 +297,7 @@ func (s *Server) serveCall(f format, w http.ResponseWriter, r *http.Request, sta
 	// whatever order concurrent calls arrive in.
 	key := digest(text)
 	attempt := s.attempts.next(model + "\x00" + key)
+	c.attempt = attempt
 	rng := seeded(s.cfg.Seed, "call", model, key, strconv.Itoa(attempt))
 	u := rng.Float64()
 	latency := prof.Latency.sample(rng)

@@ -264,13 +264,16 @@ var simEngineSpecs = map[string]string{
 }
 
 // simEngines is the engines section of a conclave.yaml naming the engines
-// ids of simEngineSpecs, reached at the simulator at simURL.
+// ids of simEngineSpecs, reached at the simulator at simURL, and an empty
+// judges section: the benchmarks run no test runs, and the built-in judges'
+// engines are not among these.
 func simEngines(simURL string, ids ...string) string {
 	var sb strings.Builder
 	sb.WriteString("engines:\n")
 	for _, id := range ids {
 		fmt.Fprintf(&sb, "  - {id: %s, %s}\n", id, fmt.Sprintf(simEngineSpecs[id], simURL))
 	}
+	sb.WriteString("judges: []\n")
 	return sb.String()
 }
 

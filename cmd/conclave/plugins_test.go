@@ -29,6 +29,7 @@ engines:
 %s
 modes:
   - {key: k, id: k-mode, name: K, critique: never, max_rounds: 1, seats: {plus: [{engine: sim/atlas}, {engine: sim/sonnet}]}}
+judges: []
 `, mpath, extraEngine)
 	path := filepath.Join(t.TempDir(), "conclave.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
@@ -52,7 +53,7 @@ func TestPluginsListAndVerify(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, list.OK)
 	require.Equal(t, []string{"anthropic", "bedrock", "gemini", "openai"}, list.Native)
-	require.Len(t, list.Plugins, 10)
+	require.Len(t, list.Plugins, 14)
 	byName := map[string]pluginJSON{}
 	for _, p := range list.Plugins {
 		require.True(t, p.DigestOK, p.Name)
@@ -76,6 +77,8 @@ func TestPluginsListAndVerify(t *testing.T) {
 	require.Equal(t, "openai 1.0.0 (bearer)", byName["openai-wasm"].Describes)
 	require.Equal(t, "bedrock 1.0.0 (aws-sigv4)", byName["bedrock-goplugin"].Describes)
 	require.Equal(t, "direct 1.0.0", byName["direct-wasm"].Describes)
+	require.Equal(t, "pairwise 1.0.0", byName["pairwise-goplugin"].Describes)
+	require.Equal(t, "plurality 1.0.0", byName["plurality-wasm"].Describes)
 }
 
 func TestPluginsVerifyFailsOnATamperedPluginOrABadReference(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +50,33 @@ type Config struct {
 	Jobs      Jobs      `yaml:"jobs"`
 	Engines   []Engine  `yaml:"engines"`
 	Modes     []Mode    `yaml:"modes"`
+	// Judges are the judges of test runs and certification: each a judge
+	// name the spec uses and the engine that plays it. A file that sets
+	// judges replaces the whole list. Defaults to the spec's three judges,
+	// nova_pro, mistral_large and llama4_maverick, on the simulated engines
+	// sim/nova-pro, sim/mistral-large and sim/llama4-maverick.
+	Judges []Judge `yaml:"judges"`
+}
+
+// Judge maps a judge name to the engine that plays it.
+type Judge struct {
+	// Name is the judge's name as runs and certificates report it
+	// ("nova_pro"): lower-case letters, digits and underscores, starting
+	// with a letter, unique.
+	Name string `yaml:"name"`
+	// Engine is the id of a configured engine. No two judges' engines may
+	// share a family.
+	Engine string `yaml:"engine"`
+}
+
+// JudgeEngine returns the engine id of the judge called name.
+func (c *Config) JudgeEngine(name string) (string, bool) {
+	for _, j := range c.Judges {
+		if j.Name == name {
+			return j.Engine, true
+		}
+	}
+	return "", false
 }
 
 // Server configures the HTTP listeners.
@@ -496,8 +524,47 @@ func (c *Config) Validate() error {
 	if err := c.Jobs.validate(); err != nil {
 		return err
 	}
-	_, err := c.Catalog()
-	return err
+	if _, err := c.Catalog(); err != nil {
+		return err
+	}
+	return c.validateJudges()
+}
+
+var judgeNameRe = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// validateJudges checks the judges against the engines: known, each
+// judge's name unique and each engine's family its own.
+func (c *Config) validateJudges() error {
+	engines := make(map[string]*Engine, len(c.Engines))
+	for i := range c.Engines {
+		engines[c.Engines[i].ID] = &c.Engines[i]
+	}
+	names := map[string]bool{}
+	families := map[string]string{} // family (lower case) → judge name
+	for i, j := range c.Judges {
+		fe := func(field, format string, args ...any) error {
+			return &core.FieldError{Field: fmt.Sprintf("judges[%d].%s", i, field), Msg: fmt.Sprintf(format, args...)}
+		}
+		switch {
+		case !judgeNameRe.MatchString(j.Name):
+			return fe("name", "%q: want lower-case letters, digits and underscores, starting with a letter", j.Name)
+		case names[j.Name]:
+			return fe("name", "%q names two judges", j.Name)
+		case j.Engine == "":
+			return fe("engine", "required")
+		}
+		names[j.Name] = true
+		e, ok := engines[j.Engine]
+		if !ok {
+			return fe("engine", "unknown engine %q (a file that sets engines must set judges too, or judges: [])", j.Engine)
+		}
+		family := strings.ToLower(e.Family)
+		if other, ok := families[family]; ok {
+			return fe("engine", "engine %q is of family %q, as judge %s's is: judges must come from distinct families", j.Engine, e.Family, other)
+		}
+		families[family] = j.Name
+	}
+	return nil
 }
 
 // Catalog builds the engines and modes into a core.Catalog.

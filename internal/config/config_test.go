@@ -88,6 +88,14 @@ func TestFileErrorsNameTheField(t *testing.T) {
 		"retired data dir": {"database:\n  data_dir: /srv/conclave/pg\n", "database.data_dir: replaced by data_dir"},
 		"negative wait":    {"limits:\n  repeat_wait: -1s\n", "limits.repeat_wait"},
 		"wait past run":    {"limits:\n  repeat_wait: 301s\n", "limits.repeat_wait"},
+		"judge name":       {"judges:\n  - {name: Nova Pro, engine: sim/nova-pro}\n", `judges[0].name: "Nova Pro": want lower-case`},
+		"judge twice":      {"judges:\n  - {name: a, engine: sim/nova-pro}\n  - {name: a, engine: sim/atlas}\n", `judges[1].name: "a" names two judges`},
+		"judge no engine":  {"judges:\n  - {name: a}\n", "judges[0].engine: required"},
+		"judge engine":     {"judges:\n  - {name: a, engine: sim/nope}\n", `judges[0].engine: unknown engine "sim/nope"`},
+		"judge family":     {"judges:\n  - {name: a, engine: sim/atlas}\n  - {name: b, engine: sim/swift}\n", `judges[1].engine: engine "sim/swift" is of family "sim-openai", as judge a's is`},
+		"engines, no judges": {"engines:\n  - {id: sim/atlas, family: sim-openai, max_tier: plus, adapter: openai, endpoint: sim}\n" +
+			"modes:\n  - {key: k, id: my-mode, name: N, critique: never, max_rounds: 1, seats: {plus: [{engine: sim/atlas}]}}\n",
+			`judges[0].engine: unknown engine "sim/nova-pro" (a file that sets engines must set judges too, or judges: [])`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -234,4 +242,65 @@ func TestBuiltinCatalogIsAModeSource(t *testing.T) {
 	catalog, err := cfg.Catalog()
 	require.NoError(t, err)
 	storetest.RunModeSource(t, catalog, "org_any")
+}
+
+// The built-in configuration names the spec's three judges, each on a
+// simulated Bedrock engine of its own family.
+func TestDefaultJudges(t *testing.T) {
+	t.Parallel()
+	c, err := config.Builtin()
+	require.NoError(t, err)
+	cat, err := c.Catalog()
+	require.NoError(t, err)
+	want := map[string]string{"nova_pro": "sim/nova-pro", "mistral_large": "sim/mistral-large", "llama4_maverick": "sim/llama4-maverick"}
+	require.Len(t, c.Judges, len(want))
+	families := map[string]bool{}
+	for name, id := range want {
+		got, ok := c.JudgeEngine(name)
+		require.True(t, ok, name)
+		require.Equal(t, id, got)
+		e, ok := cat.Engine(id)
+		require.True(t, ok, id)
+		require.Equal(t, "bedrock", e.Adapter, "%s runs on Bedrock Converse, as the real judge is hosted", id)
+		require.Equal(t, "sim", e.Endpoint)
+		families[e.Family] = true
+	}
+	require.Len(t, families, 3, "three vendor families")
+	_, ok := c.JudgeEngine("gpt_judge")
+	require.False(t, ok)
+}
+
+// A file that sets judges replaces the list; an empty list is allowed (a
+// deployment without test runs), as is one that keeps its own engines.
+func TestFileReplacesJudges(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("CONCLAVE_ADDR", "")
+	path := filepath.Join(t.TempDir(), "conclave.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("judges:\n  - {name: sonnet_judge, engine: sim/sonnet}\n  - {name: flash_judge, engine: sim/gemini-flash}\n"), 0o600))
+	c, err := config.Load(path)
+	require.NoError(t, err)
+	require.Equal(t, []config.Judge{{Name: "sonnet_judge", Engine: "sim/sonnet"}, {Name: "flash_judge", Engine: "sim/gemini-flash"}}, c.Judges)
+	_, ok := c.JudgeEngine("nova_pro")
+	require.False(t, ok, "the built-in judges are replaced, not added to")
+
+	require.NoError(t, os.WriteFile(path, []byte("judges: []\n"), 0o600))
+	c, err = config.Load(path)
+	require.NoError(t, err)
+	require.Empty(t, c.Judges)
+}
+
+// The built-in modes' mode_config_hash values are promises (receipts and
+// certificates carry them): adding engines that a mode does not name, such
+// as the judges', must not move them. Change these only with the mode.
+func TestBuiltinModeHashesHold(t *testing.T) {
+	t.Parallel()
+	c, err := config.Builtin()
+	require.NoError(t, err)
+	cat, err := c.Catalog()
+	require.NoError(t, err)
+	for id, hash := range map[string]string{"conclave-standard": "17855157e02f", "conclave-max": "1d3f9f422dd0"} {
+		m, ok := cat.Resolve(id)
+		require.True(t, ok, id)
+		require.Equal(t, hash, cat.ConfigHash(m), id)
+	}
 }

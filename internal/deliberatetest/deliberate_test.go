@@ -9,9 +9,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/conclavehq/conclave/adapters/sim"
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/classify"
 	"github.com/conclavehq/conclave/core/deliberate"
+	"github.com/conclavehq/conclave/plugins/protocol/direct"
 )
 
 // A question the heuristic classifies as medium, so it takes the panel.
@@ -458,4 +460,52 @@ func TestSlowJudgeIsHedged(t *testing.T) {
 		}
 	}
 	checkAccounting(t, res)
+}
+
+// TestSynthesisLiftThroughTheEngine: the simulator recognises the engine's
+// own critique and synthesis prompts. A revision keeps its engine's
+// quality, and the panel's answer is worth the mean of the final round's
+// answers plus the configured lift — the truth a test run of the mode is
+// measured against.
+func TestSynthesisLiftThroughTheEngine(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// s2 always breaks from the panel's conclusion, so a critique round runs.
+	prov, err := startProviders(ctx, shared.catalog, sim.Config{TimeScale: timeScale,
+		Engines: map[string]sim.EngineProfile{"s2": {Dissent: 1}}, Quality: sim.QualityConfig{SynthesisLift: 0.75}})
+	require.NoError(t, err)
+	t.Cleanup(func() { prov.Stop(context.Background()) })
+	e, err := deliberate.New(deliberate.Config{Catalog: shared.catalog, Caller: prov, Judge: direct.New(), Seed: func() int64 { return 42 }})
+	require.NoError(t, err)
+	res, err := run(t, e, testMode(func(d *core.Deliberation) { d.ExpressThreshold = 0 }), openQ)
+	require.NoError(t, err)
+	require.Len(t, res.Rounds, 2, "a critique round ran")
+	srv := prov.Simulator()
+
+	synth, ok := srv.Answer(res.Answer)
+	require.True(t, ok)
+	require.Equal(t, sim.KindSynthesis, synth.Kind)
+	require.Equal(t, "synth", synth.Engine)
+
+	first := map[string]float64{} // engine → quality of its answer
+	var final []float64
+	for _, c := range res.Calls {
+		if !strings.HasPrefix(c.Role, "seat-") || c.Outcome != deliberate.OutcomeOK {
+			continue
+		}
+		rec, ok := srv.Answer(c.Content)
+		require.True(t, ok, "%s round %d", c.Role, c.Round)
+		switch c.Round {
+		case 1:
+			require.Equal(t, sim.KindAnswer, rec.Kind)
+			first[c.Engine] = rec.Quality
+		case 2:
+			require.Equal(t, sim.KindRevision, rec.Kind)
+			require.Equal(t, first[c.Engine], rec.Quality, "a revision keeps its engine's quality")
+			final = append(final, rec.Quality)
+		}
+	}
+	require.Len(t, final, 3)
+	mean := (final[0] + final[1] + final[2]) / 3
+	require.InDelta(t, mean+0.75, synth.Quality, 1e-9)
 }

@@ -27,12 +27,17 @@ func TestBuiltinAdapters(t *testing.T) {
 	}
 }
 
-// TestBuiltinProtocols runs the protocol conformance suite against the
-// built-in direct protocol loaded through this carrier.
+// TestBuiltinProtocols runs the protocol conformance suite against each
+// built-in judging protocol loaded through this carrier.
 func TestBuiltinProtocols(t *testing.T) {
 	t.Parallel()
 	b := setup(t, goplugin.Config{})
-	p, err := b.host.LoadProtocol(t.Context(), entry(t, "direct", "direct-goplugin", manifest.KindProtocol))
-	require.NoError(t, err)
-	protocoltest.Run(t, "direct", p)
+	for _, name := range []string{"direct", "pairwise", "plurality"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			p, err := b.host.LoadProtocol(t.Context(), entry(t, name, name+"-goplugin", manifest.KindProtocol))
+			require.NoError(t, err)
+			protocoltest.Run(t, name, p)
+		})
+	}
 }

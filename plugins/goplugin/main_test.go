@@ -68,6 +68,8 @@ var binaries = map[string]*binary{
 	"gemini":       {pkg: module + "/plugins/builtin/goplugin/gemini"},
 	"bedrock":      {pkg: module + "/plugins/builtin/goplugin/bedrock"},
 	"direct":       {pkg: module + "/plugins/builtin/goplugin/direct"},
+	"pairwise":     {pkg: module + "/plugins/builtin/goplugin/pairwise"},
+	"plurality":    {pkg: module + "/plugins/builtin/goplugin/plurality"},
 }
 
 // pluginPath returns the path and digest of the named plugin binary.

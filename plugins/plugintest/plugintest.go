@@ -1,5 +1,5 @@
 // Package plugintest gives tests real plugins: the built-in adapters and
-// judging protocol as WebAssembly modules and go-plugin binaries, pinned in a
+// judging protocols as WebAssembly modules and go-plugin binaries, pinned in a
 // manifest, and any other package built the same way. `make test` prebuilds
 // the built-ins into CONCLAVE_PLUGIN_DIR; without it they are built once per
 // test process (the Go build cache keeps that cheap).
@@ -25,7 +25,7 @@ const module = "github.com/conclavehq/conclave"
 // Built-in plugin names.
 var (
 	Adapters  = []string{"openai", "anthropic", "gemini", "bedrock"}
-	Protocols = []string{"direct"}
+	Protocols = []string{"direct", "pairwise", "plurality"}
 )
 
 var (

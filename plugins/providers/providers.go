@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -36,6 +37,29 @@ import (
 // SimEndpoint is the endpoint value that points an engine at the in-process
 // simulated provider.
 const SimEndpoint = "sim"
+
+// simFamilies returns the simulator's engine overrides with the configured
+// family of every simulated engine filled in where the overrides name none,
+// so that the simulated judges' self-family preference follows the
+// deployment's configuration. The overrides are not changed.
+func simFamilies(cat *core.Catalog, ids []string, overrides map[string]sim.EngineProfile) map[string]sim.EngineProfile {
+	out := make(map[string]sim.EngineProfile, len(overrides))
+	for model, p := range overrides {
+		out[strings.TrimPrefix(model, "sim/")] = p
+	}
+	for _, id := range ids {
+		e := cat.Engines()[id]
+		if e.Endpoint != SimEndpoint || e.Family == "" {
+			continue
+		}
+		model := strings.TrimPrefix(e.Model, "sim/")
+		if p := out[model]; p.Family == "" {
+			p.Family = e.Family
+			out[model] = p
+		}
+	}
+	return out
+}
 
 // Config configures Start.
 type Config struct {
@@ -115,6 +139,7 @@ func Start(ctx context.Context, cfg Config) (_ *Providers, err error) {
 			if p.sim == nil {
 				scfg := cfg.Simulator
 				scfg.Addr = "127.0.0.1:0"
+				scfg.Engines = simFamilies(cfg.Catalog, ids, scfg.Engines)
 				p.simKey = randomKey()
 				scfg.APIKey = p.simKey
 				if cfg.BYOK != nil {

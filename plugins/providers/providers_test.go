@@ -68,6 +68,26 @@ func TestBuiltinEnginesAnswerThroughTheSimulator(t *testing.T) {
 	require.Error(t, err)
 }
 
+// The simulator learns each simulated engine's family from the
+// configuration — sim/titan is no built-in of the simulator — so that its
+// judges know whose answer is whose.
+func TestSimulatorKnowsConfiguredFamilies(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p, err := providers.Start(ctx, providers.Config{Catalog: catalogWithTitan(t), Simulator: sim.Config{TimeScale: 0.01}})
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Stop(context.Background()) })
+	ans, err := p.Call(ctx, "sim/titan", "", &core.SeatRequest{Messages: []core.Message{
+		{Role: core.RoleUser, Content: "Should we keep the nightly batch job or move the pipeline to streaming?"}}})
+	require.NoError(t, err)
+	require.Nil(t, ans.Error)
+	rec, ok := p.Simulator().Answer(ans.Text)
+	require.True(t, ok)
+	require.Equal(t, "titan", rec.Engine)
+	require.Equal(t, "sim-aws", rec.Family)
+	require.Equal(t, sim.KindAnswer, rec.Kind)
+}
+
 func TestStartRefusesWhatItCannotWire(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

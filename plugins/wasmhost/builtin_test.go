@@ -13,18 +13,19 @@ import (
 	"github.com/conclavehq/conclave/plugins/wasmhost"
 )
 
-// TestBuiltins runs the conformance suites on the built-in adapters and the
-// direct protocol loaded through the WebAssembly carrier: the same golden
+// TestBuiltins runs the conformance suites on the built-in adapters and
+// judging protocols loaded through the WebAssembly carrier: the same golden
 // fixtures the native ones pass.
 func TestBuiltins(t *testing.T) {
 	t.Parallel()
 	h := newHost(t, wasmhost.Config{})
 	adapters := []string{"openai", "anthropic", "gemini", "bedrock"}
+	protocols := []string{"direct", "pairwise", "plurality"}
 	if raceEnabled {
-		// Every adapter crosses the same carrier code; under the race
-		// detector compiling each module takes half a minute, so one
-		// adapter and the protocol stand for the rest.
-		adapters = adapters[:1]
+		// Every adapter and protocol crosses the same carrier code; under
+		// the race detector compiling each module takes half a minute, so
+		// one adapter and one protocol stand for the rest.
+		adapters, protocols = adapters[:1], protocols[:1]
 	}
 	for _, name := range adapters {
 		t.Run(name, func(t *testing.T) {
@@ -34,12 +35,14 @@ func TestBuiltins(t *testing.T) {
 			adaptertest.Run(t, name, a)
 		})
 	}
-	t.Run("direct", func(t *testing.T) {
-		t.Parallel()
-		p, err := h.LoadProtocol(t.Context(), entry(t, "direct", "protocol"))
-		require.NoError(t, err)
-		protocoltest.Run(t, "direct", p)
-	})
+	for _, name := range protocols {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			p, err := h.LoadProtocol(t.Context(), entry(t, name, "protocol"))
+			require.NoError(t, err)
+			protocoltest.Run(t, name, p)
+		})
+	}
 }
 
 // BenchmarkTranslate is one seat call's translation — BuildRequest of the

@@ -51,6 +51,8 @@ var guestPackages = map[string]string{
 	"gemini":    "../builtin/wasm/gemini",
 	"bedrock":   "../builtin/wasm/bedrock",
 	"direct":    "../builtin/wasm/direct",
+	"pairwise":  "../builtin/wasm/pairwise",
+	"plurality": "../builtin/wasm/plurality",
 }
 
 var builds sync.Map // guest name → func() (string, error)
