@@ -91,16 +91,16 @@ CREATE TABLE batch_questions (
 -- One row per judge, repeat and question: the key makes a question judged
 -- once by each judge in each repeat, however many times its job runs.
 CREATE TABLE batch_judgments (
-    batch_id    uuid NOT NULL,
-    index       integer NOT NULL,
-    judge       text NOT NULL,
-    repeat      integer NOT NULL CHECK (repeat BETWEEN 1 AND 3),
+    batch_id     uuid NOT NULL,
+    index        integer NOT NULL,
+    judge        text NOT NULL,
+    repeat       integer NOT NULL CHECK (repeat BETWEEN 1 AND 3),
     answer_order text[] NOT NULL,
-    verdict     text NOT NULL CHECK (verdict IN ('mode', 'baseline', 'tie', 'missing')),
-    detail      jsonb,
-    cost_micros bigint NOT NULL CHECK (cost_micros >= 0),
-    latency_us  bigint NOT NULL CHECK (latency_us >= 0),
-    created_at  timestamptz NOT NULL DEFAULT now(),
+    verdict      text NOT NULL CHECK (verdict IN ('mode', 'baseline', 'tie', 'missing')),
+    detail       jsonb,
+    cost_micros  bigint NOT NULL CHECK (cost_micros >= 0),
+    latency_us   bigint NOT NULL CHECK (latency_us >= 0),
+    created_at   timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (batch_id, index, judge, repeat),
     FOREIGN KEY (batch_id, index) REFERENCES batch_questions (batch_id, index)
 );
