@@ -20,6 +20,7 @@ import (
 
 	"github.com/conclavehq/conclave/api"
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/bench/runs"
 	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
@@ -43,6 +44,8 @@ type setupOpts struct {
 	// available reports whether an engine can fill a seat now, for mode
 	// validation; nil means every engine can.
 	available func(engineID string) bool
+	// launches stands between the run service and the batch store.
+	launches func(runs.LaunchStore) runs.LaunchStore
 }
 
 // enterpriseMode is a system mode limited to organisations on plan
@@ -72,7 +75,7 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 	if ready == nil {
 		ready = store.Ready
 	}
-	pt := &parts{store: store, authz: authz, catalog: catalog, ready: ready, limits: o.cfg, available: o.available,
+	pt := &parts{store: store, authz: authz, catalog: catalog, ready: ready, limits: o.cfg, available: o.available, launches: o.launches,
 		logger: slog.New(slog.NewJSONHandler(logs, nil)), registry: prometheus.NewRegistry()}
 	h, _ := pt.serve(t)
 	srv := newServer(t, h)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/bench/runs"
 	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/carrier"
 	"github.com/conclavehq/conclave/core/modes"
@@ -59,6 +60,9 @@ type Deps struct {
 	// Modes authors organisations' own modes at /v1/modes. Optional: when
 	// nil those routes are not served (an unknown URL).
 	Modes *modes.Service
+	// Runs launches and polls benchmark runs at /v1/tests and
+	// /v1/certify. Optional: when nil those routes are not served.
+	Runs *runs.Service
 	// Logger defaults to a logger that discards.
 	Logger *slog.Logger
 	// Registry receives the HTTP metrics; the handler does not serve them
@@ -71,6 +75,7 @@ type handler struct {
 	access  *access.Service
 	calls   *calls.Service
 	modes   *modes.Service // nil: /v1/modes is not served
+	runs    *runs.Service  // nil: /v1/tests and /v1/certify are not served
 	ready   func(ctx context.Context) error
 	log     *slog.Logger
 	metrics *metrics
@@ -99,7 +104,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	h := &handler{
-		cfg: cfg, access: d.Access, calls: d.Calls, modes: d.Modes, ready: d.Ready,
+		cfg: cfg, access: d.Access, calls: d.Calls, modes: d.Modes, runs: d.Runs, ready: d.Ready,
 		log: d.Logger, metrics: m, started: time.Now(),
 	}
 
@@ -128,6 +133,9 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 			r.Mount("/receipts", h.receiptRoutes())
 			if h.modes != nil {
 				r.Mount("/modes", h.modeRoutes())
+			}
+			if h.runs != nil {
+				h.runRoutes(r)
 			}
 			if h.calls.Deliberates() {
 				r.With(h.requireScope(core.ActionChatCreate)).Post("/chat/completions", h.chat)

@@ -14,8 +14,10 @@ import (
 	"github.com/conclavehq/conclave/api"
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/bench/runs"
 	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/modes"
+	"github.com/conclavehq/conclave/internal/jobs"
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/tokens"
 	"github.com/conclavehq/conclave/policies"
@@ -30,6 +32,9 @@ type limits struct {
 	RetryAfter          time.Duration // concurrency and in-progress fallback
 	ActivationAllowance core.Micros
 	RepeatWait          time.Duration // a repeat's wait for its running call; negative: none
+	// TestLaunches and CertifyLaunches are the daily launch limits (0:
+	// runs' defaults).
+	TestLaunches, CertifyLaunches int
 }
 
 // parts are what a test serves from; serve wires them into the core
@@ -51,6 +56,9 @@ type parts struct {
 	available func(engineID string) bool
 	// withoutModes serves no mode authoring (api.Deps.Modes nil).
 	withoutModes bool
+	// launches stands between the run service and the batch store (a
+	// test's faulty store); nil: the store itself.
+	launches func(runs.LaunchStore) runs.LaunchStore
 	// uncontracted leaves the exchanges unchecked against the OpenAPI
 	// document, which describes the whole API: for a handler that serves
 	// less of it (withoutModes).
@@ -98,8 +106,19 @@ func (p *parts) serve(t testing.TB) (http.Handler, *calls.Service) {
 		})
 		require.NoError(t, err)
 	}
+	queue, err := jobs.NewQuestionQueue(p.store.Pool(), 0)
+	require.NoError(t, err)
+	var launches runs.LaunchStore = pgstore.NewBatches(p.store.Pool(), queue)
+	if p.launches != nil {
+		launches = p.launches(launches)
+	}
+	benchRuns, err := runs.NewService(runs.Config{TestLaunchesPerDay: l.TestLaunches, CertifyLaunchesPerDay: l.CertifyLaunches,
+		ActivationAllowance: l.ActivationAllowance}, runs.Deps{
+		Access: acc, Modes: svc, Store: launches, Bank: testBank{}, Logger: p.logger,
+	})
+	require.NoError(t, err)
 	h, err := api.New(api.Config{MaxBodyBytes: l.MaxBodyBytes}, api.Deps{
-		Access: acc, Calls: svc, Modes: authoring, Ready: p.ready, Logger: p.logger, Registry: p.registry,
+		Access: acc, Calls: svc, Modes: authoring, Runs: benchRuns, Ready: p.ready, Logger: p.logger, Registry: p.registry,
 	})
 	require.NoError(t, err)
 	if _, bench := t.(*testing.B); !bench && !p.uncontracted {

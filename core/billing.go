@@ -175,3 +175,27 @@ func ComputeBill(in BillInput) Bill {
 	}
 	return b
 }
+
+// Benchmark runs (POST /v1/tests, POST /v1/certify) are charged up front,
+// once, when they are launched; what their questions cost to run is the
+// service's.
+
+// TestDiscountPPM is the discount of a test run's questions on the mode's
+// standard price, in parts per million: 25% off.
+const TestDiscountPPM int64 = 250_000
+
+// TestQuestionPrice is the price of one question of a test run whose
+// standard price is standard: the mode's surcharge for the question's band
+// (Pricing.DepthPrice), 25% off. The discount is rounded up to the
+// micro-dollar, so the price rounds down: at most one micro-dollar per
+// question in the caller's favour, and a run's total is exactly its
+// questions' prices added up.
+func TestQuestionPrice(standard Micros) Micros {
+	if standard <= 0 {
+		return 0
+	}
+	return standard - Micros(ceilDiv(int64(standard)*TestDiscountPPM, ppm))
+}
+
+// CertificationPrice is the flat price of a certification run: $50.
+const CertificationPrice = 50 * MicrosPerUSD

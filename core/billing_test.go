@@ -254,3 +254,38 @@ func FuzzComputeBill(f *testing.F) {
 		requireBillInvariants(t, in, core.ComputeBill(in))
 	})
 }
+
+func TestTestQuestionPrice(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ standard, want core.Micros }{
+		{50_000, 37_500},   // $0.05 light → $0.0375
+		{100_000, 75_000},  // $0.10 medium
+		{150_000, 112_500}, // $0.15 deep
+		{1, 0},             // a quarter of a micro-dollar off rounds up: the price rounds down
+		{3, 2},
+		{0, 0},
+		{-7, 0},
+	}
+	for _, tt := range tests {
+		require.Equalf(t, tt.want, core.TestQuestionPrice(tt.standard), "price of a question at %d", tt.standard)
+	}
+	require.Equal(t, core.USD(50), core.CertificationPrice)
+}
+
+func TestDepthPrice(t *testing.T) {
+	t.Parallel()
+	flat := core.Micros(200_000)
+	byDepth := core.Pricing{SurchargeByDepth: map[core.Depth]core.Micros{core.DepthLight: 50_000}}
+	v, ok := byDepth.DepthPrice(core.DepthLight)
+	require.True(t, ok)
+	require.Equal(t, core.Micros(50_000), v)
+	_, ok = byDepth.DepthPrice(core.DepthDeep)
+	require.False(t, ok, "no price for the band and no flat surcharge")
+	require.Zero(t, byDepth.SurchargeFor(core.DepthDeep, false))
+
+	byDepth.Surcharge = &flat
+	v, ok = byDepth.DepthPrice(core.DepthDeep)
+	require.True(t, ok, "the flat surcharge prices a band the mode does not name")
+	require.Equal(t, flat, v)
+	require.Equal(t, flat, byDepth.SurchargeFor(core.DepthDeep, false))
+}

@@ -263,7 +263,7 @@ var clientAdvice = map[Code]string{
 	CodeBatchNotFound:              "Check the batch id; a batch is visible only to the organisation that launched it.",
 	CodeProviderUnavailable:        "Wait and launch again: an engine the run needs has no working primary or backup.",
 	CodeIdempotencyKeyReused:       "Use a new `Idempotency-Key` for a different request (or another API key's call); reuse a key only to repeat the same request.",
-	CodeReconciliationRequired:     "An earlier attempt stopped mid-charge: contact the operator with the request id before retrying.",
+	CodeReconciliationRequired:     "An earlier attempt with this key stopped before it was confirmed (nothing was charged); the key is retired: launch with a new `Idempotency-Key`.",
 	CodeTestLaunchLimitExceeded:    "Wait `Retry-After` seconds (the daily launch limit resets).",
 	CodeCertifyLaunchLimitExceeded: "Wait `Retry-After` seconds (the daily certification limit resets).",
 

@@ -193,13 +193,23 @@ func (p Pricing) SurchargeFor(d Depth, express bool) Micros {
 	if express && p.Express != nil {
 		return *p.Express
 	}
+	v, _ := p.DepthPrice(d)
+	return v
+}
+
+// DepthPrice is the surcharge of a panel call classified at depth d — the
+// price for the depth, else the flat surcharge — and whether the mode has
+// either. A benchmark run prices its questions by band with it (a mode
+// with neither has no API price for the band); SurchargeFor bills a call
+// with it.
+func (p Pricing) DepthPrice(d Depth) (Micros, bool) {
 	if v, ok := p.SurchargeByDepth[d]; ok {
-		return v
+		return v, true
 	}
 	if p.Surcharge != nil {
-		return *p.Surcharge
+		return *p.Surcharge, true
 	}
-	return 0
+	return 0, false
 }
 
 // Mode is a configured panel that callers name in `model`.

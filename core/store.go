@@ -158,6 +158,11 @@ const (
 	PostingTrialGrant = "trial_grant"
 	PostingTopUp      = "top_up"
 	PostingCallCharge = "call_charge"
+	// PostingTestCharge and PostingCertifyCharge charge a benchmark run
+	// up front, when it is launched: AccountOrgBalance −price,
+	// AccountRevenue +price.
+	PostingTestCharge    = "test_charge"
+	PostingCertifyCharge = "certify_charge"
 )
 
 // Posting is one balanced journal transaction.

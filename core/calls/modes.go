@@ -57,7 +57,10 @@ func (s *Service) ListModes(ctx context.Context, p *access.Principal) ([]*ModeVi
 	return out, nil
 }
 
+// ModeConfigHash is the mode_config_hash of a mode the service resolved.
+func (s *Service) ModeConfigHash(m *core.Mode) string { return s.d.Modes.ModeConfigHash(m) }
+
 // View describes a mode the service resolved, for listing.
 func (s *Service) View(m *core.Mode) *ModeView {
-	return &ModeView{Mode: m, ConfigHash: s.d.Modes.ModeConfigHash(m), Families: s.d.Catalog.Families(m)}
+	return &ModeView{Mode: m, ConfigHash: s.ModeConfigHash(m), Families: s.d.Catalog.Families(m)}
 }

@@ -212,6 +212,14 @@ type Limits struct {
 	// its replay — before it answers request_in_progress. 0s turns the wait
 	// off. Defaults to 20s.
 	RepeatWait time.Duration `yaml:"repeat_wait"`
+	// TestLaunchesPerDay is how many test runs (POST /v1/tests, dry runs
+	// aside) an organisation may launch in any 24 hours; past it a launch
+	// is test_launch_limit_exceeded. Defaults to 20.
+	TestLaunchesPerDay int `yaml:"test_launches_per_day"`
+	// CertifyLaunchesPerDay is how many certifications an organisation may
+	// launch in any 24 hours; past it a launch is
+	// certify_launch_limit_exceeded. Defaults to 3.
+	CertifyLaunchesPerDay int `yaml:"certify_launches_per_day"`
 }
 
 // Log configures structured logging.
@@ -298,6 +306,19 @@ type Jobs struct {
 	// StopTimeout is how long a stopping server lets running jobs finish
 	// before cancelling them (River retries them). Defaults to 10s.
 	StopTimeout time.Duration `yaml:"stop_timeout"`
+	// BenchWorkers is how many benchmark questions (test runs and
+	// certifications) one replica works at once, on a queue of their own;
+	// they take none of the organisations' concurrency slots. Defaults
+	// to 4.
+	BenchWorkers int `yaml:"bench_workers"`
+	// BenchTimeout bounds one run of a benchmark question's job: its two
+	// answers and every judgment. A run past it is cancelled and retried.
+	// Defaults to 15m.
+	BenchTimeout time.Duration `yaml:"bench_timeout"`
+	// BenchAttempts is how many times a benchmark question's job runs
+	// before the question is given up on (its batch finishes without it).
+	// Defaults to 5.
+	BenchAttempts int `yaml:"bench_attempts"`
 }
 
 // Engine is one engine's configuration; see core.Engine.
@@ -477,6 +498,10 @@ func (c *Config) Validate() error {
 		return fe("limits.repeat_wait", "must be between 0s (off) and limits.deliberation_timeout")
 	case c.Limits.CallCeilingUSD <= 0:
 		return fe("limits.call_ceiling_usd", "must be positive")
+	case c.Limits.TestLaunchesPerDay < 1:
+		return fe("limits.test_launches_per_day", "must be at least 1")
+	case c.Limits.CertifyLaunchesPerDay < 1:
+		return fe("limits.certify_launches_per_day", "must be at least 1")
 	}
 	if err := s.validateOperatorAddr(); err != nil {
 		return err
@@ -659,6 +684,12 @@ func (j *Jobs) validate() error {
 		return fe("idempotency_retention", "must be at least 1m")
 	case j.StopTimeout <= 0:
 		return fe("stop_timeout", "must be positive")
+	case j.BenchWorkers < 1:
+		return fe("bench_workers", "must be at least 1")
+	case j.BenchTimeout < time.Second:
+		return fe("bench_timeout", "must be at least 1s")
+	case j.BenchAttempts < 1 || j.BenchAttempts > 25:
+		return fe("bench_attempts", "must be 1 to 25")
 	}
 	return nil
 }

@@ -24,20 +24,30 @@ func TestJobsDefaults(t *testing.T) {
 		ReapInterval:         time.Hour,
 		IdempotencyRetention: 24 * time.Hour,
 		StopTimeout:          10 * time.Second,
+		BenchWorkers:         4,
+		BenchTimeout:         15 * time.Minute,
+		BenchAttempts:        5,
 	}, c.Jobs)
+	require.Equal(t, 20, c.Limits.TestLaunchesPerDay)
+	require.Equal(t, 3, c.Limits.CertifyLaunchesPerDay)
 }
 
 func TestJobsAreValidated(t *testing.T) {
 	t.Setenv("DATABASE_URL", "")
 	t.Setenv("CONCLAVE_ADDR", "")
 	for yaml, field := range map[string]string{
-		"jobs: {trial_period: 0s}":            "jobs.trial_period",
-		"jobs: {trial_expiry_interval: 10ms}": "jobs.trial_expiry_interval",
-		"jobs: {sweep_interval: 0s}":          "jobs.sweep_interval",
-		"jobs: {hold_grace: -1s}":             "jobs.hold_grace",
-		"jobs: {reap_interval: 0s}":           "jobs.reap_interval",
-		"jobs: {idempotency_retention: 30s}":  "jobs.idempotency_retention",
-		"jobs: {stop_timeout: 0s}":            "jobs.stop_timeout",
+		"jobs: {trial_period: 0s}":               "jobs.trial_period",
+		"jobs: {trial_expiry_interval: 10ms}":    "jobs.trial_expiry_interval",
+		"jobs: {sweep_interval: 0s}":             "jobs.sweep_interval",
+		"jobs: {hold_grace: -1s}":                "jobs.hold_grace",
+		"jobs: {reap_interval: 0s}":              "jobs.reap_interval",
+		"jobs: {idempotency_retention: 30s}":     "jobs.idempotency_retention",
+		"jobs: {stop_timeout: 0s}":               "jobs.stop_timeout",
+		"jobs: {bench_workers: 0}":               "jobs.bench_workers",
+		"jobs: {bench_timeout: 10ms}":            "jobs.bench_timeout",
+		"jobs: {bench_attempts: 0}":              "jobs.bench_attempts",
+		"limits: {test_launches_per_day: 0}":     "limits.test_launches_per_day",
+		"limits: {certify_launches_per_day: -1}": "limits.certify_launches_per_day",
 	} {
 		path := filepath.Join(t.TempDir(), "conclave.yaml")
 		require.NoError(t, os.WriteFile(path, []byte(yaml), 0o600))

@@ -9,11 +9,15 @@
 //     idempotency claims, records an "abandoned" outcome, and deletes other
 //     expired slot and claim leases;
 //   - idempotency reap: deletes finished idempotency claims past their
-//     retention.
+//     retention;
+//   - benchmark questions (bench.go): one job per question of a launched
+//     test run or certification, inserted in the launch's transaction
+//     (QuestionQueue) and worked on a queue of its own through
+//     core/bench/runs.Executor.
 //
-// Each is a periodic River job. Every replica runs a Runner; River elects
-// one leader through Postgres to enqueue the periodic jobs, and any replica
-// may work them. The work itself (internal/pgstore: ExpireTrials,
+// The first three are periodic River jobs. Every replica runs a Runner;
+// River elects one leader through Postgres to enqueue the periodic jobs,
+// and any replica may work them. The work itself (internal/pgstore: ExpireTrials,
 // SweepHolds, ReapIdempotencyKeys) is safe to run concurrently and twice, so
 // a job retried after a crash, or run by hand (SweepNow, SweepHolds) while
 // River runs it too, does no harm.

@@ -45,6 +45,18 @@ type Config struct {
 	// MaxWorkers is how many jobs of the maintenance queue one replica works
 	// at once. Defaults to 2.
 	MaxWorkers int
+	// Questions runs benchmark questions (bench.go) on BenchQueue. Defaults
+	// to nil: the replica works no benchmark questions. Every replica of a
+	// deployment that launches batches must set it: River's leader rescues
+	// stuck jobs only of the kinds its replica knows, and discards others.
+	Questions QuestionRunner
+	// BenchWorkers is how many benchmark questions one replica works at
+	// once, when Questions is set. Defaults to 4.
+	BenchWorkers int
+	// BenchTimeout bounds one run of a benchmark question's job (two
+	// answers and every judgment); a run past it is cancelled and retried.
+	// Defaults to 15m.
+	BenchTimeout time.Duration
 	// Logger receives River's and the jobs' logs. Defaults to discarding
 	// them.
 	Logger *slog.Logger
@@ -69,6 +81,10 @@ func (c Config) WithDefaults() Config {
 	if c.MaxWorkers == 0 {
 		c.MaxWorkers = 2
 	}
+	if c.BenchWorkers == 0 {
+		c.BenchWorkers = 4
+	}
+	set(&c.BenchTimeout, 15*time.Minute)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -93,6 +109,10 @@ func (c *Config) validate() error {
 		return errors.New("jobs: StopTimeout must be positive")
 	case c.MaxWorkers < 1:
 		return errors.New("jobs: MaxWorkers must be at least 1")
+	case c.BenchWorkers < 1:
+		return errors.New("jobs: BenchWorkers must be at least 1")
+	case c.BenchTimeout < time.Second:
+		return errors.New("jobs: BenchTimeout must be at least 1s")
 	}
 	return nil
 }
@@ -129,6 +149,13 @@ func New(pool *pgxpool.Pool, cfg Config) (*Runner, error) {
 	if err := river.AddWorkerSafely(workers, &idempotencyReapWorker{r: r}); err != nil {
 		return nil, err
 	}
+	queues := map[string]river.QueueConfig{Queue: {MaxWorkers: cfg.MaxWorkers}}
+	if cfg.Questions != nil {
+		if err := river.AddWorkerSafely(workers, &benchQuestionWorker{runner: cfg.Questions, timeout: cfg.BenchTimeout}); err != nil {
+			return nil, err
+		}
+		queues[BenchQueue] = river.QueueConfig{MaxWorkers: cfg.BenchWorkers}
+	}
 	periodic := func(every time.Duration, args river.JobArgs) *river.PeriodicJob {
 		return river.NewPeriodicJob(river.PeriodicInterval(every),
 			func() (river.JobArgs, *river.InsertOpts) { return args, periodicOpts(every) },
@@ -136,7 +163,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Runner, error) {
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Logger:          cfg.Logger,
-		Queues:          map[string]river.QueueConfig{Queue: {MaxWorkers: cfg.MaxWorkers}},
+		Queues:          queues,
 		Workers:         workers,
 		SoftStopTimeout: cfg.StopTimeout,
 		// A run left 'running' by a replica that died is retried this long

@@ -1,0 +1,463 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/bench/runs"
+	"github.com/conclavehq/conclave/internal/pgstore"
+)
+
+// testBank stands in for the question bank (core/bench/bank, another
+// package's work): a seeded draw of made-up question ids.
+type testBank struct{}
+
+func (testBank) Version() string { return "test-bank-1" }
+
+func (testBank) Draw(seed int64, counts map[runs.Bucket]int) ([]runs.DrawnQuestion, error) {
+	var out []runs.DrawnQuestion
+	for _, b := range runs.Buckets {
+		for i := range counts[b] {
+			out = append(out, runs.DrawnQuestion{ID: fmt.Sprintf("%s-%d-%03d", b, seed%1000, i), Bucket: b})
+		}
+	}
+	return out, nil
+}
+
+// runsBundle is ACME with its released mode acme-panl (light $0.05,
+// medium $0.10, deep $0.15), and the bundle's own organisation, another
+// organisation to ACME.
+type runsBundle struct {
+	*authoringBundle
+}
+
+func setupRuns(t *testing.T, opts ...func(*setupOpts)) *runsBundle {
+	t.Helper()
+	rb := &runsBundle{setupAuthoring(t, opts...)}
+	rb.savePanel(t)
+	rb.release(t, 200, "")
+	return rb
+}
+
+func (rb *runsBundle) launch(t *testing.T, path, key, body string, headers ...string) *response {
+	t.Helper()
+	return rb.do(t, "POST", path, key, body, headers...)
+}
+
+// money is what an organisation's money looks like: its balance and its
+// journal.
+type money struct {
+	balance  core.Micros
+	postings []*core.Posting
+}
+
+func (rb *runsBundle) money(t *testing.T, orgID string) money {
+	t.Helper()
+	b, err := rb.store.GetBalance(context.Background(), orgID)
+	require.NoError(t, err)
+	ps, err := rb.store.ListPostings(context.Background(), orgID)
+	require.NoError(t, err)
+	return money{balance: b.Balance, postings: ps}
+}
+
+// requireCharged checks that since before exactly one posting of kind
+// charged amount.
+func (rb *runsBundle) requireCharged(t *testing.T, orgID string, before money, kind string, amount core.Micros) {
+	t.Helper()
+	now := rb.money(t, orgID)
+	require.Equal(t, before.balance-amount, now.balance)
+	require.Len(t, now.postings, len(before.postings)+1, "one posting")
+	p := now.postings[len(now.postings)-1]
+	require.Equal(t, kind, p.Kind)
+	require.ElementsMatch(t, []core.Leg{
+		{Account: core.AccountOrgBalance, OrgID: orgID, Amount: -amount},
+		{Account: core.AccountRevenue, Amount: amount},
+	}, p.Legs)
+}
+
+func num(v any) float64 { return v.(float64) }
+
+// Every refusal of POST /v1/tests: its status and code, and nothing
+// charged.
+func TestTestLaunchRefusals(t *testing.T) {
+	t.Parallel()
+	rb := setupRuns(t)
+	// A mode with no price for the hard band.
+	rb.save(t, 201, map[string]any{"spec": panelSpec("Acme Light Panel", "LITE", func(s map[string]any) {
+		c := s["api_commercial"].(map[string]any)
+		c["q_surcharge_by_depth"] = map[string]any{"light": 0.05, "medium": 0.10}
+		delete(c, "q_surcharge_usd")
+	})})
+	require.Equal(t, 200, rb.do(t, "POST", "/v1/modes/acme-lite/release", rb.key, "").status)
+	before := rb.money(t, rb.acme.ID)
+
+	tests := []struct {
+		name, key, body string
+		status          int
+		code            core.Code
+		typ             string
+	}{
+		{"no model", rb.key, `{"buckets":{"light":1}}`, 400, core.CodeInvalidModel, "invalid_request_error"},
+		{"no form", rb.key, `{"model":"acme-panl"}`, 400, core.CodeInvalidBuckets, "invalid_request_error"},
+		{"bucket name", rb.key, `{"model":"acme-panl","buckets":{"extreme":1}}`, 400, core.CodeInvalidBucket, "invalid_request_error"},
+		{"bucket count", rb.key, `{"model":"acme-panl","buckets":{"light":101}}`, 400, core.CodeInvalidBucketCount, "invalid_request_error"},
+		{"too many", rb.key, `{"model":"acme-panl","buckets":{"light":100,"medium":100,"hard":100},"tiers":["free","plus"]}`,
+			400, core.CodeTooManyQuestions, "invalid_request_error"},
+		{"judges", rb.key, `{"model":"acme-panl","buckets":{"light":1},"judges":["gpt_5"]}`, 400, core.CodeInvalidJudges, "invalid_request_error"},
+		{"questions", rb.key, `{"model":"acme-panl","questions":[3]}`, 400, core.CodeInvalidQuestions, "invalid_request_error"},
+		{"difficulty", rb.key, `{"model":"acme-panl","questions":{"deep":3}}`, 400, core.CodeInvalidDifficulty, "invalid_request_error"},
+		{"question count", rb.key, `{"model":"acme-panl","questions":{"easy":1.5}}`, 400, core.CodeInvalidQuestionCount, "invalid_request_error"},
+		{"tiers", rb.key, `{"model":"acme-panl","questions":{"easy":1},"tiers":[]}`, 400, core.CodeInvalidTiers, "invalid_request_error"},
+		{"punch_up", rb.key, `{"model":"acme-panl","questions":{"easy":1},"punch_up":1}`, 400, core.CodeInvalidPunchUp, "invalid_request_error"},
+		{"repeats", rb.key, `{"model":"acme-panl","buckets":{"light":1},"judge_repeats":5}`, 400, core.CodeLaunchRefused, "invalid_request_error"},
+		{"unread field", rb.key, `{"model":"acme-panl","buckets":{"light":1},"seed":4}`, 400, core.CodeInvalidRequest, "invalid_request_error"},
+		{"not json", rb.key, `{"model":`, 400, core.CodeInvalidJSON, "invalid_request_error"},
+		{"no price", rb.key, `{"model":"acme-lite","buckets":{"light":1,"hard":1}}`, 400, core.CodePriceUnavailable, "invalid_request_error"},
+		{"suffix", rb.key, `{"model":"conclave-standard@v1","buckets":{"light":1}}`, 400, core.CodeSuffixNotSupported, "invalid_request_error"},
+		{"unknown mode", rb.key, `{"model":"acme-nope","buckets":{"light":1}}`, 404, core.CodeModelNotFound, "invalid_request_error"},
+		{"configured mode", rb.key, `{"model":"conclave-standard","buckets":{"light":1}}`, 403, core.CodeModeNotOwned, "permission_error"},
+		{"tier without seats", rb.key, `{"model":"acme-panl","buckets":{"light":1},"tiers":["pro"]}`, 403, core.CodeTierNotPermitted, "permission_error"},
+		{"another's unpublished mode", rb.otherKey, `{"model":"acme-panl","buckets":{"light":1}}`, 403, core.CodeModeNotPublished, "permission_error"},
+	}
+	for _, tt := range tests {
+		r := rb.launch(t, "/v1/tests", tt.key, tt.body)
+		require.Equal(t, tt.status, r.status, "%s: %s", tt.name, r.raw)
+		requireError(t, r, tt.status, tt.code, tt.typ)
+	}
+	// The same refusals as dry runs.
+	r := rb.launch(t, "/v1/tests", rb.key, `{"model":"acme-lite","buckets":{"hard":1},"dry_run":true}`)
+	requireError(t, r, 400, core.CodePriceUnavailable, "invalid_request_error")
+	require.Equal(t, before, rb.money(t, rb.acme.ID), "no refusal charged anything")
+
+	// A key without the tests scope.
+	limited := rb.newKey(t, &core.CreateKeyParams{OrgID: rb.acme.ID, Scopes: []string{"models:read"}})
+	requireError(t, rb.launch(t, "/v1/tests", limited, `{"model":"acme-panl","buckets":{"light":1}}`), 403,
+		core.CodeInsufficientScope, "permission_error")
+}
+
+// A dry run quotes and charges nothing; the launch charges the quote, up
+// front, in one posting; the poll shows the batch queued.
+func TestTestDryRunThenLaunch(t *testing.T) {
+	t.Parallel()
+	rb := setupRuns(t)
+	before := rb.money(t, rb.acme.ID)
+	body := `{"model":"acme-panl","buckets":{"light":2,"medium":1,"hard":1}%s}`
+
+	r := rb.launch(t, "/v1/tests", rb.key, fmt.Sprintf(body, `,"dry_run":true`))
+	require.Equal(t, 200, r.status, r.raw)
+	require.Equal(t, true, r.body["dry_run"])
+	require.Equal(t, 0.2625, num(r.body["total_cost_usd"]), "2 × 0.0375 + 0.075 + 0.1125")
+	require.Equal(t, 4.0, num(r.body["total_questions"]))
+	require.Equal(t, 4.0, num(r.body["estimated_minutes"]))
+	require.Equal(t, map[string]any{"questions": 2.0, "price_per_question_usd": 0.0375, "cost_usd": 0.075}, obj(r.body["per_bucket"])["light"])
+	require.NotContains(t, r.body, "batch_id")
+	require.NotContains(t, r.body, "billed_usd")
+	require.Equal(t, "panl", r.body["mode_key"])
+	require.Equal(t, before, rb.money(t, rb.acme.ID), "a dry run charges nothing")
+
+	r = rb.launch(t, "/v1/tests", rb.key, fmt.Sprintf(body, ""))
+	require.Equal(t, 200, r.status, r.raw)
+	require.Equal(t, false, r.body["dry_run"])
+	require.Equal(t, 0.2625, num(r.body["billed_usd"]))
+	require.NotContains(t, r.body, "total_cost_usd")
+	id := r.body["batch_id"].(string)
+	require.True(t, runs.ValidUUID(id))
+	require.Equal(t, "/v1/tests?batch_id="+id, r.body["status_url"])
+	rb.requireCharged(t, rb.acme.ID, before, core.PostingTestCharge, 262_500)
+
+	p := rb.do(t, "GET", r.body["status_url"].(string), rb.key, "")
+	require.Equal(t, 200, p.status, p.raw)
+	require.Equal(t, true, p.body["ok"])
+	require.NotContains(t, p.body, "certification")
+	b := obj(p.body["batch"])
+	require.Equal(t, id, b["id"])
+	require.Equal(t, "test", b["kind"])
+	require.Equal(t, "queued", b["status"])
+	require.Equal(t, "acme-panl", b["mode"])
+	require.Equal(t, 1.0, num(b["mode_version"]))
+	require.NotEmpty(t, b["mode_config_hash"])
+	require.Equal(t, map[string]any{"total": 4.0, "answered": 0.0, "judged": 0.0, "failed": 0.0}, b["progress"])
+	require.Equal(t, map[string]any{"total": 2.0, "answered": 0.0, "judged": 0.0, "failed": 0.0}, obj(b["per_bucket"])["light"])
+	require.Equal(t, map[string]any{
+		"buckets": map[string]any{"light": 2.0, "medium": 1.0, "hard": 1.0}, "tiers": []any{"plus"}, "punch_up": false,
+		"judges": []any{"nova_pro", "mistral_large", "llama4_maverick"}, "judge_repeats": 1.0, "judging_protocol": "pairwise",
+	}, b["request"])
+	require.Equal(t, 0.2625, num(b["billed_usd"]))
+	require.Nil(t, b["attempt"])
+	require.Nil(t, b["result"])
+	require.Equal(t, "test-bank-1", b["bank_version"])
+
+	// The questions form: each question at each tier.
+	before = rb.money(t, rb.acme.ID)
+	r = rb.launch(t, "/v1/tests", rb.key, `{"model":"ACME:PANL","questions":{"easy":3},"tiers":["free","plus"],"punch_up":true,
+		"judges":["mistral_large"],"judge_repeats":2,"judging_protocol":"plurality"}`)
+	require.Equal(t, 200, r.status, r.raw)
+	require.Equal(t, 6.0, num(r.body["total_questions"]))
+	rb.requireCharged(t, rb.acme.ID, before, core.PostingTestCharge, 6*37_500)
+	p = rb.do(t, "GET", r.body["status_url"].(string), rb.key, "")
+	require.Equal(t, 200, p.status, p.raw)
+	require.Equal(t, map[string]any{
+		"questions": map[string]any{"easy": 3.0}, "tiers": []any{"experience", "plus"}, "punch_up": true,
+		"judges": []any{"mistral_large"}, "judge_repeats": 2.0, "judging_protocol": "plurality",
+	}, obj(p.body["batch"])["request"])
+	require.Equal(t, "ACME:PANL", obj(p.body["batch"])["model"])
+}
+
+// failingLaunches answers the first launch with an unknown outcome — the
+// database went away as the launch committed — and leaves it unwritten.
+type failingLaunches struct {
+	runs.LaunchStore
+	mu     sync.Mutex
+	failed bool
+}
+
+func (f *failingLaunches) Launch(ctx context.Context, p *runs.LaunchParams) (*runs.Batch, error) {
+	f.mu.Lock()
+	first := !f.failed
+	f.failed = true
+	f.mu.Unlock()
+	if first {
+		return nil, fmt.Errorf("%w: the connection closed during the commit", core.ErrOutcomeUnknown)
+	}
+	return f.LaunchStore.Launch(ctx, p)
+}
+
+// The idempotency rows of the launch endpoints.
+func TestLaunchIdempotency(t *testing.T) {
+	t.Parallel()
+	rb := setupRuns(t, func(o *setupOpts) {
+		o.launches = func(s runs.LaunchStore) runs.LaunchStore { return &failingLaunches{LaunchStore: s} }
+	})
+	body := `{"model":"acme-panl","buckets":{"medium":2}}`
+	before := rb.money(t, rb.acme.ID)
+
+	// An attempt stopped as it committed: it charged nothing; a repeat
+	// within its lease waits, and after it the key is retired.
+	r := rb.launch(t, "/v1/tests", rb.key, body, "Idempotency-Key", "stopped")
+	requireError(t, r, 500, core.CodeInternalError, "api_error")
+	r = rb.launch(t, "/v1/tests", rb.key, body, "Idempotency-Key", "stopped")
+	requireError(t, r, 409, core.CodeRequestInProgress, "invalid_request_error")
+	require.NotEmpty(t, r.header.Get("Retry-After"))
+	_, err := rb.store.Pool().Exec(context.Background(),
+		`UPDATE batch_launches SET locked_until = now() - interval '1 second' WHERE key = 'stopped'`)
+	require.NoError(t, err)
+	r = rb.launch(t, "/v1/tests", rb.key, body, "Idempotency-Key", "stopped")
+	requireError(t, r, 409, core.CodeReconciliationRequired, "invalid_request_error")
+	requireError(t, rb.launch(t, "/v1/tests", rb.key, body, "Idempotency-Key", "stopped"), 409,
+		core.CodeReconciliationRequired, "invalid_request_error")
+	require.Equal(t, before, rb.money(t, rb.acme.ID), "the stopped attempt charged nothing")
+
+	// A launch, repeated: the same answer, charged once.
+	first := rb.launch(t, "/v1/tests", rb.key, body, "Idempotency-Key", "k1")
+	require.Equal(t, 200, first.status, first.raw)
+	require.Empty(t, first.header.Get("Idempotent-Replayed"))
+	again := rb.launch(t, "/v1/tests", rb.key, `{ "buckets": {"medium": 2}, "model": "acme-panl" }`, "Idempotency-Key", "k1")
+	require.Equal(t, 200, again.status, again.raw)
+	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+	require.JSONEq(t, first.raw, again.raw, "the same acceptance")
+	rb.requireCharged(t, rb.acme.ID, before, core.PostingTestCharge, 150_000)
+	charged := rb.money(t, rb.acme.ID)
+
+	// The key with another body, on the other endpoint, from another API
+	// key: refused.
+	requireError(t, rb.launch(t, "/v1/tests", rb.key, `{"model":"acme-panl","buckets":{"medium":3}}`, "Idempotency-Key", "k1"),
+		422, core.CodeIdempotencyKeyReused, "invalid_request_error")
+	requireError(t, rb.launch(t, "/v1/certify", rb.key, `{"model":"acme-panl"}`, "Idempotency-Key", "k1"),
+		422, core.CodeIdempotencyKeyReused, "invalid_request_error")
+	second := rb.newKey(t, &core.CreateKeyParams{OrgID: rb.acme.ID})
+	requireError(t, rb.launch(t, "/v1/tests", second, body, "Idempotency-Key", "k1"),
+		422, core.CodeIdempotencyKeyReused, "invalid_request_error")
+	requireError(t, rb.launch(t, "/v1/tests", rb.key, body, "Idempotency-Key", ""), 400, core.CodeInvalidRequest, "invalid_request_error")
+	require.Equal(t, charged, rb.money(t, rb.acme.ID))
+
+	// A refused launch leaves its key free: the key launches once the
+	// refusal is fixed.
+	big := `{"model":"acme-panl","buckets":{"light":100,"medium":100,"hard":100}}` // $22.50
+	requireError(t, rb.launch(t, "/v1/tests", rb.key, big, "Idempotency-Key", "k2"), 402,
+		core.CodeInsufficientBalance, "invalid_request_error")
+	require.Equal(t, charged, rb.money(t, rb.acme.ID), "a refused launch charges nothing")
+	_, err = rb.store.AddFunds(context.Background(), &core.AddFundsParams{OrgID: rb.acme.ID, Amount: core.USD(20)})
+	require.NoError(t, err)
+	funded := rb.money(t, rb.acme.ID)
+	r = rb.launch(t, "/v1/tests", rb.key, big, "Idempotency-Key", "k2")
+	require.Equal(t, 200, r.status, r.raw)
+	rb.requireCharged(t, rb.acme.ID, funded, core.PostingTestCharge, 22_500_000)
+}
+
+// The daily launch limits: 429 with Retry-After 3600 past them, charging
+// nothing; dry runs are not launches.
+func TestDailyLaunchLimits(t *testing.T) {
+	t.Parallel()
+	rb := setupRuns(t, func(o *setupOpts) { o.cfg.TestLaunches, o.cfg.CertifyLaunches = 1, 1 })
+	body := `{"model":"acme-panl","buckets":{"light":1}}`
+	require.Equal(t, 200, rb.launch(t, "/v1/tests", rb.key, body).status)
+	before := rb.money(t, rb.acme.ID)
+	r := rb.launch(t, "/v1/tests", rb.key, body)
+	requireError(t, r, 429, core.CodeTestLaunchLimitExceeded, "rate_limit_error")
+	require.Equal(t, "3600", r.header.Get("Retry-After"))
+	require.Equal(t, 200, rb.launch(t, "/v1/tests", rb.key, `{"model":"acme-panl","buckets":{"light":1},"dry_run":true}`).status)
+	require.Equal(t, before, rb.money(t, rb.acme.ID))
+
+	rb.approve(t)
+	_, err := rb.store.AddFunds(context.Background(), &core.AddFundsParams{OrgID: rb.acme.ID, Amount: core.USD(200)})
+	require.NoError(t, err)
+	require.Equal(t, 200, rb.launch(t, "/v1/certify", rb.key, `{"model":"acme-panl"}`).status, "the limits are per kind")
+	before = rb.money(t, rb.acme.ID)
+	r = rb.launch(t, "/v1/certify", rb.key, `{"model":"acme-panl"}`)
+	requireError(t, r, 429, core.CodeCertifyLaunchLimitExceeded, "rate_limit_error")
+	require.Equal(t, "3600", r.header.Get("Retry-After"))
+	require.Equal(t, before, rb.money(t, rb.acme.ID))
+}
+
+// approve lists acme-panl and has the operator approve version 1.
+func (rb *runsBundle) approve(t *testing.T) {
+	t.Helper()
+	require.Equal(t, 200, rb.listing(t, "").status)
+	ctx := context.Background()
+	m, err := rb.store.AuthoredModeByRef(ctx, "acme-panl")
+	require.NoError(t, err)
+	_, err = rb.store.ReviewListing(ctx, m.ID, core.ModeAction{Kind: core.ActionApprove, ListingRevision: m.ListingRevision, Version: 1})
+	require.NoError(t, err)
+}
+
+// Certification: a listed mode the organisation owns, $50 flat up front,
+// 150 questions; the poll carries the verdict once the batch is complete.
+func TestCertify(t *testing.T) {
+	t.Parallel()
+	rb := setupRuns(t)
+	before := rb.money(t, rb.acme.ID)
+
+	r := rb.launch(t, "/v1/certify", rb.key, `{"model":"acme-panl","dry_run":true}`)
+	require.Equal(t, 200, r.status, r.raw)
+	require.Equal(t, true, r.body["requires_listing"])
+	require.Equal(t, 50.0, num(r.body["total_cost_usd"]))
+	require.Equal(t, 150.0, num(r.body["total_questions"]))
+	require.Equal(t, 150.0, num(r.body["estimated_minutes"]))
+	require.Equal(t, map[string]any{"questions": 50.0}, obj(r.body["per_bucket"])["hard"])
+	requireError(t, rb.launch(t, "/v1/certify", rb.key, `{"model":"acme-panl"}`), 400, core.CodeListingRequired, "invalid_request_error")
+	requireError(t, rb.launch(t, "/v1/certify", rb.key, `{"model":"acme-panl","judges":["nova_pro"]}`), 400,
+		core.CodeInvalidRequest, "invalid_request_error")
+	requireError(t, rb.launch(t, "/v1/certify", rb.key, `{"model":7}`), 400, core.CodeInvalidModel, "invalid_request_error")
+
+	rb.approve(t)
+	r = rb.launch(t, "/v1/certify", rb.key, `{"model":"acme-panl","dry_run":true}`)
+	require.Equal(t, 200, r.status, r.raw)
+	require.Equal(t, false, r.body["requires_listing"])
+	requireError(t, rb.launch(t, "/v1/certify", rb.otherKey, `{"model":"acme-panl"}`), 403, core.CodeModeNotOwned, "permission_error")
+	requireError(t, rb.launch(t, "/v1/certify", rb.key, `{"model":"acme-panl"}`), 402, core.CodeInsufficientBalance, "invalid_request_error")
+	require.Equal(t, before, rb.money(t, rb.acme.ID), "nothing charged")
+
+	_, err := rb.store.AddFunds(context.Background(), &core.AddFundsParams{OrgID: rb.acme.ID, Amount: core.USD(100)})
+	require.NoError(t, err)
+	funded := rb.money(t, rb.acme.ID)
+	r = rb.launch(t, "/v1/certify", rb.key, `{"model":"acme-panl"}`)
+	require.Equal(t, 200, r.status, r.raw)
+	require.Equal(t, 50.0, num(r.body["billed_usd"]))
+	require.Equal(t, 150.0, num(r.body["total_questions"]))
+	id := r.body["batch_id"].(string)
+	require.Equal(t, "/v1/certify?batch_id="+id, r.body["status_url"])
+	rb.requireCharged(t, rb.acme.ID, funded, core.PostingCertifyCharge, core.CertificationPrice)
+
+	requireError(t, rb.do(t, "GET", "/v1/tests?batch_id="+id, rb.key, ""), 404, core.CodeBatchNotFound, "invalid_request_error")
+	p := rb.do(t, "GET", "/v1/certify?batch_id="+id, rb.key, "")
+	require.Equal(t, 200, p.status, p.raw)
+	b := obj(p.body["batch"])
+	require.Equal(t, "certify", b["kind"])
+	require.Equal(t, 1.0, num(b["attempt"]))
+	require.Equal(t, map[string]any{"light": 50.0, "medium": 50.0, "hard": 50.0}, obj(b["request"])["buckets"])
+	require.Equal(t, 2.0, num(obj(b["request"])["judge_repeats"]))
+	require.NotContains(t, p.body, "certification", "no verdict before the batch is complete")
+
+	// The batch run to its end by the executor, as the question jobs do.
+	exec := rb.executor(t)
+	for i := range 150 {
+		require.NoError(t, exec.RunQuestion(context.Background(), id, i))
+	}
+	p = rb.do(t, "GET", "/v1/certify?batch_id="+id, rb.key, "")
+	require.Equal(t, 200, p.status, p.raw)
+	b = obj(p.body["batch"])
+	require.Equal(t, "complete", b["status"])
+	require.Equal(t, map[string]any{"total": 150.0, "answered": 150.0, "judged": 150.0, "failed": 0.0}, b["progress"])
+	require.Equal(t, map[string]any{"w": 1.0, "judgments": 900.0}, b["result"])
+	require.NotNil(t, b["finished_at"])
+	c := obj(p.body["certification"])
+	require.Equal(t, "certified", c["verdict"])
+	require.Equal(t, 1.0, num(c["mode_version"]))
+	require.Equal(t, b["mode_config_hash"], c["mode_config_hash"])
+	require.Equal(t, 1.0, num(c["attempt"]))
+	require.Equal(t, true, c["mode_certified"])
+	require.Equal(t, []any{map[string]any{"name": "valid_judgments", "passed": true}}, c["gates"])
+	m, err := rb.store.AuthoredModeByRef(context.Background(), "acme-panl")
+	require.NoError(t, err)
+	require.Equal(t, 1, m.CertifiedVersion)
+}
+
+// The poll's refusals.
+func TestBatchPollCodes(t *testing.T) {
+	t.Parallel()
+	rb := setupRuns(t)
+	r := rb.launch(t, "/v1/tests", rb.key, `{"model":"acme-panl","buckets":{"light":1}}`)
+	require.Equal(t, 200, r.status, r.raw)
+	id := r.body["batch_id"].(string)
+
+	requireError(t, rb.do(t, "GET", "/v1/tests", rb.key, ""), 400, core.CodeMissingBatchID, "invalid_request_error")
+	requireError(t, rb.do(t, "GET", "/v1/tests?batch_id=", rb.key, ""), 400, core.CodeMissingBatchID, "invalid_request_error")
+	requireError(t, rb.do(t, "GET", "/v1/certify", rb.key, ""), 400, core.CodeMissingBatchID, "invalid_request_error")
+	requireError(t, rb.do(t, "GET", "/v1/tests?batch_id="+id+"&batch_id="+id, rb.key, ""), 400, core.CodeInvalidRequest, "invalid_request_error")
+	for _, bad := range []string{"not-a-batch", "00000000-0000-4000-8000-000000000000", "'; DROP TABLE batches; --"} {
+		requireError(t, rb.do(t, "GET", "/v1/tests?batch_id="+url.QueryEscape(bad), rb.key, ""), 404, core.CodeBatchNotFound, "invalid_request_error")
+	}
+	requireError(t, rb.do(t, "GET", "/v1/tests?batch_id="+id, rb.otherKey, ""), 404, core.CodeBatchNotFound, "invalid_request_error")
+	require.Equal(t, 200, rb.do(t, "GET", "/v1/tests?batch_id="+id, rb.key, "").status)
+	limited := rb.newKey(t, &core.CreateKeyParams{OrgID: rb.acme.ID, Scopes: []string{"models:read"}})
+	requireError(t, rb.do(t, "GET", "/v1/tests?batch_id="+id, limited, ""), 403, core.CodeInsufficientScope, "permission_error")
+}
+
+// The executor over the bundle's store, with small stand-ins for the
+// answerers, the panel and the scorer (other packages' work): every
+// judgment rules for the mode, and W ≥ 0.5 certifies.
+func (rb *runsBundle) executor(t *testing.T) *runs.Executor {
+	t.Helper()
+	e, err := runs.NewExecutor(runs.ExecutorDeps{Store: pgstore.NewBatches(rb.store.Pool(), nil), Mode: standIn{}, Baseline: standIn{},
+		Panel: standIn{}, Scorer: standIn{}, Certifier: rb.store})
+	require.NoError(t, err)
+	return e
+}
+
+type standIn struct{}
+
+func (standIn) Answer(_ context.Context, r *runs.AnswerRequest) (*runs.Answer, error) {
+	return &runs.Answer{Text: string(r.Side) + " on " + r.Question.QuestionID, Engine: string(r.Side), Latency: time.Second}, nil
+}
+
+func (standIn) Judge(context.Context, *runs.JudgeRequest) (*runs.Ruling, error) {
+	return &runs.Ruling{Verdict: runs.VerdictMode}, nil
+}
+
+func (standIn) Score(_ context.Context, b *runs.Batch, qs []*runs.Question) (*runs.Scored, error) {
+	var n, wins int
+	for _, q := range qs {
+		for _, j := range q.Judgments {
+			n++
+			if j.Verdict == runs.VerdictMode {
+				wins++
+			}
+		}
+	}
+	w := float64(wins) / float64(n)
+	res, _ := json.Marshal(map[string]any{"w": w, "judgments": n})
+	out := &runs.Scored{Result: res}
+	if b.Kind == runs.KindCertify && w >= 0.5 {
+		out.Certification = &runs.Certification{Verdict: runs.CertCertified, W: w, L: w - 0.05, U: 1,
+			Gates: []runs.Gate{{Name: "valid_judgments", Passed: true}}}
+	}
+	return out, nil
+}

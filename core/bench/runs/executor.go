@@ -1,0 +1,358 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+
+	"github.com/conclavehq/conclave/core"
+)
+
+// Answerer answers one question of a batch for one side: the mode's
+// answerer runs the batch's mode version at the question's tier, the
+// baseline's the single-engine baseline. An implementation runs on the
+// service's own keys and takes none of the organisation's concurrency
+// slots (runs are not interactive calls), and bills nothing: the launch
+// was charged up front. An error is retried (the question's job runs
+// again), up to the job's last attempt, after which the question fails.
+type Answerer interface {
+	Answer(ctx context.Context, r *AnswerRequest) (*Answer, error)
+}
+
+// AnswerRequest is one side's question.
+type AnswerRequest struct {
+	// Batch names the mode version (ModeID, ModeVersion, ModeConfigHash)
+	// and the plan (PunchUp).
+	Batch *Batch
+	// Question names the bank's question (QuestionID), its Bucket and the
+	// Tier to answer at.
+	Question *Question
+	Side     Side
+}
+
+// Panel asks one judge for its ruling on one question in one repeat,
+// under the batch's judging protocol. A reply the judge got wrong even
+// after the panel's own retry is a ruling of VerdictMissing, kept as a
+// missing judgment; an error is retried as an Answerer's is.
+type Panel interface {
+	Judge(ctx context.Context, r *JudgeRequest) (*Ruling, error)
+}
+
+// JudgeRequest is one judgment to make.
+type JudgeRequest struct {
+	Batch    *Batch // Plan.Protocol is the judging protocol
+	Question *Question
+	Judge    Judge
+	Repeat   int
+	// Order is the order the judge reads the answers in: Answer 1 is
+	// Order[0]'s (see Order).
+	Order []Side
+	// Answers are the recorded answers, by side.
+	Answers map[Side]*Answer
+}
+
+// Scorer scores a batch whose every question is done: the figures of the
+// run (win rate, its interval, per bucket and per judge, …) as JSON, and
+// for a certification the verdict. Questions that failed are passed with
+// State QuestionFailed and no judgments to count. An error is retried; on
+// the last attempt of the job that finishes the batch, it fails the batch.
+type Scorer interface {
+	Score(ctx context.Context, b *Batch, questions []*Question) (*Scored, error)
+}
+
+// Scored is a Scorer's answer.
+type Scored struct {
+	// Result is the run's figures: a JSON object.
+	Result json.RawMessage
+	// Certification is the verdict; required for a certification, nil for
+	// a test run.
+	Certification *Certification
+}
+
+// Certifier records a passed certification in the mode's lifecycle;
+// core.ModeStore is one.
+type Certifier interface {
+	RecordCertified(ctx context.Context, modeID string, version int) (*core.AuthoredMode, error)
+}
+
+// ExecutorDeps are the parts an Executor calls. Every one is required.
+type ExecutorDeps struct {
+	Store     RunStore
+	Mode      Answerer
+	Baseline  Answerer
+	Panel     Panel
+	Scorer    Scorer
+	Certifier Certifier
+	// Logger defaults to a logger that discards.
+	Logger *slog.Logger
+}
+
+// Executor runs batches' questions: a durable job per question calls
+// RunQuestion, and AbandonQuestion once its last attempt failed. It keeps
+// no state of its own: everything is in the RunStore, so a question's job
+// may run twice, or be picked up by another replica after this one died,
+// and each answer and judgment is still recorded once. It is safe for
+// concurrent use.
+type Executor struct {
+	d ExecutorDeps
+}
+
+// NewExecutor returns an Executor, or an error naming what is missing.
+func NewExecutor(d ExecutorDeps) (*Executor, error) {
+	if d.Store == nil || d.Mode == nil || d.Baseline == nil || d.Panel == nil || d.Scorer == nil || d.Certifier == nil {
+		return nil, errors.New("runs: Store, Mode, Baseline, Panel, Scorer and Certifier are required")
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Executor{d: d}, nil
+}
+
+// RunQuestion runs question index of the batch to its end: whatever of its
+// two answers and its judgments (each judge × each repeat) is not recorded
+// yet is asked for and recorded; then the question is done. The job that
+// finishes the batch's last question scores the batch and completes it. A
+// batch already complete or failed is left alone.
+func (e *Executor) RunQuestion(ctx context.Context, batchID string, index int) error {
+	b, err := e.d.Store.RunBatch(ctx, batchID)
+	if err != nil {
+		return fmt.Errorf("reading batch %s: %w", batchID, err)
+	}
+	if b.Status.Final() {
+		return nil
+	}
+	if b.Status == StatusQueued {
+		if err := e.d.Store.StartBatch(ctx, batchID); err != nil {
+			return fmt.Errorf("starting batch %s: %w", batchID, err)
+		}
+	}
+	q, err := e.d.Store.Question(ctx, batchID, index)
+	if err != nil {
+		return fmt.Errorf("reading question %d of batch %s: %w", index, batchID, err)
+	}
+	if q.State == QuestionPending {
+		if q, err = e.answer(ctx, b, q); err != nil {
+			return err
+		}
+		if err := e.judge(ctx, b, q); err != nil {
+			return err
+		}
+		if _, err := e.d.Store.FinishQuestion(ctx, batchID, index, ""); err != nil {
+			return fmt.Errorf("finishing question %d of batch %s: %w", index, batchID, err)
+		}
+	}
+	return e.finishIfDone(ctx, batchID, false)
+}
+
+// AbandonQuestion gives up on a question whose job's last attempt failed
+// with cause: the question fails (unless it is done already), and when it
+// was the batch's last, the batch is finished — complete with the
+// questions that were judged, or failed when none was, or when it cannot
+// be scored.
+func (e *Executor) AbandonQuestion(ctx context.Context, batchID string, index int, cause error) error {
+	b, err := e.d.Store.RunBatch(ctx, batchID)
+	if err != nil {
+		return fmt.Errorf("reading batch %s: %w", batchID, err)
+	}
+	if b.Status.Final() {
+		return nil
+	}
+	why := "the question could not be run"
+	if cause != nil {
+		why += ": " + cause.Error()
+	}
+	if _, err := e.d.Store.FinishQuestion(ctx, batchID, index, why); err != nil {
+		return fmt.Errorf("failing question %d of batch %s: %w", index, batchID, err)
+	}
+	return e.finishIfDone(ctx, batchID, true)
+}
+
+// answer records whichever of the question's two answers is missing,
+// asking both sides at once, and returns the question as stored: when two
+// runs answered, the first answer recorded is the one judged.
+func (e *Executor) answer(ctx context.Context, b *Batch, q *Question) (*Question, error) {
+	sides := []struct {
+		side Side
+		a    Answerer
+	}{{SideMode, e.d.Mode}, {SideBaseline, e.d.Baseline}}
+	var wg sync.WaitGroup
+	errs := make([]error, len(sides))
+	for i, s := range sides {
+		if q.Answers[s.side] != nil {
+			continue
+		}
+		wg.Go(func() {
+			a, err := s.a.Answer(ctx, &AnswerRequest{Batch: b, Question: q, Side: s.side})
+			switch {
+			case err != nil:
+				errs[i] = fmt.Errorf("answering question %d of batch %s (%s): %w", q.Index, b.ID, s.side, err)
+			case a == nil:
+				errs[i] = fmt.Errorf("answering question %d of batch %s (%s): no answer", q.Index, b.ID, s.side)
+			default:
+				if _, err := e.d.Store.RecordAnswer(ctx, b.ID, q.Index, s.side, a); err != nil {
+					errs[i] = fmt.Errorf("recording the %s answer to question %d of batch %s: %w", s.side, q.Index, b.ID, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return e.d.Store.Question(ctx, b.ID, q.Index)
+}
+
+// judge records every judgment the question lacks, asking for them at
+// once.
+func (e *Executor) judge(ctx context.Context, b *Batch, q *Question) error {
+	type made struct {
+		judge  Judge
+		repeat int
+	}
+	have := map[made]bool{}
+	for _, j := range q.Judgments {
+		have[made{j.Judge, j.Repeat}] = true
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for _, judge := range b.Plan.Judges {
+		for repeat := 1; repeat <= b.Plan.Repeats; repeat++ {
+			if have[made{judge, repeat}] {
+				continue
+			}
+			wg.Go(func() {
+				err := e.judgeOnce(ctx, b, q, judge, repeat)
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (e *Executor) judgeOnce(ctx context.Context, b *Batch, q *Question, judge Judge, repeat int) error {
+	order := Order(b.Seed, b.Progress.Total, q.Index, judge, repeat)
+	r, err := e.d.Panel.Judge(ctx, &JudgeRequest{Batch: b, Question: q, Judge: judge, Repeat: repeat, Order: order, Answers: q.Answers})
+	switch {
+	case err != nil:
+		return fmt.Errorf("judging question %d of batch %s (%s, repeat %d): %w", q.Index, b.ID, judge, repeat, err)
+	case r == nil || !r.Verdict.Valid():
+		return fmt.Errorf("judging question %d of batch %s (%s, repeat %d): the panel gave no verdict", q.Index, b.ID, judge, repeat)
+	}
+	j := &Judgment{BatchID: b.ID, Index: q.Index, Judge: judge, Repeat: repeat, Order: order, Ruling: *r}
+	if err := e.d.Store.RecordJudgment(ctx, j); err != nil {
+		return fmt.Errorf("recording a judgment of question %d of batch %s: %w", q.Index, b.ID, err)
+	}
+	return nil
+}
+
+// finishIfDone finishes the batch once every question is done: scored and
+// complete, or failed when no question was judged. final is set on a
+// question's last attempt: a scorer's error then fails the batch rather
+// than being retried.
+func (e *Executor) finishIfDone(ctx context.Context, batchID string, final bool) error {
+	b, err := e.d.Store.RunBatch(ctx, batchID)
+	if err != nil {
+		return fmt.Errorf("reading batch %s: %w", batchID, err)
+	}
+	if b.Status.Final() || !b.Progress.Done() {
+		return nil
+	}
+	if b.Progress.Judged == 0 {
+		return e.finish(ctx, b, &Outcome{Status: StatusFailed, Failure: "every question failed: none could be answered and judged"})
+	}
+	qs, err := e.d.Store.Questions(ctx, batchID)
+	if err != nil {
+		return fmt.Errorf("reading the questions of batch %s: %w", batchID, err)
+	}
+	scored, err := e.d.Scorer.Score(ctx, b, qs)
+	if err == nil && b.Kind == KindCertify && scored.Certification == nil {
+		err = errors.New("the scorer gave a certification no verdict")
+	}
+	if err != nil {
+		if final {
+			e.d.Logger.ErrorContext(ctx, "a batch could not be scored", slog.String("batch_id", batchID), slog.String("error", err.Error()))
+			return e.finish(ctx, b, &Outcome{Status: StatusFailed, Failure: "the batch could not be scored"})
+		}
+		return fmt.Errorf("scoring batch %s: %w", batchID, err)
+	}
+	o := &Outcome{Status: StatusComplete, Result: scored.Result}
+	if b.Kind == KindCertify {
+		c := *scored.Certification
+		c.ModeCertified, c.RecordRefusal = false, ""
+		if c.Verdict == CertCertified {
+			if err := e.record(ctx, b, &c); err != nil {
+				return err
+			}
+		}
+		o.Certification = &c
+	}
+	return e.finish(ctx, b, o)
+}
+
+// record records a certified verdict as the mode's certified version. A
+// refusal of the mode's lifecycle (its listing taken down meanwhile, say)
+// is kept in the certification; a failure to reach the store is retried.
+func (e *Executor) record(ctx context.Context, b *Batch, c *Certification) error {
+	_, err := e.d.Certifier.RecordCertified(ctx, b.ModeID, b.ModeVersion)
+	var refusal *core.Error
+	switch {
+	case err == nil:
+		c.ModeCertified = true
+	case errors.As(err, &refusal):
+		c.RecordRefusal = refusal.Message
+	default:
+		return fmt.Errorf("recording version %d of %s as certified: %w", b.ModeVersion, b.ModeID, err)
+	}
+	return nil
+}
+
+func (e *Executor) finish(ctx context.Context, b *Batch, o *Outcome) error {
+	if _, err := e.d.Store.FinishBatch(ctx, b.ID, o); err != nil {
+		return fmt.Errorf("finishing batch %s: %w", b.ID, err)
+	}
+	return nil
+}
+
+// Order is the order judge reads question index's two answers in, in
+// repeat (from 1), for a batch of total questions drawn with seed. It
+// depends on nothing else, so a question judged again reads them alike.
+//
+// In repeat 1 half of each judge's questions show the mode's answer first,
+// chosen at random: questions are ranked by a permutation drawn from the
+// seed, and judge j (its place in Judges) sees the mode first on the
+// questions whose rank has j's parity, so the three judges alternate too.
+// Repeat 2 swaps repeat 1's order, which cancels a judge's position bias
+// exactly; repeat 3 takes a fresh random order.
+func Order(seed int64, total, index int, judge Judge, repeat int) []Side {
+	j := slices.Index(Judges, judge)
+	var modeFirst bool
+	switch repeat {
+	case 1, 2:
+		rank := index
+		if total > index {
+			rank = rand.New(rand.NewPCG(uint64(seed), 0)).Perm(total)[index]
+		}
+		modeFirst = (rank+j)%2 == 0
+		if repeat == 2 {
+			modeFirst = !modeFirst
+		}
+	default:
+		r := rand.New(rand.NewPCG(uint64(seed), uint64(index)<<16|uint64(j+1)<<8|uint64(repeat)))
+		modeFirst = r.IntN(2) == 0
+	}
+	if modeFirst {
+		return []Side{SideMode, SideBaseline}
+	}
+	return []Side{SideBaseline, SideMode}
+}

@@ -1,0 +1,224 @@
+package runs_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/bench/runs"
+)
+
+// testRequest decodes a body as the REST carrier does.
+func testRequest(t *testing.T, body string) *runs.TestRequest {
+	t.Helper()
+	var r runs.TestRequest
+	require.NoError(t, json.Unmarshal([]byte(body), &r))
+	return &r
+}
+
+// Every launch code of a test run, with the parameter it names.
+func TestParseTestRefusals(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, body string
+		code       core.Code
+		param      string
+	}{
+		{"no model", `{"buckets":{"light":1}}`, core.CodeInvalidModel, "model"},
+		{"model not a string", `{"model":7,"buckets":{"light":1}}`, core.CodeInvalidModel, "model"},
+		{"blank model", `{"model":" ","buckets":{"light":1}}`, core.CodeInvalidModel, "model"},
+		{"neither form", `{"model":"m"}`, core.CodeInvalidBuckets, "buckets"},
+		{"both forms", `{"model":"m","buckets":{"light":1},"questions":{"easy":1}}`, core.CodeLaunchRefused, "questions"},
+		{"buckets empty", `{"model":"m","buckets":{}}`, core.CodeInvalidBuckets, "buckets"},
+		{"buckets a list", `{"model":"m","buckets":[1]}`, core.CodeInvalidBuckets, "buckets"},
+		{"unknown bucket", `{"model":"m","buckets":{"easy":3}}`, core.CodeInvalidBucket, "buckets.easy"},
+		{"zero count", `{"model":"m","buckets":{"light":0}}`, core.CodeInvalidBucketCount, "buckets.light"},
+		{"count over 100", `{"model":"m","buckets":{"hard":101}}`, core.CodeInvalidBucketCount, "buckets.hard"},
+		{"fractional count", `{"model":"m","buckets":{"medium":2.5}}`, core.CodeInvalidBucketCount, "buckets.medium"},
+		{"count as text", `{"model":"m","buckets":{"medium":"2"}}`, core.CodeInvalidBucketCount, "buckets.medium"},
+		{"over 300", `{"model":"m","buckets":{"light":100,"medium":100,"hard":100},"tiers":["plus","pro"]}`, core.CodeTooManyQuestions, "buckets"},
+		{"questions not an object", `{"model":"m","questions":"many"}`, core.CodeInvalidQuestions, "questions"},
+		{"questions empty", `{"model":"m","questions":{}}`, core.CodeInvalidQuestions, "questions"},
+		{"unknown difficulty", `{"model":"m","questions":{"light":3}}`, core.CodeInvalidDifficulty, "questions.light"},
+		{"question count", `{"model":"m","questions":{"easy":-1}}`, core.CodeInvalidQuestionCount, "questions.easy"},
+		{"questions over 300", `{"model":"m","questions":{"easy":100,"hard":60},"tiers":["free","pro"]}`, core.CodeTooManyQuestions, "questions"},
+		{"tiers empty", `{"model":"m","questions":{"easy":1},"tiers":[]}`, core.CodeInvalidTiers, "tiers"},
+		{"unknown tier", `{"model":"m","questions":{"easy":1},"tiers":["gold"]}`, core.CodeInvalidTiers, "tiers"},
+		{"tier twice", `{"model":"m","questions":{"easy":1},"tiers":["free","experience"]}`, core.CodeInvalidTiers, "tiers"},
+		{"tiers not a list", `{"model":"m","questions":{"easy":1},"tiers":"plus"}`, core.CodeInvalidTiers, "tiers"},
+		{"punch_up text", `{"model":"m","questions":{"easy":1},"punch_up":"yes"}`, core.CodeInvalidPunchUp, "punch_up"},
+		{"unknown judge", `{"model":"m","buckets":{"light":1},"judges":["gpt"]}`, core.CodeInvalidJudges, "judges"},
+		{"judge twice", `{"model":"m","buckets":{"light":1},"judges":["nova_pro","nova_pro"]}`, core.CodeInvalidJudges, "judges"},
+		{"no judges", `{"model":"m","buckets":{"light":1},"judges":[]}`, core.CodeInvalidJudges, "judges"},
+		{"repeats 0", `{"model":"m","buckets":{"light":1},"judge_repeats":0}`, core.CodeLaunchRefused, "judge_repeats"},
+		{"repeats 4", `{"model":"m","buckets":{"light":1},"judge_repeats":4}`, core.CodeLaunchRefused, "judge_repeats"},
+		{"protocol", `{"model":"m","buckets":{"light":1},"judging_protocol":"elo"}`, core.CodeLaunchRefused, "judging_protocol"},
+		{"dry_run text", `{"model":"m","buckets":{"light":1},"dry_run":"true"}`, core.CodeLaunchRefused, "dry_run"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := runs.ParseTest(testRequest(t, tt.body))
+			e := core.AsError(err)
+			require.Equal(t, tt.code, e.Code, "%v", err)
+			require.Equal(t, tt.param, e.Param)
+			require.Equal(t, 400, core.InfoFor(e.Code).Status)
+		})
+	}
+}
+
+func TestParseTestDefaultsAndCanonicalOrder(t *testing.T) {
+	t.Parallel()
+	p, err := runs.ParseTest(testRequest(t, `{"model":"acme-panl","buckets":{"hard":2,"light":3}}`))
+	require.NoError(t, err)
+	require.Equal(t, runs.FormBuckets, p.Form)
+	require.Equal(t, map[runs.Bucket]int{runs.BucketLight: 3, runs.BucketHard: 2}, p.Counts)
+	require.Equal(t, []core.Tier{core.TierPlus}, p.Tiers)
+	require.Equal(t, runs.Judges, p.Judges)
+	require.Equal(t, 1, p.Repeats)
+	require.Equal(t, runs.ProtocolPairwise, p.Protocol)
+	require.False(t, p.DryRun)
+	require.Equal(t, 5, p.Total())
+
+	q, err := runs.ParseTest(testRequest(t, `{"model":"acme-panl","questions":{"easy":4,"hard":1},"tiers":["pro","free"],
+		"punch_up":true,"judges":["llama4_maverick","nova_pro"],"judge_repeats":3,"judging_protocol":"plurality","dry_run":true}`))
+	require.NoError(t, err)
+	require.Equal(t, runs.FormQuestions, q.Form)
+	require.Equal(t, map[runs.Bucket]int{runs.BucketLight: 4, runs.BucketHard: 1}, q.Counts)
+	require.Equal(t, []core.Tier{core.TierExperience, core.TierPro}, q.Tiers, "lowest tier first; free is experience")
+	require.Equal(t, []runs.Judge{runs.JudgeNovaPro, runs.JudgeLlama4Maverick}, q.Judges, "judges in the spec's order")
+	require.True(t, q.PunchUp)
+	require.Equal(t, 3, q.Repeats)
+	require.Equal(t, runs.ProtocolPlurality, q.Protocol)
+	require.True(t, q.DryRun)
+	require.Equal(t, 10, q.Total(), "five questions at two tiers")
+	require.Equal(t, 8, q.PerBucket(runs.BucketLight))
+
+	// 300 questions exactly is allowed.
+	_, err = runs.ParseTest(testRequest(t, `{"model":"m","buckets":{"light":100,"medium":100,"hard":100}}`))
+	require.NoError(t, err)
+}
+
+func TestParseCertify(t *testing.T) {
+	t.Parallel()
+	p, err := runs.ParseCertify(&runs.CertifyRequest{Model: json.RawMessage(`"ACME:PANL"`)})
+	require.NoError(t, err)
+	require.Equal(t, runs.KindCertify, p.Kind)
+	require.Equal(t, 150, p.Drawn())
+	require.Equal(t, runs.Judges, p.Judges)
+	require.Equal(t, 2, p.Repeats)
+	_, err = runs.ParseCertify(&runs.CertifyRequest{})
+	require.Equal(t, core.CodeInvalidModel, core.AsError(err).Code)
+	_, err = runs.ParseCertify(&runs.CertifyRequest{Model: json.RawMessage(`"m"`), DryRun: json.RawMessage(`1`)})
+	require.Equal(t, core.CodeLaunchRefused, core.AsError(err).Code)
+}
+
+// A mode priced by depth: each question at its band's price, 25% off; a
+// band the mode has no price for is price_unavailable.
+func TestQuoteTest(t *testing.T) {
+	t.Parallel()
+	mode := &core.Mode{ID: "acme-panl", Pricing: core.Pricing{SurchargeByDepth: map[core.Depth]core.Micros{
+		core.DepthLight: 50_000, core.DepthMedium: 100_000,
+	}}}
+	p, err := runs.ParseTest(testRequest(t, `{"model":"acme-panl","buckets":{"light":20,"medium":10},"tiers":["plus","pro"]}`))
+	require.NoError(t, err)
+	q, err := runs.QuoteTest(mode, p)
+	require.NoError(t, err)
+	require.Equal(t, 60, q.Total)
+	require.Equal(t, 60, q.Minutes)
+	require.Equal(t, runs.BucketQuote{Questions: 40, PerQuestion: 37_500, Cost: 1_500_000}, q.Buckets[runs.BucketLight])
+	require.Equal(t, runs.BucketQuote{Questions: 20, PerQuestion: 75_000, Cost: 1_500_000}, q.Buckets[runs.BucketMedium])
+	require.Equal(t, core.USD(3), q.Cost)
+
+	hard, err := runs.ParseTest(testRequest(t, `{"model":"acme-panl","buckets":{"light":1,"hard":1}}`))
+	require.NoError(t, err)
+	_, err = runs.QuoteTest(mode, hard)
+	require.Equal(t, core.CodePriceUnavailable, core.AsError(err).Code)
+
+	flat := core.Micros(200_000)
+	mode.Pricing.Surcharge = &flat
+	q, err = runs.QuoteTest(mode, hard)
+	require.NoError(t, err, "the flat surcharge prices the hard band")
+	require.Equal(t, core.Micros(37_500+150_000), q.Cost)
+
+	c, err := runs.ParseCertify(&runs.CertifyRequest{Model: json.RawMessage(`"acme-panl"`)})
+	require.NoError(t, err)
+	cq := runs.QuoteCertify(c)
+	require.Equal(t, core.USD(50), cq.Cost)
+	require.Equal(t, 150, cq.Total)
+	require.Equal(t, 150, cq.Minutes)
+}
+
+// The status machine: queued → running → complete | failed, nothing out of
+// a final status.
+func TestStatusMoves(t *testing.T) {
+	t.Parallel()
+	allowed := map[[2]runs.Status]bool{
+		{runs.StatusQueued, runs.StatusRunning}:   true,
+		{runs.StatusRunning, runs.StatusComplete}: true,
+		{runs.StatusRunning, runs.StatusFailed}:   true,
+	}
+	for _, from := range runs.Statuses {
+		for _, to := range runs.Statuses {
+			require.Equal(t, allowed[[2]runs.Status{from, to}], from.CanMove(to), "%s → %s", from, to)
+		}
+	}
+	require.Equal(t, []runs.Status{runs.StatusRunning}, runs.MovesTo(runs.StatusComplete))
+	require.True(t, runs.StatusComplete.Final())
+	require.False(t, runs.StatusRunning.Final())
+}
+
+// Each judge reads the mode first on half the questions in repeat 1, the
+// other way round in repeat 2, and the order depends only on its inputs.
+func TestOrderBalancesPositions(t *testing.T) {
+	t.Parallel()
+	const total, seed = 150, 42
+	for _, judge := range runs.Judges {
+		first := 0
+		for i := range total {
+			o1 := runs.Order(seed, total, i, judge, 1)
+			o2 := runs.Order(seed, total, i, judge, 2)
+			require.ElementsMatch(t, []runs.Side{runs.SideMode, runs.SideBaseline}, o1)
+			require.Equal(t, o1[0], o2[1], "repeat 2 swaps repeat 1")
+			require.Equal(t, o1, runs.Order(seed, total, i, judge, 1), "the same inputs, the same order")
+			if o1[0] == runs.SideMode {
+				first++
+			}
+		}
+		require.Equal(t, total/2, first, "%s sees the mode first on half the questions", judge)
+	}
+	// The judges alternate on a question.
+	require.NotEqual(t, runs.Order(seed, total, 0, runs.JudgeNovaPro, 1), runs.Order(seed, total, 0, runs.JudgeMistralLarge, 1))
+}
+
+func TestValidUUID(t *testing.T) {
+	t.Parallel()
+	require.True(t, runs.ValidUUID("0b9a7c1e-32f4-4c1d-9a57-2f1e8d3c4b5a"))
+	require.True(t, runs.ValidUUID("0B9A7C1E-32F4-4C1D-9A57-2F1E8D3C4B5A"))
+	for _, s := range []string{"", "batch_1", "0b9a7c1e32f44c1d9a572f1e8d3c4b5a", "0b9a7c1e-32f4-4c1d-9a57-2f1e8d3c4b5g", "0b9a7c1e-32f4-4c1d-9a57-2f1e8d3c4b5a0"} {
+		require.False(t, runs.ValidUUID(s), s)
+	}
+}
+
+// FuzzParseTest: no body the carrier can decode panics the parser, and
+// every refusal is a launch's code.
+func FuzzParseTest(f *testing.F) {
+	f.Add(`{"model":"m","buckets":{"light":1}}`)
+	f.Add(`{"model":"m","questions":{"easy":100,"hard":3},"tiers":["free","pro"],"punch_up":false}`)
+	f.Add(`{"model":"m","buckets":{"light":1e2},"judges":["nova_pro"],"judge_repeats":2}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		var r runs.TestRequest
+		if json.Unmarshal([]byte(body), &r) != nil {
+			return
+		}
+		p, err := runs.ParseTest(&r)
+		if err != nil {
+			require.Equal(t, 400, core.InfoFor(core.AsError(err).Code).Status, "%v", err)
+			return
+		}
+		require.LessOrEqual(t, p.Total(), runs.MaxQuestions)
+		require.Positive(t, p.Total())
+	})
+}

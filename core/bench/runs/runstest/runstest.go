@@ -1,0 +1,465 @@
+// Package runstest is the conformance suite of the benchmark run stores
+// (runs.LaunchStore and runs.RunStore): every implementation runs Run from
+// its own tests, against a real backend. It tests behaviour through the
+// interfaces only, as the run service and the executor see it, with the
+// organisations' money read through core.Ledger: what a launch charges,
+// and that a refused launch charges and writes nothing.
+package runstest
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/bench/runs"
+)
+
+// BatchStore is both run stores in one, as an implementation provides them.
+type BatchStore interface {
+	runs.LaunchStore
+	runs.RunStore
+}
+
+// Stores are what the suite runs against: the system of record (for
+// organisations and their money) and the batch store over the same data.
+type Stores struct {
+	Core    core.Store
+	Batches BatchStore
+}
+
+// Run runs every test against the stores newStores returns; each call must
+// return stores over a fresh, empty, migrated database.
+func Run(t *testing.T, newStores func(t *testing.T) Stores) {
+	tests := map[string]func(t *testing.T, s Stores){
+		"LaunchChargesOnePosting":        testLaunchChargesOnePosting,
+		"RefusedLaunchWritesNothing":     testRefusedLaunchWritesNothing,
+		"DailyLimitCountsEveryReplica":   testDailyLimitCountsEveryReplica,
+		"SpendRulesCountLaunches":        testSpendRulesCountLaunches,
+		"ClaimLifecycle":                 testClaimLifecycle,
+		"StoppedClaimRefusesItsLaunch":   testStoppedClaimRefusesItsLaunch,
+		"CertifyAttemptsAreNumbered":     testCertifyAttemptsAreNumbered,
+		"BatchIsScopedToItsOrganisation": testBatchIsScopedToItsOrganisation,
+		"RecordsAreFirstWins":            testRecordsAreFirstWins,
+		"StatusMovesOnce":                testStatusMovesOnce,
+	}
+	for name, test := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			test(t, newStores(t))
+		})
+	}
+}
+
+var ctx = context.Background()
+
+func newOrg(t *testing.T, s Stores, name string) *core.Org {
+	t.Helper()
+	org, _, err := s.Core.CreateOrg(ctx, &core.CreateOrgParams{Name: name})
+	require.NoError(t, err)
+	return org
+}
+
+func balance(t *testing.T, s Stores, orgID string) *core.Balance {
+	t.Helper()
+	b, err := s.Core.GetBalance(ctx, orgID)
+	require.NoError(t, err)
+	return b
+}
+
+func postings(t *testing.T, s Stores, orgID string) []*core.Posting {
+	t.Helper()
+	ps, err := s.Core.ListPostings(ctx, orgID)
+	require.NoError(t, err)
+	return ps
+}
+
+// uuid is a distinct, valid batch id for the test.
+var uuidCount struct {
+	sync.Mutex
+	n int
+}
+
+func uuid() string {
+	uuidCount.Lock()
+	defer uuidCount.Unlock()
+	uuidCount.n++
+	return fmt.Sprintf("00000000-0000-4000-8000-%012d", uuidCount.n)
+}
+
+// launchParams is a launch of kind for org, of n light questions at price
+// each (a certification: n questions for price in all).
+func launchParams(org *core.Org, kind runs.Kind, n int, price core.Micros) *runs.LaunchParams {
+	id := uuid()
+	plan := &runs.Plan{Kind: kind, Model: "acme-panl", Form: runs.FormBuckets, Counts: map[runs.Bucket]int{runs.BucketLight: n},
+		Tiers: []core.Tier{core.TierPlus}, Judges: runs.Judges, Repeats: 1, Protocol: runs.ProtocolPairwise}
+	cost := price * core.Micros(n)
+	if kind == runs.KindCertify {
+		plan.Form, plan.Repeats, cost = runs.FormCertify, 2, price
+	}
+	b := &runs.Batch{
+		ID: id, OrgID: org.ID, Kind: kind, Model: "acme-panl", ModeID: "acme-panl", ModeKey: "panl", ModeVersion: 1,
+		ModeConfigHash: "abc123", Plan: plan, Seed: 7, BankVersion: "bank-1", Status: runs.StatusQueued, Billed: cost,
+		Quote: &runs.Quote{Total: n, Cost: cost, Minutes: n, Buckets: map[runs.Bucket]runs.BucketQuote{
+			runs.BucketLight: {Questions: n, PerQuestion: price, Cost: cost},
+		}},
+	}
+	qs := make([]*runs.Question, n)
+	for i := range qs {
+		qs[i] = &runs.Question{BatchID: id, Index: i, Bucket: runs.BucketLight, Tier: core.TierPlus, QuestionID: fmt.Sprintf("q%03d", i)}
+	}
+	return &runs.LaunchParams{Batch: b, Questions: qs, DailyLimit: 100}
+}
+
+func hashOf(s string) []byte {
+	h := sha256.Sum256([]byte(s))
+	return h[:]
+}
+
+func testLaunchChargesOnePosting(t *testing.T, s Stores) {
+	org := newOrg(t, s, "Acme")
+	before := balance(t, s, org.ID)
+	p := launchParams(org, runs.KindTest, 4, 37_500)
+	b, err := s.Batches.Launch(ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, p.Batch.ID, b.ID)
+	require.Equal(t, runs.StatusQueued, b.Status)
+	require.Equal(t, runs.Progress{Total: 4}, b.Progress)
+	require.Equal(t, map[runs.Bucket]runs.Progress{runs.BucketLight: {Total: 4}}, b.Buckets)
+	require.Equal(t, core.Micros(150_000), b.Billed)
+	require.Equal(t, p.Batch.Plan, b.Plan, "the plan as accepted is kept")
+	require.Equal(t, p.Batch.Quote, b.Quote)
+	require.Zero(t, b.Attempt, "a test run has no attempt number")
+	require.Nil(t, b.StartedAt)
+	require.False(t, b.CreatedAt.IsZero())
+
+	after := balance(t, s, org.ID)
+	require.Equal(t, before.Balance-150_000, after.Balance)
+	require.Equal(t, before.TrialRemaining-150_000, after.TrialRemaining, "trial credit is spent first")
+	require.Equal(t, before.Held, after.Held, "a launch holds nothing: it is charged")
+	ps := postings(t, s, org.ID)
+	last := ps[len(ps)-1]
+	require.Len(t, ps, 2, "the trial grant, then the launch's one posting")
+	require.Equal(t, core.PostingTestCharge, last.Kind)
+	require.ElementsMatch(t, []core.Leg{
+		{Account: core.AccountOrgBalance, OrgID: org.ID, Amount: -150_000},
+		{Account: core.AccountRevenue, Amount: 150_000},
+	}, last.Legs)
+
+	qs, err := s.Batches.Questions(ctx, b.ID)
+	require.NoError(t, err)
+	require.Len(t, qs, 4)
+	for i, q := range qs {
+		require.Equal(t, i, q.Index)
+		require.Equal(t, fmt.Sprintf("q%03d", i), q.QuestionID)
+		require.Equal(t, runs.QuestionPending, q.State)
+		require.Empty(t, q.Answers)
+	}
+
+	// A certification is its own posting kind.
+	c := launchParams(org, runs.KindCertify, 3, core.CertificationPrice)
+	_, err = s.Batches.Launch(ctx, c)
+	require.ErrorIs(t, err, core.ErrInsufficientFunds, "$50 is more than the trial credit left")
+	_, err = s.Core.AddFunds(ctx, &core.AddFundsParams{OrgID: org.ID, Amount: core.USD(100)})
+	require.NoError(t, err)
+	_, err = s.Batches.Launch(ctx, c)
+	require.NoError(t, err)
+	ps = postings(t, s, org.ID)
+	require.Equal(t, core.PostingCertifyCharge, ps[len(ps)-1].Kind)
+}
+
+func testRefusedLaunchWritesNothing(t *testing.T, s Stores) {
+	org := newOrg(t, s, "Acme")
+	before, journal := balance(t, s, org.ID), postings(t, s, org.ID)
+	p := launchParams(org, runs.KindTest, 2, core.USD(6)) // $12 of a $10 trial
+	_, err := s.Batches.Launch(ctx, p)
+	require.ErrorIs(t, err, core.ErrInsufficientFunds)
+	require.Equal(t, before.Balance, balance(t, s, org.ID).Balance)
+	require.Equal(t, journal, postings(t, s, org.ID), "no posting")
+	_, err = s.Batches.Batch(ctx, org.ID, p.Batch.ID)
+	require.ErrorIs(t, err, core.ErrNotFound, "no batch")
+	_, err = s.Batches.Question(ctx, p.Batch.ID, 0)
+	require.ErrorIs(t, err, core.ErrNotFound, "no questions")
+
+	// A launch that costs nothing charges nothing, and is launched.
+	free := launchParams(org, runs.KindTest, 2, 0)
+	_, err = s.Batches.Launch(ctx, free)
+	require.NoError(t, err)
+	require.Equal(t, journal, postings(t, s, org.ID))
+}
+
+func testDailyLimitCountsEveryReplica(t *testing.T, s Stores) {
+	org := newOrg(t, s, "Acme")
+	// Two launches at once against a limit of one, as two replicas
+	// would: exactly one is launched and charged.
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Go(func() {
+			p := launchParams(org, runs.KindTest, 1, 100_000)
+			p.DailyLimit = 1
+			_, errs[i] = s.Batches.Launch(ctx, p)
+		})
+	}
+	wg.Wait()
+	var launched, limited int
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			launched++
+		case errors.Is(err, runs.ErrDailyLimit):
+			limited++
+		default:
+			t.Fatalf("launch: %v", err)
+		}
+	}
+	require.Equal(t, 1, launched)
+	require.Equal(t, 1, limited)
+	require.Len(t, postings(t, s, org.ID), 2, "one charge")
+
+	// The limits are per kind.
+	c := launchParams(org, runs.KindCertify, 1, 100_000)
+	c.DailyLimit = 1
+	_, err := s.Batches.Launch(ctx, c)
+	require.NoError(t, err)
+}
+
+func testSpendRulesCountLaunches(t *testing.T, s Stores) {
+	org := newOrg(t, s, "Acme")
+	quota := core.Micros(250_000)
+	p := launchParams(org, runs.KindTest, 2, 100_000)
+	p.MonthlyQuota = &quota
+	_, err := s.Batches.Launch(ctx, p)
+	require.NoError(t, err)
+	p = launchParams(org, runs.KindTest, 1, 100_000)
+	p.MonthlyQuota = &quota
+	_, err = s.Batches.Launch(ctx, p)
+	require.ErrorIs(t, err, core.ErrQuotaExceeded, "the first launch's $0.20 counts toward the month's $0.25")
+
+	// The first launch counts toward a call's hold too.
+	adm, err := s.Core.Admit(ctx, &core.AdmitParams{OrgID: org.ID, RequestID: core.NewID("req"),
+		Hold: core.PlaceHoldParams{OrgID: org.ID, Amount: 100_000, MonthlyQuota: &quota}})
+	require.NoError(t, err)
+	require.ErrorIs(t, adm.Refused, core.ErrQuotaExceeded)
+
+	// An unverified organisation's allowance (the service passes it only
+	// for those).
+	unverified := newOrg(t, s, "Beta")
+	p = launchParams(unverified, runs.KindTest, 3, 100_000)
+	p.ActivationAllowance = 250_000
+	_, err = s.Batches.Launch(ctx, p)
+	require.ErrorIs(t, err, core.ErrVerificationRequired)
+}
+
+func testClaimLifecycle(t *testing.T, s Stores) {
+	org := newOrg(t, s, "Acme")
+	claim := func(key, hash string, lease time.Duration) (*runs.LaunchClaim, string) {
+		t.Helper()
+		id := uuid()
+		c, err := s.Batches.ClaimLaunch(ctx, &runs.ClaimLaunchParams{OrgID: org.ID, Key: key, Kind: runs.KindTest,
+			RequestHash: hashOf(hash), BatchID: id, Lease: lease})
+		require.NoError(t, err)
+		return c, id
+	}
+	c, first := claim("k1", "body", time.Minute)
+	require.True(t, c.Won)
+	require.Equal(t, runs.ClaimInFlight, c.State)
+
+	c, _ = claim("k1", "other body", time.Minute)
+	require.False(t, c.Won)
+	require.Equal(t, runs.ClaimInFlight, c.State, "the first attempt is still within its lease")
+	require.Equal(t, hashOf("body"), c.RequestHash, "the holder's hash, for the caller to compare")
+	require.Equal(t, first, c.BatchID)
+	require.False(t, c.LockedUntil.IsZero())
+
+	// Released after a refusal: the key is free again.
+	require.NoError(t, s.Batches.ReleaseLaunch(ctx, org.ID, "k1", first))
+	c, second := claim("k1", "body", time.Minute)
+	require.True(t, c.Won)
+
+	p := launchParams(org, runs.KindTest, 1, 1000)
+	p.Batch.ID, p.Questions[0].BatchID, p.IdempotencyKey = second, second, "k1"
+	_, err := s.Batches.Launch(ctx, p)
+	require.NoError(t, err)
+	require.NoError(t, s.Batches.ReleaseLaunch(ctx, org.ID, "k1", second), "a launched claim is not released")
+	c, _ = claim("k1", "body", time.Minute)
+	require.False(t, c.Won)
+	require.Equal(t, runs.ClaimLaunched, c.State)
+	require.Equal(t, second, c.BatchID)
+
+	// An attempt past its lease without a launch stopped: retired for good.
+	c, _ = claim("k2", "body", time.Microsecond)
+	require.True(t, c.Won)
+	c, _ = claim("k2", "body", time.Minute)
+	require.False(t, c.Won)
+	require.Equal(t, runs.ClaimStopped, c.State)
+	c, _ = claim("k2", "body", time.Minute)
+	require.Equal(t, runs.ClaimStopped, c.State)
+
+	// Keys are the organisation's own.
+	other := newOrg(t, s, "Beta")
+	oc, err := s.Batches.ClaimLaunch(ctx, &runs.ClaimLaunchParams{OrgID: other.ID, Key: "k1", Kind: runs.KindTest,
+		RequestHash: hashOf("body"), BatchID: uuid(), Lease: time.Minute})
+	require.NoError(t, err)
+	require.True(t, oc.Won)
+}
+
+func testStoppedClaimRefusesItsLaunch(t *testing.T, s Stores) {
+	org := newOrg(t, s, "Acme")
+	journal := postings(t, s, org.ID)
+	p := launchParams(org, runs.KindTest, 1, 100_000)
+	p.IdempotencyKey = "slow"
+	c, err := s.Batches.ClaimLaunch(ctx, &runs.ClaimLaunchParams{OrgID: org.ID, Key: "slow", Kind: runs.KindTest,
+		RequestHash: hashOf("body"), BatchID: p.Batch.ID, Lease: time.Microsecond})
+	require.NoError(t, err)
+	require.True(t, c.Won)
+	// A repeat finds the attempt past its lease and stops it; the attempt's
+	// launch, arriving after, must not charge.
+	c, err = s.Batches.ClaimLaunch(ctx, &runs.ClaimLaunchParams{OrgID: org.ID, Key: "slow", Kind: runs.KindTest,
+		RequestHash: hashOf("body"), BatchID: uuid(), Lease: time.Minute})
+	require.NoError(t, err)
+	require.Equal(t, runs.ClaimStopped, c.State)
+	_, err = s.Batches.Launch(ctx, p)
+	require.ErrorIs(t, err, runs.ErrClaimLost)
+	require.Equal(t, journal, postings(t, s, org.ID))
+	_, err = s.Batches.Batch(ctx, org.ID, p.Batch.ID)
+	require.ErrorIs(t, err, core.ErrNotFound)
+}
+
+func testCertifyAttemptsAreNumbered(t *testing.T, s Stores) {
+	org := newOrg(t, s, "Acme")
+	for want := 1; want <= 2; want++ {
+		b, err := s.Batches.Launch(ctx, launchParams(org, runs.KindCertify, 2, 1000))
+		require.NoError(t, err)
+		require.Equal(t, want, b.Attempt)
+	}
+	p := launchParams(org, runs.KindCertify, 2, 1000)
+	p.Batch.ModeVersion = 2
+	b, err := s.Batches.Launch(ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, 1, b.Attempt, "attempts are counted per mode version")
+}
+
+func testBatchIsScopedToItsOrganisation(t *testing.T, s Stores) {
+	org, other := newOrg(t, s, "Acme"), newOrg(t, s, "Beta")
+	p := launchParams(org, runs.KindTest, 1, 1000)
+	_, err := s.Batches.Launch(ctx, p)
+	require.NoError(t, err)
+	_, err = s.Batches.Batch(ctx, other.ID, p.Batch.ID)
+	require.ErrorIs(t, err, core.ErrNotFound)
+	_, err = s.Batches.Batch(ctx, "", p.Batch.ID)
+	require.ErrorIs(t, err, core.ErrNotFound)
+	_, err = s.Batches.Batch(ctx, org.ID, uuid())
+	require.ErrorIs(t, err, core.ErrNotFound)
+	b, err := s.Batches.RunBatch(ctx, p.Batch.ID)
+	require.NoError(t, err, "the jobs read any organisation's batch")
+	require.Equal(t, org.ID, b.OrgID)
+}
+
+func testRecordsAreFirstWins(t *testing.T, s Stores) {
+	org := newOrg(t, s, "Acme")
+	p := launchParams(org, runs.KindTest, 2, 1000)
+	_, err := s.Batches.Launch(ctx, p)
+	require.NoError(t, err)
+	id := p.Batch.ID
+	first := &runs.Answer{Text: "42", Engine: "acme-panl", TokensIn: 10, TokensOut: 3, Cost: 120, Latency: 1500 * time.Millisecond}
+	q, err := s.Batches.RecordAnswer(ctx, id, 0, runs.SideMode, first)
+	require.NoError(t, err)
+	require.Equal(t, first, q.Answers[runs.SideMode])
+	q, err = s.Batches.RecordAnswer(ctx, id, 0, runs.SideMode, &runs.Answer{Text: "41"})
+	require.NoError(t, err)
+	require.Equal(t, first, q.Answers[runs.SideMode], "the first answer stands")
+	b, err := s.Batches.RunBatch(ctx, id)
+	require.NoError(t, err)
+	require.Zero(t, b.Progress.Answered, "answered once both sides are")
+
+	// Both sides at once, as the executor asks them.
+	var wg sync.WaitGroup
+	for _, side := range []runs.Side{runs.SideBaseline, runs.SideBaseline, runs.SideMode} {
+		wg.Go(func() {
+			_, err := s.Batches.RecordAnswer(ctx, id, 1, side, &runs.Answer{Text: string(side)})
+			require.NoError(t, err)
+		})
+	}
+	_, err = s.Batches.RecordAnswer(ctx, id, 0, runs.SideBaseline, &runs.Answer{Text: "40"})
+	require.NoError(t, err)
+	wg.Wait()
+	b, err = s.Batches.RunBatch(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, 2, b.Progress.Answered, "each question counted once")
+
+	j := &runs.Judgment{BatchID: id, Index: 0, Judge: runs.JudgeNovaPro, Repeat: 1,
+		Order:  []runs.Side{runs.SideBaseline, runs.SideMode},
+		Ruling: runs.Ruling{Verdict: runs.VerdictMode, Detail: []byte(`{"why":"exact"}`), Cost: 50, Latency: time.Second}}
+	require.NoError(t, s.Batches.RecordJudgment(ctx, j))
+	again := *j
+	again.Verdict = runs.VerdictBaseline
+	require.NoError(t, s.Batches.RecordJudgment(ctx, &again))
+	q, err = s.Batches.Question(ctx, id, 0)
+	require.NoError(t, err)
+	require.Len(t, q.Judgments, 1)
+	require.Equal(t, runs.VerdictMode, q.Judgments[0].Verdict, "the first judgment stands")
+	require.Equal(t, j.Order, q.Judgments[0].Order)
+	require.JSONEq(t, `{"why":"exact"}`, string(q.Judgments[0].Detail))
+	require.Equal(t, time.Second, q.Judgments[0].Latency)
+
+	pr, err := s.Batches.FinishQuestion(ctx, id, 0, "")
+	require.NoError(t, err)
+	require.Equal(t, runs.Progress{Total: 2, Answered: 2, Judged: 1}, pr)
+	pr, err = s.Batches.FinishQuestion(ctx, id, 0, "")
+	require.NoError(t, err)
+	require.Equal(t, 1, pr.Judged, "a question is finished once")
+	pr, err = s.Batches.FinishQuestion(ctx, id, 1, "gave up")
+	require.NoError(t, err)
+	require.Equal(t, runs.Progress{Total: 2, Answered: 2, Judged: 1, Failed: 1}, pr)
+	require.True(t, pr.Done())
+	q, err = s.Batches.Question(ctx, id, 1)
+	require.NoError(t, err)
+	require.Equal(t, runs.QuestionFailed, q.State)
+	require.Equal(t, "gave up", q.Failure)
+	b, err = s.Batches.Batch(ctx, org.ID, id)
+	require.NoError(t, err)
+	require.Equal(t, runs.Progress{Total: 2, Answered: 2, Judged: 1, Failed: 1}, b.Buckets[runs.BucketLight])
+}
+
+func testStatusMovesOnce(t *testing.T, s Stores) {
+	org := newOrg(t, s, "Acme")
+	p := launchParams(org, runs.KindCertify, 1, 1000)
+	_, err := s.Batches.Launch(ctx, p)
+	require.NoError(t, err)
+	id := p.Batch.ID
+	moved, err := s.Batches.FinishBatch(ctx, id, &runs.Outcome{Status: runs.StatusComplete, Result: []byte(`{}`)})
+	require.NoError(t, err)
+	require.False(t, moved, "a queued batch is not finished")
+
+	require.NoError(t, s.Batches.StartBatch(ctx, id))
+	require.NoError(t, s.Batches.StartBatch(ctx, id))
+	b, err := s.Batches.RunBatch(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, runs.StatusRunning, b.Status)
+	require.NotNil(t, b.StartedAt)
+	started := *b.StartedAt
+
+	cert := &runs.Certification{Verdict: runs.CertCertified, W: 0.61, L: 0.53, U: 0.69, ModeCertified: true,
+		Gates: []runs.Gate{{Name: "valid_judgments", Passed: true}}}
+	moved, err = s.Batches.FinishBatch(ctx, id, &runs.Outcome{Status: runs.StatusComplete, Result: []byte(`{"w":0.61}`), Certification: cert})
+	require.NoError(t, err)
+	require.True(t, moved)
+	moved, err = s.Batches.FinishBatch(ctx, id, &runs.Outcome{Status: runs.StatusFailed, Failure: "late"})
+	require.NoError(t, err)
+	require.False(t, moved, "complete is final")
+	b, err = s.Batches.RunBatch(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, runs.StatusComplete, b.Status)
+	require.JSONEq(t, `{"w":0.61}`, string(b.Result))
+	require.Equal(t, cert, b.Certification)
+	require.Empty(t, b.Failure)
+	require.Equal(t, started, *b.StartedAt)
+	require.NotNil(t, b.FinishedAt)
+}

@@ -1,0 +1,465 @@
+package runs
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/calls"
+)
+
+// ModeResolver finds the mode a launch names and checks that the caller may
+// use it; *calls.Service is one.
+type ModeResolver interface {
+	// ResolveMode finds the mode id names and checks that p may do action
+	// with it at tier ("" for none): model_not_found, the policy's
+	// refusal, or service_unavailable.
+	ResolveMode(ctx context.Context, p *access.Principal, id, action string, tier core.Tier) (*core.Mode, error)
+	// ModeConfigHash is the mode_config_hash of a mode ResolveMode
+	// returned.
+	ModeConfigHash(m *core.Mode) string
+}
+
+// Bank is the question bank (core/bench/bank): its version, and a seeded,
+// stratified draw. The same seed and counts always draw the same
+// questions from the same version.
+type Bank interface {
+	Version() string
+	// Draw draws counts[b] questions of each bucket b, in bucket order
+	// (light, medium, hard).
+	Draw(seed int64, counts map[Bucket]int) ([]DrawnQuestion, error)
+}
+
+// DrawnQuestion is one question the bank drew.
+type DrawnQuestion struct {
+	ID     string
+	Bucket Bucket
+}
+
+// Config configures a Service.
+type Config struct {
+	// TestLaunchesPerDay is how many test runs an organisation may launch
+	// in any 24 hours. Defaults to 20.
+	TestLaunchesPerDay int
+	// CertifyLaunchesPerDay is how many certifications an organisation may
+	// launch in any 24 hours. Defaults to 3.
+	CertifyLaunchesPerDay int
+	// Lease is how long a launch may take between claiming its
+	// Idempotency-Key and committing before a repeat counts it as stopped.
+	// Defaults to 30s.
+	Lease time.Duration
+	// ActivationAllowance is what an unverified organisation may spend
+	// (calls and launches together) before verification_required. Defaults
+	// to $10.00.
+	ActivationAllowance core.Micros
+}
+
+// LimitRetryAfter is the Retry-After of the daily launch limits.
+const LimitRetryAfter = time.Hour
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.TestLaunchesPerDay == 0 {
+		c.TestLaunchesPerDay = 20
+	}
+	if c.CertifyLaunchesPerDay == 0 {
+		c.CertifyLaunchesPerDay = 3
+	}
+	if c.Lease == 0 {
+		c.Lease = 30 * time.Second
+	}
+	if c.ActivationAllowance == 0 {
+		c.ActivationAllowance = 10 * core.MicrosPerUSD
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.TestLaunchesPerDay < 1:
+		return errors.New("runs: TestLaunchesPerDay must be at least 1")
+	case c.CertifyLaunchesPerDay < 1:
+		return errors.New("runs: CertifyLaunchesPerDay must be at least 1")
+	case c.Lease < time.Second:
+		return errors.New("runs: Lease must be at least 1s")
+	case c.ActivationAllowance < 0:
+		return errors.New("runs: ActivationAllowance cannot be negative")
+	}
+	return nil
+}
+
+// Deps are the parts a Service calls.
+type Deps struct {
+	// Access decides what the caller may do. Required.
+	Access *access.Service
+	// Modes resolves the mode a launch names. Required.
+	Modes ModeResolver
+	// Store keeps launches and batches. Required.
+	Store LaunchStore
+	// Bank draws the questions. Required.
+	Bank Bank
+	// Logger defaults to a logger that discards.
+	Logger *slog.Logger
+}
+
+// Service launches test runs and certifications and answers their polls.
+// It is safe for concurrent use.
+type Service struct {
+	cfg Config
+	d   Deps
+}
+
+// NewService returns a Service, or an error naming what is missing.
+func NewService(cfg Config, d Deps) (*Service, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if d.Access == nil || d.Modes == nil || d.Store == nil || d.Bank == nil {
+		return nil, errors.New("runs: Access, Modes, Store and Bank are required")
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Service{cfg: cfg, d: d}, nil
+}
+
+// Acceptance is a launch's answer: a dry run's quote, or the batch
+// launched (or, for a repeat of its Idempotency-Key, launched before).
+type Acceptance struct {
+	Kind    Kind
+	Model   string
+	ModeKey string
+	DryRun  bool
+	// Batch is the batch launched; nil on a dry run.
+	Batch *Batch
+	Quote *Quote
+	// RequiresListing is set on a certification's dry run: whether the
+	// mode must be listed before it can be certified.
+	RequiresListing *bool
+	// Replayed: the answer is a repeat's, for a batch launched before.
+	Replayed bool
+}
+
+// Test launches a test run (or quotes it, on a dry run) for p. key is the
+// request's Idempotency-Key, "" for none.
+func (s *Service) Test(ctx context.Context, p *access.Principal, key string, req *TestRequest) (*Acceptance, error) {
+	plan, err := ParseTest(req)
+	if err != nil {
+		return nil, err
+	}
+	return s.launch(ctx, p, key, plan)
+}
+
+// Certify launches a certification (or quotes it, on a dry run) for p.
+// key is the request's Idempotency-Key, "" for none.
+func (s *Service) Certify(ctx context.Context, p *access.Principal, key string, req *CertifyRequest) (*Acceptance, error) {
+	plan, err := ParseCertify(req)
+	if err != nil {
+		return nil, err
+	}
+	return s.launch(ctx, p, key, plan)
+}
+
+// launch runs a parsed launch: the key's claim (real runs only), the mode,
+// its price and the one transaction that charges it.
+func (s *Service) launch(ctx context.Context, p *access.Principal, key string, plan *Plan) (*Acceptance, error) {
+	if key != "" {
+		if err := calls.CheckIdempotencyKey(key); err != nil {
+			return nil, err
+		}
+	}
+	if plan.DryRun {
+		acc, _, err := s.prepare(ctx, p, plan)
+		return acc, err
+	}
+	batchID := newUUID()
+	if key != "" {
+		hash := requestHash(p.Key.ID, plan)
+		claim, err := s.d.Store.ClaimLaunch(ctx, &ClaimLaunchParams{
+			OrgID: p.Org.ID, Key: key, Kind: plan.Kind, RequestHash: hash, BatchID: batchID, Lease: s.cfg.Lease,
+		})
+		if err != nil {
+			return nil, core.Errorf(core.CodeServiceUnavailable, "The launch could not be recorded; nothing was started or charged. Retry shortly with the same Idempotency-Key.").WithCause(err)
+		}
+		if !claim.Won {
+			return s.repeat(ctx, p, plan, hash, claim)
+		}
+	}
+	acc, b, err := s.prepare(ctx, p, plan)
+	if err == nil {
+		b.ID = batchID
+		acc.Batch, err = s.commit(ctx, p, key, b, plan)
+	}
+	if err != nil {
+		if key != "" && releasable(err) {
+			if rerr := s.d.Store.ReleaseLaunch(context.WithoutCancel(ctx), p.Org.ID, key, batchID); rerr != nil {
+				s.d.Logger.WarnContext(ctx, "a refused launch's idempotency claim was not released",
+					slog.String("batch_id", batchID), slog.String("error", rerr.Error()))
+			}
+		}
+		return nil, err
+	}
+	return acc, nil
+}
+
+// prepare resolves the plan's mode, checks the caller owns it (and, for a
+// certification, that it is listed), prices it, and returns the answer of
+// a dry run and the batch a real launch writes.
+func (s *Service) prepare(ctx context.Context, p *access.Principal, plan *Plan) (*Acceptance, *Batch, error) {
+	action := core.ActionTestsCreate
+	if plan.Kind == KindCertify {
+		action = core.ActionCertifyCreate
+	}
+	mode, err := s.d.Modes.ResolveMode(ctx, p, plan.Model, action, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	if mode.OwnerOrg == "" || mode.OwnerOrg != p.Org.ID {
+		return nil, nil, core.Errorf(core.CodeModeNotOwned,
+			"Tests and certification run a mode your organisation owns; %s is not one of yours.", mode.ID).WithParam("model")
+	}
+	if plan.Kind == KindCertify {
+		plan.Tiers = []core.Tier{certifyTier(mode)}
+	}
+	for _, t := range plan.Tiers {
+		if err := s.d.Access.Authorize(ctx, p, action, mode, t); err != nil {
+			return nil, nil, err
+		}
+	}
+	acc := &Acceptance{Kind: plan.Kind, Model: plan.Model, ModeKey: mode.Key, DryRun: plan.DryRun}
+	if plan.Kind == KindCertify {
+		acc.Quote = QuoteCertify(plan)
+		listed := mode.Reach != nil && mode.Reach.Listing == core.ListingApproved
+		if plan.DryRun {
+			requires := !listed
+			acc.RequiresListing = &requires
+			return acc, nil, nil
+		}
+		if !listed {
+			return nil, nil, core.Errorf(core.CodeListingRequired,
+				"Mode %s is not listed in the marketplace: certification needs an approved listing. A dry run quotes it meanwhile.", mode.ID).WithParam("model")
+		}
+	} else if acc.Quote, err = QuoteTest(mode, plan); err != nil {
+		return nil, nil, err
+	}
+	if plan.DryRun {
+		return acc, nil, nil
+	}
+	b := &Batch{
+		OrgID: p.Org.ID, Kind: plan.Kind, Model: plan.Model, ModeID: mode.ID, ModeKey: mode.Key,
+		ModeVersion: mode.Version, ModeConfigHash: s.d.Modes.ModeConfigHash(mode), Plan: plan,
+		Seed: newSeed(), BankVersion: s.d.Bank.Version(), Status: StatusQueued, Billed: acc.Quote.Cost,
+		Quote: acc.Quote,
+	}
+	return acc, b, nil
+}
+
+// certifyTier is the tier a certification runs its mode at: the default
+// tier when the mode seats it, else the lowest tier it seats.
+func certifyTier(m *core.Mode) core.Tier {
+	if len(m.Deliberation.Seats[core.DefaultTier]) > 0 {
+		return core.DefaultTier
+	}
+	for _, t := range core.Tiers {
+		if len(m.Deliberation.Seats[t]) > 0 {
+			return t
+		}
+	}
+	return core.DefaultTier
+}
+
+// commit draws b's questions and launches it in the store's one
+// transaction.
+func (s *Service) commit(ctx context.Context, p *access.Principal, key string, b *Batch, plan *Plan) (*Batch, error) {
+	drawn, err := s.d.Bank.Draw(b.Seed, plan.Counts)
+	if err != nil {
+		return nil, core.Errorf(core.CodeInternalError, "The questions could not be drawn; nothing was started or charged. Retry with the same Idempotency-Key.").WithCause(err)
+	}
+	if len(drawn) != plan.Drawn() {
+		return nil, core.Errorf(core.CodeInternalError, "The question bank drew %d questions of the %d asked; nothing was started or charged.", len(drawn), plan.Drawn())
+	}
+	var qs []*Question
+	for _, t := range plan.Tiers {
+		for _, d := range drawn {
+			qs = append(qs, &Question{BatchID: b.ID, Index: len(qs), Bucket: d.Bucket, Tier: t, QuestionID: d.ID, State: QuestionPending})
+		}
+	}
+	limit := s.cfg.TestLaunchesPerDay
+	if b.Kind == KindCertify {
+		limit = s.cfg.CertifyLaunchesPerDay
+	}
+	lp := &LaunchParams{Batch: b, Questions: qs, IdempotencyKey: key, DailyLimit: limit, MonthlyQuota: p.Org.MonthlyQuota}
+	if !p.Org.Verified() {
+		lp.ActivationAllowance = s.cfg.ActivationAllowance
+	}
+	out, err := s.d.Store.Launch(ctx, lp)
+	if err != nil {
+		return nil, launchRefusal(err, b.Kind)
+	}
+	return out, nil
+}
+
+// errOutcomeUnknown marks a launch whose commit may or may not have
+// happened: its claim is kept, for a repeat to find out.
+var errOutcomeUnknown = errors.New("launch outcome unknown")
+
+// releasable reports whether a launch refused with err left nothing
+// written, so its claim may go: every refusal but an unknown outcome and a
+// lost claim.
+func releasable(err error) bool {
+	return !errors.Is(err, errOutcomeUnknown) && core.AsError(err).Code != core.CodeReconciliationRequired
+}
+
+// launchRefusal is the answer to a launch the store refused.
+func launchRefusal(err error, kind Kind) error {
+	switch {
+	case errors.Is(err, ErrDailyLimit):
+		code, what := core.CodeTestLaunchLimitExceeded, "test runs"
+		if kind == KindCertify {
+			code, what = core.CodeCertifyLaunchLimitExceeded, "certifications"
+		}
+		e := core.Errorf(code, "The organisation has launched its daily limit of %s in the last 24 hours; nothing was charged. Retry after the time in Retry-After.", what)
+		e.RetryAfter = LimitRetryAfter
+		return e
+	case errors.Is(err, ErrClaimLost):
+		return reconciliation()
+	case errors.Is(err, core.ErrVerificationRequired):
+		return core.Errorf(core.CodeVerificationRequired, "The organisation is not verified and this launch would pass its activation allowance; nothing was charged.").WithCause(err)
+	case errors.Is(err, core.ErrQuotaExceeded):
+		return core.Errorf(core.CodeInsufficientBalance, "The launch would pass the organisation's monthly quota; nothing was charged.").WithCause(err)
+	case errors.Is(err, core.ErrNoBilling):
+		return core.Errorf(core.CodeInsufficientBalance, "The organisation has no billing configured (its trial credit expired and it never added funds); nothing was charged.").WithCause(err)
+	case errors.Is(err, core.ErrInsufficientFunds):
+		return core.Errorf(core.CodeInsufficientBalance, "The organisation's balance is too low for this launch, charged up front; nothing was charged.").WithCause(err)
+	case errors.Is(err, core.ErrOutcomeUnknown):
+		return core.Errorf(core.CodeInternalError, "The launch could not be confirmed. Retry with the same Idempotency-Key: it answers the batch if it was launched, and it is never charged twice.").WithCause(fmt.Errorf("%w: %w", errOutcomeUnknown, err))
+	}
+	return core.Errorf(core.CodeServiceUnavailable, "The launch could not be written; nothing was started or charged. Retry shortly.").WithCause(err)
+}
+
+func reconciliation() *core.Error {
+	return core.Errorf(core.CodeReconciliationRequired,
+		"An earlier launch with this Idempotency-Key stopped before it was confirmed; the key is retired. Launch with a new key.").WithParam("Idempotency-Key")
+}
+
+// repeat answers a launch whose Idempotency-Key another attempt holds.
+func (s *Service) repeat(ctx context.Context, p *access.Principal, plan *Plan, hash []byte, c *LaunchClaim) (*Acceptance, error) {
+	if c.Kind != plan.Kind || !bytes.Equal(c.RequestHash, hash) {
+		return nil, core.Errorf(core.CodeIdempotencyKeyReused,
+			"This Idempotency-Key was used for a different launch (another body, endpoint or API key). Send a new key.").WithParam("Idempotency-Key")
+	}
+	switch c.State {
+	case ClaimInFlight:
+		e := core.Errorf(core.CodeRequestInProgress, "A launch with this Idempotency-Key is still being launched. Repeat it shortly for its batch.")
+		e.RetryAfter = max(time.Until(c.LockedUntil), time.Second)
+		return nil, e
+	case ClaimStopped:
+		return nil, reconciliation()
+	}
+	b, err := s.d.Store.Batch(ctx, p.Org.ID, c.BatchID)
+	if err != nil {
+		return nil, core.Errorf(core.CodeServiceUnavailable, "The batch this Idempotency-Key launched could not be read; nothing was launched again. Retry shortly.").WithCause(err)
+	}
+	return &Acceptance{Kind: b.Kind, Model: b.Model, ModeKey: b.ModeKey, Batch: b, Quote: b.Quote, Replayed: true}, nil
+}
+
+// Batch reads one of p's organisation's batches of kind: missing_batch_id
+// for an empty id, batch_not_found for an id that names no batch of kind
+// the organisation launched — a malformed id included, since it cannot
+// name one.
+func (s *Service) Batch(ctx context.Context, p *access.Principal, kind Kind, id string) (*Batch, error) {
+	action := core.ActionTestsRead
+	if kind == KindCertify {
+		action = core.ActionCertifyRead
+	}
+	if err := s.d.Access.Authorize(ctx, p, action, nil, ""); err != nil {
+		return nil, err
+	}
+	if id == "" {
+		return nil, core.Errorf(core.CodeMissingBatchID, "Send batch_id: the id the launch answered.").WithParam("batch_id")
+	}
+	notFound := core.Errorf(core.CodeBatchNotFound, "No %s batch %q was launched by your organisation.", kind, id).WithParam("batch_id")
+	if !ValidUUID(id) {
+		return nil, notFound
+	}
+	b, err := s.d.Store.Batch(ctx, p.Org.ID, id)
+	switch {
+	case errors.Is(err, core.ErrNotFound):
+		return nil, notFound
+	case err != nil:
+		return nil, core.Errorf(core.CodeServiceUnavailable, "The batch could not be read. Retry shortly.").WithCause(err)
+	case b.Kind != kind:
+		return nil, notFound
+	}
+	return b, nil
+}
+
+// requestHash identifies a launch for its Idempotency-Key: the API key that
+// sent it and its plan as accepted.
+func requestHash(keyID string, plan *Plan) []byte {
+	b, err := json.Marshal(plan)
+	if err != nil {
+		panic(fmt.Sprintf("encoding a launch plan: %v", err))
+	}
+	h := sha256.New()
+	h.Write([]byte(keyID))
+	h.Write([]byte{0})
+	h.Write(b)
+	return h.Sum(nil)
+}
+
+// newSeed is a random, non-negative draw seed.
+func newSeed() int64 {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("crypto/rand failed: " + err.Error())
+	}
+	return int64(binary.BigEndian.Uint64(b[:]) >> 1)
+}
+
+// newUUID is a random (version 4) UUID in its canonical text form.
+func newUUID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("crypto/rand failed: " + err.Error())
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// ValidUUID reports whether s is a UUID in its canonical text form
+// (lowercase or uppercase hex, hyphenated 8-4-4-4-12).
+func ValidUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+var _ ModeResolver = (*calls.Service)(nil)

@@ -1,0 +1,120 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/conclavehq/conclave/core/bench/runs"
+	"github.com/conclavehq/conclave/internal/pgstore"
+)
+
+// Benchmark questions: one River job per question of a launched batch
+// (core/bench/runs), inserted in the launch's own transaction
+// (QuestionQueue) and worked on a queue of their own, BenchQueue, whose
+// parallelism is Config.BenchWorkers — apart from the maintenance jobs,
+// and apart from the organisations' concurrency slots, which only
+// interactive calls take.
+
+// BenchQueue is the River queue benchmark questions run on.
+const BenchQueue = "bench"
+
+// DefaultBenchAttempts is how many times a question's job runs before its
+// question is given up on, unless NewQuestionQueue is told otherwise.
+const DefaultBenchAttempts = 5
+
+// BenchQuestionArgs is the job of one question of a batch. It is unique by
+// batch and index: a question has one job, whatever inserts it again.
+type BenchQuestionArgs struct {
+	BatchID string `json:"batch_id" river:"unique"`
+	Index   int    `json:"index" river:"unique"`
+}
+
+// Kind implements river.JobArgs.
+func (BenchQuestionArgs) Kind() string { return "bench_question" }
+
+// QuestionQueue inserts benchmark question jobs into a caller's
+// transaction; it implements pgstore.QuestionQueue for pgstore.Batches. It
+// only inserts (it works nothing), so any process that launches batches
+// may hold one. It is safe for concurrent use.
+type QuestionQueue struct {
+	client   *river.Client[pgx.Tx]
+	attempts int
+}
+
+// NewQuestionQueue returns a queue inserting jobs that run up to attempts
+// times (0: DefaultBenchAttempts).
+func NewQuestionQueue(pool *pgxpool.Pool, attempts int) (*QuestionQueue, error) {
+	if attempts == 0 {
+		attempts = DefaultBenchAttempts
+	}
+	if attempts < 1 {
+		return nil, errors.New("jobs: a question's job needs at least one attempt")
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	if err != nil {
+		return nil, fmt.Errorf("jobs: creating the question queue's River client: %w", err)
+	}
+	return &QuestionQueue{client: client, attempts: attempts}, nil
+}
+
+// EnqueueQuestions implements pgstore.QuestionQueue: one job per question
+// 0…count−1 of the batch, in tx.
+func (q *QuestionQueue) EnqueueQuestions(ctx context.Context, tx pgx.Tx, batchID string, count int) error {
+	opts := &river.InsertOpts{Queue: BenchQueue, MaxAttempts: q.attempts, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+	params := make([]river.InsertManyParams, count)
+	for i := range params {
+		params[i] = river.InsertManyParams{Args: BenchQuestionArgs{BatchID: batchID, Index: i}, InsertOpts: opts}
+	}
+	if _, err := q.client.InsertManyTx(ctx, tx, params); err != nil {
+		return fmt.Errorf("jobs: enqueuing the questions of batch %s: %w", batchID, err)
+	}
+	return nil
+}
+
+// QuestionRunner runs benchmark questions; *runs.Executor is one.
+type QuestionRunner interface {
+	RunQuestion(ctx context.Context, batchID string, index int) error
+	AbandonQuestion(ctx context.Context, batchID string, index int, cause error) error
+}
+
+type benchQuestionWorker struct {
+	river.WorkerDefaults[BenchQuestionArgs]
+	runner  QuestionRunner
+	timeout time.Duration
+}
+
+func (w *benchQuestionWorker) Timeout(*river.Job[BenchQuestionArgs]) time.Duration { return w.timeout }
+
+// Work runs the question. A failure is retried by River until the job's
+// last attempt, whose failure gives the question up (so that its batch
+// still finishes).
+func (w *benchQuestionWorker) Work(ctx context.Context, job *river.Job[BenchQuestionArgs]) error {
+	err := w.runner.RunQuestion(ctx, job.Args.BatchID, job.Args.Index)
+	if err == nil || job.Attempt < job.MaxAttempts {
+		return err
+	}
+	// The attempt's context may be what ended it: giving up needs its own.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abandonTimeout)
+	defer cancel()
+	if aerr := w.runner.AbandonQuestion(actx, job.Args.BatchID, job.Args.Index, err); aerr != nil {
+		return errors.Join(err, aerr)
+	}
+	return nil
+}
+
+// abandonTimeout bounds giving a question up, which writes and may score
+// its batch.
+const abandonTimeout = time.Minute
+
+var (
+	_ river.Worker[BenchQuestionArgs] = (*benchQuestionWorker)(nil)
+	_ pgstore.QuestionQueue           = (*QuestionQueue)(nil)
+	_ QuestionRunner                  = (*runs.Executor)(nil)
+)

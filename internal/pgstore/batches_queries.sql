@@ -1,0 +1,124 @@
+-- Named queries of benchmark runs (batches.go). Each starts with
+-- "-- name: Name". Every read a caller reaches by an id it sent is scoped to
+-- its organisation in SQL.
+
+-- name: InsertLaunchClaim
+INSERT INTO batch_launches (org_id, key, kind, request_hash, batch_id, state, locked_until)
+VALUES ($1, $2, $3, $4, $5, 'in_flight', clock_timestamp() + $6 * interval '1 microsecond')
+ON CONFLICT (org_id, key) DO NOTHING
+RETURNING locked_until;
+
+-- name: StopLapsedLaunchClaim
+-- An attempt past its lease without a launch stopped before its launch
+-- committed: its key is retired.
+UPDATE batch_launches SET state = 'stopped', updated_at = now()
+ WHERE org_id = $1 AND key = $2 AND state = 'in_flight' AND locked_until <= clock_timestamp();
+
+-- name: GetLaunchClaim
+SELECT kind, request_hash, batch_id::text, state, locked_until FROM batch_launches WHERE org_id = $1 AND key = $2;
+
+-- name: ReleaseLaunchClaim
+DELETE FROM batch_launches WHERE org_id = $1 AND key = $2 AND batch_id = $3 AND state = 'in_flight';
+
+-- name: MarkLaunched
+UPDATE batch_launches SET state = 'launched', updated_at = now()
+ WHERE org_id = $1 AND key = $2 AND batch_id = $3 AND state = 'in_flight';
+
+-- name: LockBalanceForLaunch
+SELECT balance_micros - held_micros, NOT topped_up AND trial_expired_at IS NOT NULL AND trial_remaining_micros = 0
+  FROM balances WHERE org_id = $1 FOR UPDATE;
+
+-- name: LaunchesToday
+SELECT count(*) FROM batches WHERE org_id = $1 AND kind = $2 AND created_at > now() - interval '24 hours';
+
+-- name: SpentSince
+-- What the organisation spent since $2 (NULL: ever), as the spend rules of
+-- admit_call count it: settled bills and live holds.
+SELECT coalesce(sum(CASE h.state WHEN 'settled' THEN h.billed_micros WHEN 'held' THEN h.amount_micros ELSE 0 END), 0)::bigint
+  FROM holds h
+ WHERE h.org_id = $1
+   AND ($2::boolean OR h.created_at >= date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC');
+
+-- name: InsertLaunchHold
+-- A launch's charge as a hold settled at once: the spend rules count it.
+INSERT INTO holds (id, org_id, request_id, amount_micros, state, billed_micros, expires_at, settled_at)
+VALUES ($1, $2, $3, $4, 'settled', $4, now(), now());
+
+-- name: ChargeForLaunch
+-- Trial credit is spent first, as a call's settlement spends it.
+UPDATE balances
+   SET balance_micros = balance_micros - $2,
+       trial_remaining_micros = trial_remaining_micros - least(trial_remaining_micros, $2),
+       updated_at = now()
+ WHERE org_id = $1;
+
+-- name: NextCertifyAttempt
+SELECT coalesce(max(attempt), 0) + 1 FROM batches WHERE kind = 'certify' AND mode_id = $1 AND mode_version = $2;
+
+-- name: InsertBatch
+INSERT INTO batches (id, org_id, kind, model, mode_id, mode_key, mode_version, mode_config_hash, plan, protocol,
+                     judges, judge_repeats, draw_seed, bank_version, quote, billed_micros, attempt, total)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18);
+
+-- name: InsertBatchQuestions
+INSERT INTO batch_questions (batch_id, index, bucket, tier, question_id)
+SELECT $1, u.i, u.b, u.t, u.q FROM unnest($2::int[], $3::text[], $4::text[], $5::text[]) AS u (i, b, t, q);
+
+-- name: GetBatch
+-- $2 scopes the read to an organisation; '' reads any (the jobs do).
+SELECT id::text, org_id, kind, model, mode_id, mode_key, mode_version, mode_config_hash, plan, draw_seed, bank_version,
+       quote, billed_micros, coalesce(attempt, 0), status, total, answered, judged, failed, result, certification,
+       coalesce(failure, ''), created_at, started_at, finished_at
+  FROM batches WHERE id = $1 AND ($2 = '' OR org_id = $2);
+
+-- name: BatchBuckets
+SELECT bucket, count(*), count(answered_at), count(*) FILTER (WHERE state = 'judged'), count(*) FILTER (WHERE state = 'failed')
+  FROM batch_questions WHERE batch_id = $1 GROUP BY bucket;
+
+-- name: StartBatch
+UPDATE batches SET status = 'running', started_at = now() WHERE id = $1 AND status = 'queued';
+
+-- name: GetQuestions
+-- $2 < 0 reads every question of the batch.
+SELECT index, bucket, tier, question_id, mode_answer, baseline_answer, state, coalesce(failure, '')
+  FROM batch_questions WHERE batch_id = $1 AND ($2 < 0 OR index = $2) ORDER BY index;
+
+-- name: GetJudgments
+SELECT index, judge, repeat, answer_order, verdict, detail, cost_micros, latency_us
+  FROM batch_judgments WHERE batch_id = $1 AND ($2 < 0 OR index = $2) ORDER BY index, judge, repeat;
+
+-- name: RecordModeAnswer
+UPDATE batch_questions
+   SET mode_answer = $3, answered_at = CASE WHEN baseline_answer IS NOT NULL THEN now() END
+ WHERE batch_id = $1 AND index = $2 AND mode_answer IS NULL
+RETURNING answered_at IS NOT NULL;
+
+-- name: RecordBaselineAnswer
+UPDATE batch_questions
+   SET baseline_answer = $3, answered_at = CASE WHEN mode_answer IS NOT NULL THEN now() END
+ WHERE batch_id = $1 AND index = $2 AND baseline_answer IS NULL
+RETURNING answered_at IS NOT NULL;
+
+-- name: CountAnswered
+UPDATE batches SET answered = answered + 1 WHERE id = $1;
+
+-- name: InsertJudgment
+INSERT INTO batch_judgments (batch_id, index, judge, repeat, answer_order, verdict, detail, cost_micros, latency_us)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+ON CONFLICT (batch_id, index, judge, repeat) DO NOTHING;
+
+-- name: FinishQuestion
+UPDATE batch_questions SET state = $3, failure = nullif($4, ''), finished_at = now()
+ WHERE batch_id = $1 AND index = $2 AND state = 'pending';
+
+-- name: CountFinished
+UPDATE batches SET judged = judged + $2, failed = failed + $3 WHERE id = $1
+RETURNING total, answered, judged, failed;
+
+-- name: BatchProgress
+SELECT total, answered, judged, failed FROM batches WHERE id = $1;
+
+-- name: FinishBatch
+-- $6 lists the statuses the batch may move to $2 from (runs.MovesTo).
+UPDATE batches SET status = $2, result = $3, certification = $4, failure = nullif($5, ''), finished_at = now()
+ WHERE id = $1 AND status = ANY ($6::text[]);

@@ -1,0 +1,83 @@
+package pgstore_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/bench/runs"
+	"github.com/conclavehq/conclave/core/bench/runs/runstest"
+	"github.com/conclavehq/conclave/internal/jobs"
+	"github.com/conclavehq/conclave/internal/pgstore"
+	"github.com/conclavehq/conclave/internal/pgtest"
+)
+
+// batches is the batch store over pool, enqueuing on River as the gateway
+// does.
+func batches(t *testing.T, pool *pgxpool.Pool) *pgstore.Batches {
+	t.Helper()
+	q, err := jobs.NewQuestionQueue(pool, 0)
+	require.NoError(t, err)
+	return pgstore.NewBatches(pool, q)
+}
+
+func TestBatchesConformance(t *testing.T) {
+	runstest.Run(t, func(t *testing.T) runstest.Stores {
+		pool := pgtest.NewPool(t)
+		return runstest.Stores{Core: pgstore.New(pool), Batches: batches(t, pool)}
+	})
+}
+
+// questionJobs counts the River jobs of a batch's questions.
+func questionJobs(t *testing.T, pool *pgxpool.Pool, batchID string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM river_job WHERE kind = 'bench_question' AND args->>'batch_id' = $1`, batchID).Scan(&n))
+	return n
+}
+
+// A launch enqueues one job per question in its own transaction; a
+// refused one enqueues none; and a question's job is unique, whatever
+// inserts it again.
+func TestLaunchEnqueuesItsQuestionsAtomically(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	s, b := pgstore.New(pool), batches(t, pool)
+	org, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Acme"})
+	require.NoError(t, err)
+
+	launch := func(price core.Micros) (string, error) {
+		id := "5d1c9c1e-0000-4000-8000-00000000000" + string(rune('0'+int(price%10)))
+		plan := &runs.Plan{Kind: runs.KindTest, Model: "acme-panl", Form: runs.FormBuckets,
+			Counts: map[runs.Bucket]int{runs.BucketMedium: 3}, Tiers: []core.Tier{core.TierPlus},
+			Judges: runs.Judges, Repeats: 1, Protocol: runs.ProtocolPairwise}
+		qs := make([]*runs.Question, 3)
+		for i := range qs {
+			qs[i] = &runs.Question{BatchID: id, Index: i, Bucket: runs.BucketMedium, Tier: core.TierPlus, QuestionID: "q"}
+		}
+		_, err := b.Launch(ctx, &runs.LaunchParams{DailyLimit: 5, Questions: qs, Batch: &runs.Batch{
+			ID: id, OrgID: org.ID, Kind: runs.KindTest, Model: "acme-panl", ModeID: "acme-panl", ModeKey: "panl",
+			ModeVersion: 1, ModeConfigHash: "h", Plan: plan, BankVersion: "b", Billed: price * 3,
+			Quote: &runs.Quote{Total: 3, Cost: price * 3},
+		}})
+		return id, err
+	}
+	refused, err := launch(core.USD(5) + 1)
+	require.ErrorIs(t, err, core.ErrInsufficientFunds)
+	require.Zero(t, questionJobs(t, pool, refused))
+
+	id, err := launch(75_000)
+	require.NoError(t, err)
+	require.Equal(t, 3, questionJobs(t, pool, id))
+
+	q, err := jobs.NewQuestionQueue(pool, 0)
+	require.NoError(t, err)
+	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return q.EnqueueQuestions(ctx, tx, id, 3) }))
+	require.Equal(t, 3, questionJobs(t, pool, id), "each question has one job")
+}
