@@ -17,8 +17,8 @@ import (
 // idempotency reap; internal/jobs) on the open database: every replica runs
 // them and River coordinates them through PostgreSQL. The returned func
 // stops them, letting running jobs finish for up to jobs.stop_timeout.
-func startJobs(ctx context.Context, cfg *config.Config, db *database, log *slog.Logger) (stop func(), err error) {
-	r, err := newJobs(cfg, db, log.With(slog.String("component", "jobs")))
+func startJobs(ctx context.Context, cfg *config.Config, db *database, questions jobs.QuestionRunner, log *slog.Logger) (stop func(), err error) {
+	r, err := newJobs(cfg, db, questions, log.With(slog.String("component", "jobs")))
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func jobsSweep(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) 
 		return err
 	}
 	return withDatabase(ctx, cf, func(cfg *config.Config, db *database) error {
-		r, err := newJobs(cfg, db, slog.New(slog.DiscardHandler))
+		r, err := newJobs(cfg, db, nil, slog.New(slog.DiscardHandler))
 		if err != nil {
 			return err
 		}
@@ -81,13 +81,18 @@ func sweepNow(ctx context.Context, r *jobs.Runner, asJSON bool, w io.Writer) err
 		out.HoldsReleased, core.Micros(out.ReleasedUSD), out.SlotsFreed, out.ClaimsFreed, out.TrialsExpired, core.Micros(out.TrialDeductedUSD), out.TrialsDeferred, out.IdempotencyReaped))
 }
 
-// newJobs is the background jobs' runner with the configured settings.
-func newJobs(cfg *config.Config, db *database, log *slog.Logger) (*jobs.Runner, error) {
+// newJobs is the background jobs' runner with the configured settings;
+// questions runs benchmark questions (nil: the runner works none).
+func newJobs(cfg *config.Config, db *database, questions jobs.QuestionRunner, log *slog.Logger) (*jobs.Runner, error) {
 	j := cfg.Jobs
-	return jobs.New(db.pool, jobs.Config{
+	c := jobs.Config{
 		TrialPeriod: j.TrialPeriod, TrialExpiryInterval: j.TrialExpiryInterval,
 		SweepInterval: j.SweepInterval, HoldGrace: j.HoldGrace,
 		ReapInterval: j.ReapInterval, IdempotencyRetention: j.IdempotencyRetention,
-		StopTimeout: j.StopTimeout, Logger: log,
-	})
+		StopTimeout: j.StopTimeout, BenchWorkers: j.BenchWorkers, BenchTimeout: j.BenchTimeout, Logger: log,
+	}
+	if questions != nil {
+		c.Questions = questions
+	}
+	return jobs.New(db.pool, c)
 }

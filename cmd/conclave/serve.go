@@ -86,6 +86,7 @@ type gateway struct {
 	acc     *access.Service
 	svc     *calls.Service
 	modes   *modes.Service
+	bench   *benchParts
 	rest    http.Handler
 	closers []func()
 }
@@ -111,11 +112,6 @@ func (g *gateway) build(ctx context.Context) error {
 		return err
 	}
 	g.closers = append(g.closers, g.db.close)
-	stopJobs, err := startJobs(ctx, cfg, g.db, log)
-	if err != nil {
-		return err
-	}
-	g.closers = append(g.closers, stopJobs)
 
 	g.reg = prometheus.NewRegistry()
 	g.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -145,8 +141,19 @@ func (g *gateway) build(ctx context.Context) error {
 	if g.modes, err = modes.NewService(modes.Deps{Access: g.acc, Store: g.db.store, Catalog: catalog, Policy: specs, Logger: log}); err != nil {
 		return err
 	}
+	if g.bench, err = newBench(cfg, catalog, g.db, g, engine, log); err != nil {
+		return err
+	}
+	// Every replica works benchmark questions: River discards a job whose
+	// kind its replica does not know, so the executor is registered here
+	// before the jobs start.
+	stopJobs, err := startJobs(ctx, cfg, g.db, g.bench.executor, log)
+	if err != nil {
+		return err
+	}
+	g.closers = append(g.closers, stopJobs)
 	g.rest, err = api.New(api.Config{MaxBodyBytes: cfg.Server.MaxBodyBytes}, api.Deps{
-		Access: g.acc, Calls: g.svc, Modes: g.modes, Ready: g.db.store.Ready, Logger: log, Registry: g.reg,
+		Access: g.acc, Calls: g.svc, Modes: g.modes, Runs: g.bench.launch, Ready: g.db.store.Ready, Logger: log, Registry: g.reg,
 	})
 	return err
 }

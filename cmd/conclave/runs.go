@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/bench/execute"
+	"github.com/conclavehq/conclave/core/bench/runs"
+	"github.com/conclavehq/conclave/core/deliberate"
+	"github.com/conclavehq/conclave/internal/config"
+	"github.com/conclavehq/conclave/internal/jobs"
+	"github.com/conclavehq/conclave/internal/pgstore"
+	"github.com/conclavehq/conclave/plugins/protocol/pairwise"
+	"github.com/conclavehq/conclave/plugins/protocol/plurality"
+)
+
+// benchParts are test runs and certification: the launch service REST and
+// MCP call, and the executor every replica's jobs run questions with.
+type benchParts struct {
+	launch   *runs.Service
+	executor *runs.Executor
+}
+
+// newBench wires test runs and certification on the open database: the
+// batches and their question queue in PostgreSQL, the question bank, the
+// mode's and the baseline's answers through the deliberation engine and the
+// providers, the judges on their configured engines under the pairwise and
+// plurality protocols (natively), and the statistics of core/bench.
+func newBench(cfg *config.Config, catalog *core.Catalog, db *database, g *gateway, engine *deliberate.Engine,
+	log *slog.Logger) (*benchParts, error) {
+	queue, err := jobs.NewQuestionQueue(db.pool, cfg.Jobs.BenchAttempts)
+	if err != nil {
+		return nil, err
+	}
+	batches := pgstore.NewBatches(db.pool, queue)
+	judges := map[runs.Judge]string{}
+	for _, j := range cfg.Judges {
+		judges[runs.Judge(j.Name)] = j.Engine
+	}
+	for _, j := range runs.Judges {
+		if _, ok := judges[j]; !ok {
+			return nil, fmt.Errorf("judges: no engine for the judge %s (the configuration's judges block names each judge's engine)", j)
+		}
+	}
+	launch, err := runs.NewService(runs.Config{
+		TestLaunchesPerDay: cfg.Limits.TestLaunchesPerDay, CertifyLaunchesPerDay: cfg.Limits.CertifyLaunchesPerDay,
+		Lease: cfg.Limits.Lease, ActivationAllowance: core.Micros(cfg.Limits.ActivationAllowanceUSD),
+	}, runs.Deps{Access: g.acc, Modes: g.svc, Store: batches, Bank: execute.Bank{}, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	executor, err := runs.NewExecutor(runs.ExecutorDeps{
+		Store:    batches,
+		Mode:     &execute.ModeAnswerer{Versions: db.store, Engine: engine},
+		Baseline: &execute.BaselineAnswerer{Versions: db.store, Catalog: catalog, Caller: g.prov},
+		Panel: &execute.Panel{Catalog: catalog, Caller: g.prov, Engines: judges, Protocols: map[runs.Protocol]core.Protocol{
+			runs.ProtocolPairwise: pairwise.New(), runs.ProtocolPlurality: plurality.New(),
+		}},
+		Scorer:    &execute.Scorer{Catalog: catalog, Engines: judges},
+		Certifier: db.store,
+		Logger:    log.With(slog.String("component", "bench")),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &benchParts{launch: launch, executor: executor}, nil
+}
