@@ -129,6 +129,21 @@ func Baseline(m *core.Mode, tier core.Tier, engines map[string]*core.Engine) (*c
 	return best, nil
 }
 
+// BaselineTier is the tier whose row the baseline is drawn from: the
+// question's own, or with punch_up the next tier above it at which the mode
+// seats engines (the question's own when there is none above).
+func BaselineTier(m *core.Mode, tier core.Tier, punchUp bool) core.Tier {
+	if !punchUp {
+		return tier
+	}
+	for _, t := range core.Tiers {
+		if t.Rank() > tier.Rank() && len(m.Deliberation.Seats[t]) > 0 {
+			return t
+		}
+	}
+	return tier
+}
+
 func better(a, b *core.Engine) bool {
 	if a.MaxTier.Rank() != b.MaxTier.Rank() {
 		return a.MaxTier.Rank() > b.MaxTier.Rank()
@@ -149,7 +164,7 @@ func (a *BaselineAnswerer) Answer(ctx context.Context, r *runs.AnswerRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	e, err := Baseline(m, r.Question.Tier, a.Catalog.Engines())
+	e, err := Baseline(m, BaselineTier(m, r.Question.Tier, r.Batch.Plan.PunchUp), a.Catalog.Engines())
 	if err != nil {
 		return nil, err
 	}

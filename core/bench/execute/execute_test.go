@@ -32,6 +32,11 @@ func TestBaselineIsTheMostCapableSeat(t *testing.T) {
 	require.Equal(t, "d/pro", e.ID, "a higher tier beats a higher price")
 	_, err = Baseline(m, core.TierExperience, engines)
 	require.Error(t, err, "no row at the tier")
+
+	require.Equal(t, core.TierPlus, BaselineTier(m, core.TierPlus, false))
+	require.Equal(t, core.TierPro, BaselineTier(m, core.TierPlus, true), "punch_up: the next tier with seats")
+	require.Equal(t, core.TierPlus, BaselineTier(m, core.TierExperience, true), "the first tier above with seats")
+	require.Equal(t, core.TierPro, BaselineTier(m, core.TierPro, true), "none above: the question's own")
 }
 
 // A stored judgment reaches core/bench with the mode's position as the
