@@ -31,10 +31,10 @@ import (
 
 // certifyConfig writes the replicas' configuration: the simulator's
 // latency profile at scale (its waits × scale), the quality model's
-// synthesis lift, enough question workers for the run to finish in
-// seconds, and a short question timeout, so that a dead replica's
-// questions are rescued within a minute.
-func certifyConfig(t testing.TB, profile string, scale, lift float64) string {
+// synthesis lift, the question workers of each replica and the timeout of
+// a question's run (a dead replica's questions are rescued after it and
+// half of it again).
+func certifyConfig(t testing.TB, profile string, scale, lift float64, workers int, timeout time.Duration) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "conclave.yaml")
 	yaml := fmt.Sprintf(`simulator:
@@ -43,11 +43,11 @@ func certifyConfig(t testing.TB, profile string, scale, lift float64) string {
   quality:
     synthesis_lift: %g
 jobs:
-  bench_workers: 24
-  bench_timeout: 20s
+  bench_workers: %d
+  bench_timeout: %s
 log:
   level: warn
-`, profile, scale, lift)
+`, profile, scale, lift, workers, timeout)
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ log:
 // version 1 the certified one — then release version 2, a new description
 // of the same panel, which a certification must certify; the organisation
 // is verified and funded. It returns the organisation's id and key.
-func listedMode(t *testing.T, env []string, base string) (string, string) {
+func listedMode(t testing.TB, env []string, base string) (string, string) {
 	t.Helper()
 	org := adminJSON(t, env, "org", "create", "--name", "Acme Research", "--ticker", "ACME")["org_id"].(string)
 	key := adminJSON(t, env, "key", "create", "--org", org, "--name", "certify", "--rpm", "10000")["key"].(string)
@@ -81,7 +81,7 @@ func listedMode(t *testing.T, env []string, base string) (string, string) {
 
 // launchCertify launches the certification of acme-panl and returns its
 // batch id, checking the launch's answer.
-func launchCertify(t *testing.T, base, key string) string {
+func launchCertify(t testing.TB, base, key string) string {
 	t.Helper()
 	l := jsonOf(t, "POST", base+"/v1/certify", key, `{"model":"acme-panl"}`, http.StatusOK)
 	require.Equal(t, 150.0, l["total_questions"], "%v", l)
@@ -92,7 +92,7 @@ func launchCertify(t *testing.T, base, key string) string {
 
 // waitBatch polls a certification until it is complete or failed, or
 // the deadline passes, calling each with the batch while it runs.
-func waitBatch(t *testing.T, base, key, id string, deadline time.Duration, each func(batch map[string]any)) map[string]any {
+func waitBatch(t testing.TB, base, key, id string, deadline time.Duration, each func(batch map[string]any)) map[string]any {
 	t.Helper()
 	end := time.Now().Add(deadline)
 	var last map[string]any
@@ -138,7 +138,7 @@ func TestCertifyEndToEndSurvivesKill9(t *testing.T) {
 	t.Parallel()
 	url := pgtest.NewEmptyDatabase(t)
 	env := []string{"DATABASE_URL=" + url}
-	cfg := certifyConfig(t, "quick", 0.01, 1.5)
+	cfg := certifyConfig(t, "quick", 0.01, 1.5, 24, 20*time.Second)
 	a := startServe(t, t.TempDir(), env, "--config", cfg)
 	defer a.stop(t)
 	b := startServe(t, t.TempDir(), env, "--config", cfg)
@@ -216,7 +216,7 @@ func TestCertifyAtParityDoesNotCertify(t *testing.T) {
 	t.Parallel()
 	url := pgtest.NewEmptyDatabase(t)
 	env := []string{"DATABASE_URL=" + url}
-	p := startServe(t, t.TempDir(), env, "--config", certifyConfig(t, "quick", 0.01, 0))
+	p := startServe(t, t.TempDir(), env, "--config", certifyConfig(t, "quick", 0.01, 0, 24, 20*time.Second))
 	defer p.stop(t)
 	_, key := listedMode(t, env, p.base)
 	id := launchCertify(t, p.base, key)
