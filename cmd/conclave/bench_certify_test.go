@@ -19,14 +19,14 @@ import (
 // seed service ran about one question a minute (~150 minutes); the goal is
 // at most 10 minutes.
 //
-// The replica runs the deployment's default jobs.bench_workers (4) unless
+// The replica runs the deployment's default jobs.bench_workers (16) unless
 // CONCLAVE_BENCH_CERTIFY_WORKERS says otherwise;
 // CONCLAVE_BENCH_CERTIFY_SCALE changes the time scale (default 0.05: small
 // enough to run quickly, large enough that the gateway's own CPU time, which
 // does not scale, adds little to the real-time figure).
 func BenchmarkCertification(b *testing.B) {
 	scale := envFloat(b, "CONCLAVE_BENCH_CERTIFY_SCALE", 0.05)
-	workers := envInt(b, "CONCLAVE_BENCH_CERTIFY_WORKERS", 4)
+	workers := envInt(b, "CONCLAVE_BENCH_CERTIFY_WORKERS", 16)
 	for range b.N {
 		b.StopTimer()
 		url := pgtest.NewEmptyDatabase(b)

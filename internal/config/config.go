@@ -328,7 +328,9 @@ type Jobs struct {
 	// BenchWorkers is how many benchmark questions (test runs and
 	// certifications) one replica works at once, on a queue of their own;
 	// they take none of the organisations' concurrency slots. Defaults
-	// to 4.
+	// to 16: a question mostly waits on providers, and 16 at once finish
+	// a certification on the seed latency profile in about 9 minutes
+	// (docs/benchmarks.md).
 	BenchWorkers int `yaml:"bench_workers"`
 	// BenchTimeout bounds one run of a benchmark question's job: its two
 	// answers and every judgment. A run past it is cancelled and retried.
