@@ -29,7 +29,7 @@ func panelSpec(plusFirst string) string {
 }
 
 // jsonOf sends a request and decodes its JSON answer, requiring status.
-func jsonOf(t *testing.T, method, url, key, body string, status int) map[string]any {
+func jsonOf(t testing.TB, method, url, key, body string, status int) map[string]any {
 	t.Helper()
 	res, text := send(t, method, url, key, body)
 	require.Equal(t, status, res.StatusCode, "%s %s: %s", method, url, text)

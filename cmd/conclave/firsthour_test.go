@@ -54,7 +54,7 @@ func startDemo(t *testing.T, dataDir string) (p *process, orgID, key string) {
 
 // adminJSON runs an admin command through the binary from an empty working
 // directory and decodes its --json output.
-func adminJSON(t *testing.T, env []string, args ...string) map[string]any {
+func adminJSON(t testing.TB, env []string, args ...string) map[string]any {
 	t.Helper()
 	out, stderr, code := runBinary(t, t.TempDir(), append([]string{"DATABASE_URL=", "CONCLAVE_DATA_DIR="}, env...),
 		append(args, "--json")...)

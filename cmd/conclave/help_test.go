@@ -15,7 +15,7 @@ import (
 
 // runBinary runs the built conclave in dir with env added to this
 // process's environment, and returns what it printed and its exit code.
-func runBinary(t *testing.T, dir string, env []string, args ...string) (stdout, stderr string, code int) {
+func runBinary(t testing.TB, dir string, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	cmd := exec.Command(binary(t), args...)
 	cmd.Dir = dir

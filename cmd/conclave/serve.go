@@ -302,8 +302,10 @@ func providersConfig(cfg *config.Config, catalog *core.Catalog, log *slog.Logger
 			CacheDir: cfg.WasmCache(), PoolSize: cfg.Plugins.WasmPoolSize,
 			MemoryLimitPages: uint32(cfg.Plugins.WasmMemoryLimitMiB) * 16, CallTimeout: cfg.Plugins.CallTimeout,
 		},
-		GoPlugin:  goplugin.Config{CallTimeout: cfg.Plugins.CallTimeout},
-		Simulator: sim.Config{Profile: cfg.Simulator.Profile, TimeScale: cfg.Simulator.TimeScale, Seed: cfg.Simulator.Seed},
+		GoPlugin: goplugin.Config{CallTimeout: cfg.Plugins.CallTimeout},
+		Simulator: sim.Config{Profile: cfg.Simulator.Profile, TimeScale: cfg.Simulator.TimeScale, Seed: cfg.Simulator.Seed,
+			Quality: sim.QualityConfig{AnswerNoise: cfg.Simulator.Quality.AnswerNoise,
+				SynthesisLift: cfg.Simulator.Quality.SynthesisLift, SynthesisBest: cfg.Simulator.Quality.SynthesisBest}},
 		Egress: egress.Config{
 			AllowHosts: cfg.Egress.AllowHosts, DefaultTimeout: cfg.Egress.DefaultTimeout,
 			MaxResponseBytes: cfg.Egress.MaxResponseBytes, MaxAttempts: cfg.Egress.MaxAttempts, BaseBackoff: cfg.Egress.BaseBackoff,

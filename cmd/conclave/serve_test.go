@@ -207,7 +207,7 @@ func get(t *testing.T, url, key string) (int, string) {
 
 // send sends one request, with key as its bearer when not "", and returns
 // the answer and its body.
-func send(t *testing.T, method, url, key, body string) (*http.Response, string) {
+func send(t testing.TB, method, url, key, body string) (*http.Response, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -258,6 +259,24 @@ type Simulator struct {
 	TimeScale float64 `yaml:"time_scale"`
 	// Seed makes the simulation repeatable. Defaults to 1.
 	Seed int64 `yaml:"seed"`
+	// Quality is the quality model of the simulated answers
+	// (docs/simulator.md#quality): what the simulated judges of test runs
+	// and certification compare. Defaults to no lift.
+	Quality SimQuality `yaml:"quality"`
+}
+
+// SimQuality is the simulator's quality model (sim.QualityConfig).
+type SimQuality struct {
+	// AnswerNoise is the standard deviation of an answer's quality around
+	// its engine's skill; negative means none. Defaults to 1 (0 also
+	// means the default).
+	AnswerNoise float64 `yaml:"answer_noise"`
+	// SynthesisLift is added to the quality of a panel's synthesis:
+	// positive for deliberation that improves on its seats. Defaults to 0.
+	SynthesisLift float64 `yaml:"synthesis_lift"`
+	// SynthesisBest is the weight, 0 to 1, of the best seat answer in a
+	// synthesis's quality (the rest is the seats' mean). Defaults to 0.
+	SynthesisBest float64 `yaml:"synthesis_best"`
 }
 
 // Egress configures the layer that sends provider requests.
@@ -309,7 +328,9 @@ type Jobs struct {
 	// BenchWorkers is how many benchmark questions (test runs and
 	// certifications) one replica works at once, on a queue of their own;
 	// they take none of the organisations' concurrency slots. Defaults
-	// to 4.
+	// to 16: a question mostly waits on providers, and 16 at once finish
+	// a certification on the seed latency profile in about 9 minutes
+	// (docs/benchmarks.md).
 	BenchWorkers int `yaml:"bench_workers"`
 	// BenchTimeout bounds one run of a benchmark question's job: its two
 	// answers and every judgment. A run past it is cancelled and retried.
@@ -537,6 +558,12 @@ func (c *Config) Validate() error {
 		return fe("simulator.profile", "%q is not quick or seed", c.Simulator.Profile)
 	case c.Simulator.TimeScale <= 0:
 		return fe("simulator.time_scale", "must be positive")
+	case math.IsNaN(c.Simulator.Quality.AnswerNoise) || math.IsInf(c.Simulator.Quality.AnswerNoise, 0) || c.Simulator.Quality.AnswerNoise > 10:
+		return fe("simulator.quality.answer_noise", "must be at most 10")
+	case math.IsNaN(c.Simulator.Quality.SynthesisLift) || math.Abs(c.Simulator.Quality.SynthesisLift) > 10:
+		return fe("simulator.quality.synthesis_lift", "must be -10 to 10")
+	case !(c.Simulator.Quality.SynthesisBest >= 0 && c.Simulator.Quality.SynthesisBest <= 1):
+		return fe("simulator.quality.synthesis_best", "must be 0 to 1")
 	case c.Egress.DefaultTimeout <= 0:
 		return fe("egress.default_timeout", "must be positive")
 	case c.Egress.MaxResponseBytes < 1024:

@@ -24,7 +24,7 @@ func TestJobsDefaults(t *testing.T) {
 		ReapInterval:         time.Hour,
 		IdempotencyRetention: 24 * time.Hour,
 		StopTimeout:          10 * time.Second,
-		BenchWorkers:         4,
+		BenchWorkers:         16,
 		BenchTimeout:         15 * time.Minute,
 		BenchAttempts:        5,
 	}, c.Jobs)

@@ -51,7 +51,7 @@ type Config struct {
 	// stuck jobs only of the kinds its replica knows, and discards others.
 	Questions QuestionRunner
 	// BenchWorkers is how many benchmark questions one replica works at
-	// once, when Questions is set. Defaults to 4.
+	// once, when Questions is set. Defaults to 16.
 	BenchWorkers int
 	// BenchTimeout bounds one run of a benchmark question's job (two
 	// answers and every judgment); a run past it is cancelled and retried.
@@ -82,7 +82,7 @@ func (c Config) WithDefaults() Config {
 		c.MaxWorkers = 2
 	}
 	if c.BenchWorkers == 0 {
-		c.BenchWorkers = 4
+		c.BenchWorkers = 16
 	}
 	set(&c.BenchTimeout, 15*time.Minute)
 	if c.Logger == nil {
@@ -167,9 +167,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Runner, error) {
 		Workers:         workers,
 		SoftStopTimeout: cfg.StopTimeout,
 		// A run left 'running' by a replica that died is retried this long
-		// after it started.
-		JobTimeout:           jobTimeout,
-		RescueStuckJobsAfter: jobTimeout + time.Minute,
+		// after it started (rescueAfter).
+		JobTimeout:           min(jobTimeout, cfg.BenchTimeout),
+		RescueStuckJobsAfter: rescueAfter(cfg),
 		PeriodicJobs: []*river.PeriodicJob{
 			periodic(cfg.TrialExpiryInterval, TrialExpiryArgs{}),
 			periodic(cfg.SweepInterval, HoldSweepArgs{}),
@@ -273,6 +273,25 @@ func periodicOpts(every time.Duration) *river.InsertOpts {
 // add uniqueness within their period (see New).
 func maintenanceOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: Queue, MaxAttempts: 5}
+}
+
+// rescueAfter is how long after it started a job still marked running is
+// taken for the run of a replica that died, and retried: past the timeout
+// of a question's run (when the replica works questions), so that a live
+// question is never run twice at once, plus a margin for the cancelled run
+// to return — half the timeout, at most a minute. It used to be the
+// maintenance jobs' timeout plus a minute, three minutes, whatever
+// BenchTimeout was: a question running longer was run again beside itself,
+// and a short BenchTimeout did not bring a dead replica's questions back
+// any sooner. A maintenance job may then be retried before its own timeout
+// ends; its work is idempotent (each run commits what it did, and the next
+// takes the rest), so a second run beside a live one changes nothing.
+func rescueAfter(c Config) time.Duration {
+	base := jobTimeout
+	if c.Questions != nil {
+		base = c.BenchTimeout
+	}
+	return base + min(base/2, time.Minute)
 }
 
 // jobTimeout bounds one run of a maintenance job; work done before it is

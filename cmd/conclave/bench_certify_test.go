@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/conclavehq/conclave/internal/pgtest"
+)
+
+// BenchmarkCertification times one certification — 150 questions, each
+// answered by the mode and its baseline and judged by three judges twice —
+// through the built binary on the simulator's seed-calibrated latency
+// profile (simulator.profile: seed, the spec's published latencies),
+// time-scaled so that it runs in well under a minute, and reports it at
+// real-time scale: the measured wall time ÷ time_scale (real_minutes). The
+// seed service ran about one question a minute (~150 minutes); the goal is
+// at most 10 minutes.
+//
+// The replica runs the deployment's default jobs.bench_workers (16) unless
+// CONCLAVE_BENCH_CERTIFY_WORKERS says otherwise;
+// CONCLAVE_BENCH_CERTIFY_SCALE changes the time scale (default 0.05: small
+// enough to run quickly, large enough that the gateway's own CPU time, which
+// does not scale, adds little to the real-time figure).
+func BenchmarkCertification(b *testing.B) {
+	scale := envFloat(b, "CONCLAVE_BENCH_CERTIFY_SCALE", 0.05)
+	workers := envInt(b, "CONCLAVE_BENCH_CERTIFY_WORKERS", 16)
+	for range b.N {
+		b.StopTimer()
+		url := pgtest.NewEmptyDatabase(b)
+		env := []string{"DATABASE_URL=" + url}
+		cfg := certifyConfig(b, "seed", scale, 1.5, workers, 15*time.Minute)
+		p := startServe(b, b.TempDir(), env, "--config", cfg)
+		_, key := listedMode(b, env, p.base)
+		b.StartTimer()
+
+		start := time.Now()
+		id := launchCertify(b, p.base, key)
+		done := waitBatch(b, p.base, key, id, 30*time.Minute, nil)
+		wall := time.Since(start)
+
+		b.StopTimer()
+		batch := done["batch"].(map[string]any)
+		if batch["status"] != "complete" {
+			b.Fatalf("the certification did not complete: %v", batch)
+		}
+		realMin := wall.Minutes() / scale
+		b.ReportMetric(realMin, "real_minutes")
+		b.ReportMetric(wall.Seconds(), "wall_s")
+		fmt.Printf("certification: 150 questions in %.1f min at real time (%.1f s wall ÷ time_scale %g, bench_workers %d, verdict %v)"+
+			" — seed service ~150 min (one question a minute); goal ≤ 10 min\n",
+			realMin, wall.Seconds(), scale, workers, done["certification"].(map[string]any)["verdict"])
+		p.stop(b)
+	}
+}
+
+func envFloat(b *testing.B, name string, def float64) float64 {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v <= 0 {
+		b.Fatalf("%s: want a positive number, not %q", name, s)
+	}
+	return v
+}
+
+func envInt(b *testing.B, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 1 {
+		b.Fatalf("%s: want a positive whole number, not %q", name, s)
+	}
+	return v
+}
