@@ -93,6 +93,9 @@ func TestFileErrorsNameTheField(t *testing.T) {
 		"judge no engine":  {"judges:\n  - {name: a}\n", "judges[0].engine: required"},
 		"judge engine":     {"judges:\n  - {name: a, engine: sim/nope}\n", `judges[0].engine: unknown engine "sim/nope"`},
 		"judge family":     {"judges:\n  - {name: a, engine: sim/atlas}\n  - {name: b, engine: sim/swift}\n", `judges[1].engine: engine "sim/swift" is of family "sim-openai", as judge a's is`},
+		"answer noise":     {"simulator:\n  quality: {answer_noise: 11}\n", "simulator.quality.answer_noise: must be at most 10"},
+		"synthesis lift":   {"simulator:\n  quality: {synthesis_lift: -10.5}\n", "simulator.quality.synthesis_lift: must be -10 to 10"},
+		"synthesis best":   {"simulator:\n  quality: {synthesis_best: 1.5}\n", "simulator.quality.synthesis_best: must be 0 to 1"},
 		"engines, no judges": {"engines:\n  - {id: sim/atlas, family: sim-openai, max_tier: plus, adapter: openai, endpoint: sim}\n" +
 			"modes:\n  - {key: k, id: my-mode, name: N, critique: never, max_rounds: 1, seats: {plus: [{engine: sim/atlas}]}}\n",
 			`judges[0].engine: unknown engine "sim/nova-pro" (a file that sets engines must set judges too, or judges: [])`},
