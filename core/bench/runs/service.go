@@ -65,7 +65,8 @@ type Config struct {
 	ActivationAllowance core.Micros
 	// DerivedKeyLapse is how long a derived key (Key.Derive) answers the
 	// batch it launched: past it, the same launch is a new batch. Defaults
-	// to an hour, far past any retry of a launch.
+	// to an hour, far past any retry of a launch; the MCP tools'
+	// descriptions state that hour.
 	DerivedKeyLapse time.Duration
 }
 
