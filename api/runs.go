@@ -45,14 +45,14 @@ func (h *handler) launch(kind runs.Kind) http.HandlerFunc {
 				writeError(w, r, err)
 				return
 			}
-			acc, err = h.runs.Certify(r.Context(), p, key, &in)
+			acc, err = h.runs.Certify(r.Context(), p, runs.Key{Value: key}, &in)
 		} else {
 			var in runs.TestRequest
 			if err := decodeClosedJSON(w, r, h.cfg.MaxBodyBytes, &in, false); err != nil {
 				writeError(w, r, err)
 				return
 			}
-			acc, err = h.runs.Test(r.Context(), p, key, &in)
+			acc, err = h.runs.Test(r.Context(), p, runs.Key{Value: key}, &in)
 		}
 		if err != nil {
 			writeError(w, r, err)

@@ -532,7 +532,7 @@ func TestAuthoringToolsNeedModes(t *testing.T) {
 	for _, tl := range tb.listTools(t) {
 		names = append(names, tl.Name)
 	}
-	require.Equal(t, []string{"deliberate", "estimate", "list_modes", "get_receipt", "list_engines"}, names)
+	require.Equal(t, []string{"deliberate", "estimate", "list_modes", "get_receipt", "run_test", "certify_mode", "list_engines"}, names)
 	r := tb.post(t, mcp.Path, tb.key, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"validate_mode","arguments":{"spec":{}}}}`)
 	require.Equal(t, -32602, r.rpc(t).Error.Code)
 }

@@ -1,12 +1,17 @@
 package mcp
 
-import "encoding/json"
+import (
+	"encoding/json"
 
-// The tools, in the order tools/list gives them. A tool is listed only
-// once it works: deliberate only on a server that deliberates, the
-// authoring tools only on a server given mode authoring (Deps.Modes);
-// run_test, certify_mode and the assistant tools arrive with the
-// capabilities they forward to.
+	"github.com/conclavehq/conclave/core"
+)
+
+// The tools, in the order tools/list gives them (the spec's). A tool is
+// listed only once it works: deliberate only on a server that
+// deliberates, run_test and certify_mode only on a server given benchmark
+// runs (Deps.Runs), the authoring tools only on a server given mode
+// authoring (Deps.Modes); the assistant tools arrive with the capabilities
+// they forward to.
 
 // messagesSchema is the chat-completions messages array.
 const messagesSchema = `{"type": "array", "minItems": 1,
@@ -94,6 +99,11 @@ func (h *Handler) newTools() *toolSet {
 			},
 			run: h.getReceipt,
 		},
+	)
+	if h.runs != nil {
+		tools = append(tools, h.runTools()...)
+	}
+	tools = append(tools,
 		&tool{
 			desc: toolDesc{
 				Name:  "list_engines",
@@ -250,4 +260,116 @@ func schema(s string) json.RawMessage {
 		panic("mcp: a tool schema is not JSON: " + err.Error())
 	}
 	return b
+}
+
+// batchIDSchema is the poll's argument.
+const batchIDSchema = `{"type": "string",
+	"description": "Poll instead of launching: the batch_id a launch answered, passed alone."}`
+
+// dryRunSchema is a launch's quote switch.
+const dryRunSchema = `{"type": "boolean", "default": false,
+	"description": "true answers the price (total_cost_usd) and estimated_minutes, and starts and charges nothing."}`
+
+// runOutSchema is what both tools answer: a launch's acceptance, or a
+// poll's {ok, batch} (with certification once a certification is
+// complete).
+const runOutSchema = `{"type": "object", "required": ["ok"], "properties": {
+	"ok": {"type": "boolean"},
+	"dry_run": {"type": "boolean", "description": "Launch: whether this answer is a quote."},
+	"batch_id": {"type": "string", "description": "Launch: the batch launched (absent on a dry run); poll it with batch_id."},
+	"model": {"type": "string"}, "mode_key": {"type": "string"},
+	"total_questions": {"type": "integer", "description": "Launch: every drawn question at every tier."},
+	"per_bucket": {"type": "object", "description": "Launch: light, medium and hard — questions, and for a test run its price per question and cost."},
+	"total_cost_usd": {"type": "number", "description": "Dry run: what the launch would charge."},
+	"billed_usd": {"type": "number", "description": "Launch: what was charged, up front."},
+	"estimated_minutes": {"type": "integer", "description": "Launch: about one question a minute."},
+	"status_url": {"type": "string", "description": "Launch: the REST path of the poll."},
+	"note": {"type": "string"},
+	"requires_listing": {"type": "boolean", "description": "A certification's dry run: the mode must be listed before it can be certified."},
+	"batch": {"type": "object", "description": "Poll: the batch.", "required": ["id", "kind", "status", "progress"], "properties": {
+		"id": {"type": "string"}, "kind": {"type": "string", "enum": ["test", "certify"]},
+		"status": {"type": "string", "enum": ["queued", "running", "complete", "failed"]},
+		"progress": {"type": "object", "properties": {"total": {"type": "integer"}, "answered": {"type": "integer"},
+			"judged": {"type": "integer"}, "failed": {"type": "integer"}}},
+		"result": {"description": "Once complete: the run's figures (the win rate W against the baseline and its interval, …); null before."},
+		"failure": {"type": ["string", "null"]}}},
+	"certification": {"type": "object", "description": "Poll of a complete certification: the verdict.", "properties": {
+		"verdict": {"type": "string", "enum": ["certified", "provisional", "not_certified"]},
+		"w": {"type": "number"}, "l": {"type": "number"}, "u": {"type": "number"},
+		"mode_version": {"type": "integer"}, "mode_certified": {"type": "boolean"}}}}}`
+
+// keyedLaunch is how both tools' launches are keyed and limited, told to
+// an agent; the hour is runs.Config.DerivedKeyLapse's default, which
+// cmd/conclave keeps.
+func keyedLaunch(limitCode core.Code) string {
+	return "A retry with the same arguments, on the same release of the mode, within an hour of the launch is the same " +
+		"launch: it answers the same batch and is never charged twice (to launch the same run again sooner, or to name " +
+		"a launch yourself, send _meta[\"conclave/idempotency-key\"]). Launches per day are limited: " + string(limitCode) +
+		" says to wait retry_after_seconds."
+}
+
+// runTools are the tools of benchmark runs (core/bench/runs), forwarding
+// to POST and GET /v1/tests and /v1/certify.
+func (h *Handler) runTools() []*tool {
+	return []*tool{
+		{
+			desc: toolDesc{
+				Name:  "run_test",
+				Title: "Test one of your modes",
+				Description: "Test one of your organisation's own modes on benchmark questions: the mode and a single-model " +
+					"baseline answer each question, and a panel of judges from three vendor families reads both answers " +
+					"blind and says which is better. Launch with model and questions ({easy, medium, hard} counts, each 1 to " +
+					"100) and optionally tiers (from free, plus, pro; every question is asked at every tier; default plus) " +
+					"and punch_up (a baseline from the tier above) — or the legacy form, buckets ({light, medium, hard}) " +
+					"instead of questions. Both forms take judges (from nova_pro, mistral_large, llama4_maverick; default " +
+					"all three), judge_repeats (1 to 3) and judging_protocol (pairwise or plurality); at most 300 questions " +
+					"counting every tier. Price: each question at the mode's standard surcharge for its band, 25% off, " +
+					"charged up front to your balance; dry_run: true answers total_cost_usd and estimated_minutes and " +
+					"starts and charges nothing. A run takes about a minute per question: the launch answers at once with " +
+					"batch_id; call run_test again with batch_id alone to poll it until batch.status is complete (or failed), " +
+					"then read batch.result. " + keyedLaunch(core.CodeTestLaunchLimitExceeded),
+				InputSchema: schema(`{"type": "object", "properties": {
+					"model": {"type": "string", "description": "One of your organisation's own modes, by id (acme-panl) or ticker (ACME:PANL); @vN tests that version, none the latest release. Required to launch."},
+					"questions": {"type": "object", "description": "Questions per difficulty: {easy, medium, hard}, each a whole number 1 to 100, at least one.",
+						"properties": {"easy": {"type": "integer"}, "medium": {"type": "integer"}, "hard": {"type": "integer"}}},
+					"tiers": {"type": "array", "items": {"type": "string", "enum": ["free", "experience", "plus", "pro"]},
+						"description": "The tiers the mode answers at, each once (experience is free); default [\"plus\"]."},
+					"punch_up": {"type": "boolean", "default": false, "description": "Compare against a baseline from the tier above."},
+					"buckets": {"type": "object", "description": "The legacy form, instead of questions: {light, medium, hard}, each 1 to 100.",
+						"properties": {"light": {"type": "integer"}, "medium": {"type": "integer"}, "hard": {"type": "integer"}}},
+					"judges": {"type": "array", "items": {"type": "string", "enum": ["nova_pro", "mistral_large", "llama4_maverick"]},
+						"description": "The judges, each once; default all three."},
+					"judge_repeats": {"type": "integer", "minimum": 1, "maximum": 3, "default": 1, "description": "How many times each judge reads each question."},
+					"judging_protocol": {"type": "string", "enum": ["pairwise", "plurality"], "default": "pairwise"},
+					"dry_run": ` + dryRunSchema + `,
+					"batch_id": ` + batchIDSchema + `}}`),
+				OutputSchema: schema(runOutSchema),
+				Annotations:  annotations{ReadOnlyHint: false, DestructiveHint: false, IdempotentHint: false, OpenWorldHint: false},
+			},
+			check: pollOrLaunch("run_test", "launch a test run"),
+			run:   h.runTest,
+		},
+		{
+			desc: toolDesc{
+				Name:  "certify_mode",
+				Title: "Certify one of your modes",
+				Description: "Certify a version of one of your organisation's own modes: a fixed test run of 150 questions " +
+					"(50 light, 50 medium, 50 hard), three judges, two repeats, pairwise, ending in a verdict — certified, " +
+					"provisional or not_certified — on the version; a certified version is the one you may publish with " +
+					"list_mode. $50 flat, charged up front to your balance; about 150 minutes. The mode must be listed in " +
+					"the marketplace (its listing approved) to launch (listing_required otherwise); dry_run: true answers " +
+					"the quote and requires_listing, and starts and charges nothing. The launch answers at once with " +
+					"batch_id; call certify_mode again with batch_id alone to poll it until batch.status is complete (or " +
+					"failed): certification then holds the verdict. " + keyedLaunch(core.CodeCertifyLaunchLimitExceeded),
+				InputSchema: schema(`{"type": "object", "properties": {
+					"model": {"type": "string", "description": "One of your organisation's own modes, by id (acme-panl) or ticker (ACME:PANL); @vN certifies that version, none the latest release. Required to launch."},
+					"dry_run": ` + dryRunSchema + `,
+					"batch_id": ` + batchIDSchema + `}}`),
+				OutputSchema: schema(runOutSchema),
+				Annotations:  annotations{ReadOnlyHint: false, DestructiveHint: false, IdempotentHint: false, OpenWorldHint: false},
+			},
+			check: pollOrLaunch("certify_mode", "launch a certification"),
+			run:   h.certifyMode,
+		},
+	}
 }

@@ -7,11 +7,11 @@
 // browser Origin (403), bearer credential (401 with the protected-resource
 // challenge), body cap (413) — then parsed: one message or a batch, each
 // element answered on its own. The tools call the same core services as
-// the REST carrier (core/calls, core/access), so limits, idempotency,
-// billing and error codes are exactly REST's; the forwarding tools answer
-// the REST endpoint's JSON (core/wire). A deliberate call that asks for
-// progress is answered with an event stream of notifications/progress and
-// then its result.
+// the REST carrier (core/calls, core/access, core/modes, core/bench/runs),
+// so limits, idempotency, billing and error codes are exactly REST's; the
+// forwarding tools answer the REST endpoint's JSON (core/wire). A
+// deliberate call that asks for progress is answered with an event stream
+// of notifications/progress and then its result.
 //
 // mcp imports only core. docs/mcp.md is the caller's guide.
 package mcp

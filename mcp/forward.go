@@ -82,9 +82,9 @@ func (h *Handler) estimate(ctx context.Context, p *access.Principal, c *toolCall
 	return structuredResult(wire.EstimateOf(e, req.Model))
 }
 
-// read is the admission of a free read, as REST's reads have it: the
-// scope, then one request of the key's rate.
-func (h *Handler) read(ctx context.Context, p *access.Principal, c *toolCall, action string) error {
+// admit is the admission of a request whose REST route meters it (a read,
+// a launch): the scope, then one request of the key's rate.
+func (h *Handler) admit(ctx context.Context, p *access.Principal, c *toolCall, action string) error {
 	if err := h.access.Authorize(ctx, p, action, nil, ""); err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (h *Handler) read(ctx context.Context, p *access.Principal, c *toolCall, ac
 
 // listModes lists the modes the key may call, as GET /v1/models.
 func (h *Handler) listModes(ctx context.Context, p *access.Principal, c *toolCall) *toolResult {
-	if err := h.read(ctx, p, c, core.ActionModelsRead); err != nil {
+	if err := h.admit(ctx, p, c, core.ActionModelsRead); err != nil {
 		return h.forwardFailure(ctx, err, c.requestID)
 	}
 	views, err := h.calls.ListModes(ctx, p)
@@ -105,7 +105,7 @@ func (h *Handler) listModes(ctx context.Context, p *access.Principal, c *toolCal
 
 // getReceipt reads a call's receipt, as GET /v1/receipts/{request_id}.
 func (h *Handler) getReceipt(ctx context.Context, p *access.Principal, c *toolCall) *toolResult {
-	if err := h.read(ctx, p, c, core.ActionReceiptsRead); err != nil {
+	if err := h.admit(ctx, p, c, core.ActionReceiptsRead); err != nil {
 		return h.forwardFailure(ctx, err, c.requestID)
 	}
 	var id string

@@ -61,8 +61,7 @@ func TestGoSDKClient(t *testing.T) {
 		names = append(names, tl.Name)
 		require.NotNil(t, tl.Annotations, tl.Name)
 	}
-	require.Equal(t, []string{"deliberate", "estimate", "list_modes", "get_receipt", "list_engines",
-		"validate_mode", "save_mode", "list_mode"}, names)
+	require.Equal(t, allTools, names)
 
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "deliberate",
 		Arguments: map[string]any{"model": "conclave-standard", "messages": messages(question)}})
@@ -256,4 +255,85 @@ func TestGoSDKAuthorsAndListsAMode(t *testing.T) {
 	require.Equal(t, acme.ID, rc.OrgID)
 	require.Equal(t, "acme-panl", rc.ModeID)
 	require.Equal(t, v2.Version.ModeConfigHash, rc.ConfigHash, "A runs its latest version 2")
+}
+
+// A test run and a certification through the official Go SDK client: the
+// client lists both tools, quotes a run, launches it with an idempotency
+// key in _meta — its repeat answers the same batch, marked replayed in the
+// result's _meta, and the journal in PostgreSQL holds one charge — polls
+// it, and gets -32602 for a certify_mode call that neither launches nor
+// polls and listing_required for an unlisted mode.
+func TestGoSDKRunTools(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	org, key := tb.acmePanel(t)
+	cs, err := connectGoSDK(ctx, tb, key)
+	require.NoError(t, err)
+	defer cs.Close()
+
+	list, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	schemas := map[string]any{}
+	for _, tl := range list.Tools {
+		schemas[tl.Name] = tl.OutputSchema
+	}
+	require.Contains(t, schemas, "run_test")
+	require.Contains(t, schemas, "certify_mode")
+
+	args := map[string]any{"model": "ACME:PANL", "questions": map[string]any{"easy": 1, "hard": 2}, "tiers": []string{"free", "plus"}}
+	var quote acceptance
+	structured(ctx, t, cs, "run_test", map[string]any{"model": "ACME:PANL", "questions": map[string]any{"easy": 1, "hard": 2},
+		"tiers": []string{"free", "plus"}, "dry_run": true}, &quote)
+	require.True(t, quote.DryRun)
+	require.Equal(t, 6, quote.TotalQuestions, "each question at each tier")
+	require.InDelta(t, 2*0.0375+4*0.1125, *quote.TotalCostUSD, 1e-9)
+
+	call := &sdk.CallToolParams{Name: "run_test", Arguments: args, Meta: sdk.Meta{"conclave/idempotency-key": "sdk-run-1"}}
+	first, err := cs.CallTool(ctx, call)
+	require.NoError(t, err)
+	require.False(t, first.IsError, first.Content[0].(*sdk.TextContent).Text)
+	require.Empty(t, first.Meta)
+	var launched acceptance
+	require.NoError(t, json.Unmarshal([]byte(first.Content[0].(*sdk.TextContent).Text), &launched))
+	require.Equal(t, quote.TotalCostUSD, launched.BilledUSD)
+	again, err := cs.CallTool(ctx, call)
+	require.NoError(t, err)
+	require.Equal(t, true, again.Meta["conclave/idempotent-replayed"])
+	require.JSONEq(t, first.Content[0].(*sdk.TextContent).Text, again.Content[0].(*sdk.TextContent).Text)
+
+	var charges int
+	var charged core.Micros
+	require.NoError(t, tb.pool.QueryRow(ctx, `SELECT count(DISTINCT p.id), coalesce(sum(l.amount_micros), 0) FROM postings p
+		JOIN journal_legs l ON l.posting_id = p.id
+		WHERE p.kind = 'test_charge' AND l.account = 'org_balance' AND l.org_id = $1`, org.ID).Scan(&charges, &charged))
+	require.Equal(t, 1, charges, "one charge for the launch and its repeat")
+	require.Equal(t, -usd(t, *launched.BilledUSD), charged)
+
+	var polled struct {
+		OK    bool `json:"ok"`
+		Batch struct {
+			ID       string         `json:"id"`
+			Status   string         `json:"status"`
+			Progress map[string]int `json:"progress"`
+		} `json:"batch"`
+	}
+	structured(ctx, t, cs, "run_test", map[string]any{"batch_id": launched.BatchID}, &polled)
+	require.True(t, polled.OK)
+	require.Equal(t, launched.BatchID, polled.Batch.ID)
+	require.Equal(t, "queued", polled.Batch.Status)
+	require.Equal(t, 6, polled.Batch.Progress["total"])
+
+	_, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "certify_mode", Arguments: map[string]any{"dry_run": true}})
+	var rpcErr *jsonrpc.Error
+	require.True(t, errors.As(err, &rpcErr), "%v", err)
+	require.Equal(t, int64(-32602), rpcErr.Code)
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "certify_mode", Arguments: map[string]any{"model": "acme-panl"}})
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	require.Contains(t, res.Content[0].(*sdk.TextContent).Text, `"code":"listing_required"`)
+	var quoted acceptance
+	structured(ctx, t, cs, "certify_mode", map[string]any{"model": "acme-panl", "dry_run": true}, &quoted)
+	require.True(t, *quoted.RequiresListing)
 }

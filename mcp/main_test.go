@@ -18,10 +18,13 @@ import (
 	"github.com/conclavehq/conclave/api"
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/bench/execute"
+	"github.com/conclavehq/conclave/core/bench/runs"
 	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/deliberate"
 	"github.com/conclavehq/conclave/core/modes"
 	"github.com/conclavehq/conclave/internal/config"
+	"github.com/conclavehq/conclave/internal/jobs"
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
 	"github.com/conclavehq/conclave/internal/tokens"
@@ -42,7 +45,8 @@ const issuer = "https://auth.conclave.test"
 // the REST API and the tool server on the same core services, the real
 // engine calling the simulated provider, Postgres; organisations' own
 // modes are served beside the configured ones and authored through the
-// tool server.
+// tool server; benchmark runs are launched into Postgres (with their River
+// jobs, which no worker here runs) from the embedded question bank.
 type testBundle struct {
 	srv     *httptest.Server
 	base    string
@@ -69,6 +73,8 @@ type setupOpts struct {
 	progressGap  time.Duration       // the tool server's ProgressInterval
 	repeatWait   time.Duration       // the call service's RepeatWait; 0 its default
 	noAuthoring  bool                // serve the tools without mode authoring (Deps.Modes nil)
+	noRuns       bool                // serve the tools without benchmark runs (Deps.Runs nil)
+	testLaunches int                 // the run service's daily test launches; 0 its default
 }
 
 func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
@@ -113,15 +119,24 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 	if o.noAuthoring {
 		authoring = nil
 	}
+	queue, err := jobs.NewQuestionQueue(pool, 0)
+	require.NoError(t, err)
+	benchRuns, err := runs.NewService(runs.Config{TestLaunchesPerDay: o.testLaunches}, runs.Deps{
+		Access: acc, Modes: svc, Store: pgstore.NewBatches(pool, queue), Bank: execute.Bank{},
+	})
+	require.NoError(t, err)
+	if o.noRuns {
+		benchRuns = nil
+	}
 
 	srv := httptest.NewUnstartedServer(nil)
 	base := "http://" + srv.Listener.Addr().String()
 	tb := &testBundle{srv: srv, base: base, pool: pool, store: store, catalog: catalog, calls: svc, prov: prov, gone: gone}
-	rest, err := api.New(api.Config{}, api.Deps{Access: acc, Calls: svc, Ready: store.Ready})
+	rest, err := api.New(api.Config{}, api.Deps{Access: acc, Calls: svc, Runs: benchRuns, Ready: store.Ready})
 	require.NoError(t, err)
 	tools, err := mcp.New(mcp.Config{BaseURL: base, AuthorizationServers: []string{issuer}, MaxBodyBytes: o.maxBodyBytes,
 		ProgressInterval: o.progressGap},
-		mcp.Deps{Access: acc, Calls: svc, Modes: authoring})
+		mcp.Deps{Access: acc, Calls: svc, Modes: authoring, Runs: benchRuns})
 	require.NoError(t, err)
 	mcp.SetDispatchSpy(tools, func(method string) {
 		tb.mu.Lock()
@@ -220,8 +235,18 @@ func (tb *testBundle) send(t testing.TB, method, path, key, body string, headers
 // callTool sends one tools/call and returns its result.
 func (tb *testBundle) callTool(t testing.TB, key, name string, args any) toolResult {
 	t.Helper()
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-		"params": map[string]any{"name": name, "arguments": args}})
+	return tb.callToolMeta(t, key, name, args, nil)
+}
+
+// callToolMeta sends one tools/call with meta as its _meta (nil for none)
+// and returns its result.
+func (tb *testBundle) callToolMeta(t testing.TB, key, name string, args any, meta map[string]any) toolResult {
+	t.Helper()
+	params := map[string]any{"name": name, "arguments": args}
+	if meta != nil {
+		params["_meta"] = meta
+	}
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
 	require.NoError(t, err)
 	r := tb.post(t, mcp.Path, key, string(body))
 	require.Equal(t, http.StatusOK, r.status, r.raw)
@@ -241,6 +266,7 @@ type toolResult struct {
 	} `json:"content"`
 	StructuredContent json.RawMessage `json:"structuredContent"`
 	IsError           bool            `json:"isError"`
+	Meta              map[string]any  `json:"_meta"`
 }
 
 // text decodes the result's text as JSON into v.

@@ -52,13 +52,15 @@ func TestInspectorCLI(t *testing.T) {
 // (compat/mcp/authoring.test.mjs): one organisation validates, saves,
 // releases and lists a mode; this test approves the listing as the
 // operator does once it is requested; another organisation then finds the
-// mode and deliberates on it; a second release changes its hash. The
-// receipt and the versions are then read back from PostgreSQL.
+// mode and deliberates on it; a second release changes its hash; the
+// author tests the mode (a launch and its retry) and quotes its
+// certification. The receipt, the versions and the launch's one charge are
+// then read back from PostgreSQL.
 func TestTypeScriptSDKAuthoring(t *testing.T) {
 	t.Parallel()
 	nodetest.Require(t)
 	tb := setup(t)
-	_, authorKey := tb.newOrg(t, "Acme", "ACME")
+	author, authorKey := tb.newOrg(t, "Acme", "ACME")
 	caller, callerKey := tb.newOrg(t, "Beta", "BETA")
 	spec, err := json.Marshal(panelSpec("Acme Review Panel", "PANL"))
 	require.NoError(t, err)
@@ -91,6 +93,11 @@ func TestTypeScriptSDKAuthoring(t *testing.T) {
 	bal, err := tb.store.GetBalance(ctx, caller.ID)
 	require.NoError(t, err)
 	require.Equal(t, core.TrialCredit-billed, bal.Balance, "the caller paid the bill")
+	var launches, charges int
+	require.NoError(t, tb.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM batches WHERE org_id = $1),
+		(SELECT count(*) FROM postings WHERE kind = 'test_charge' AND org_id = $1)`, author.ID).Scan(&launches, &charges))
+	require.Equal(t, 1, launches, "the launch and its retry are one batch")
+	require.Equal(t, 1, charges, "charged once")
 }
 
 // approveWhenPending waits for the mode's listing to be requested, then

@@ -14,6 +14,7 @@ import (
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/bench/runs"
 	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/carrier"
 	"github.com/conclavehq/conclave/core/modes"
@@ -108,6 +109,9 @@ type Deps struct {
 	// Modes is mode authoring: the tools validate_mode, save_mode and
 	// list_mode call it, and are listed only when it is set.
 	Modes *modes.Service
+	// Runs launches and polls benchmark runs: the tools run_test and
+	// certify_mode call it, and are listed only when it is set.
+	Runs *runs.Service
 	// Logger defaults to a logger that discards.
 	Logger *slog.Logger
 }
@@ -119,6 +123,7 @@ type Handler struct {
 	access *access.Service
 	calls  *calls.Service
 	modes  *modes.Service // nil: the authoring tools are not served
+	runs   *runs.Service  // nil: run_test and certify_mode are not served
 	log    *slog.Logger
 	tools  *toolSet
 	// started is the created time of the modes list_modes lists.
@@ -144,7 +149,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{cfg: cfg, access: d.Access, calls: d.Calls, modes: d.Modes, log: d.Logger, started: time.Now()}
+	h := &Handler{cfg: cfg, access: d.Access, calls: d.Calls, modes: d.Modes, runs: d.Runs, log: d.Logger, started: time.Now()}
 	h.tools = h.newTools()
 	meta, err := marshal(resourceMetadata{
 		Resource: cfg.BaseURL + Path, AuthorizationServers: cfg.AuthorizationServers,

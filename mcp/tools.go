@@ -29,11 +29,16 @@ type tool struct {
 	// selfAnswered tools answer in the tool server itself; the others
 	// forward to the REST endpoint's core service. Only self-answered
 	// calls count toward a batch's limit, and only they refuse missing
-	// required arguments with -32602 (a forwarding tool passes the call
-	// on, so the REST code comes back). They also refuse arguments their
-	// input schema does not declare.
+	// required arguments with -32602 by their schema (a forwarding tool
+	// passes the call on, so the REST code comes back). They also refuse
+	// arguments their input schema does not declare.
 	selfAnswered bool
-	required     []string
+	// check, when set, refuses a call's arguments with -32602 before the
+	// tool runs, whatever kind of tool it is: what is wrong with them, or
+	// "". run_test and certify_mode, forwarding tools, refuse a call that
+	// neither launches nor polls.
+	check    func(args map[string]json.RawMessage) string
+	required []string
 	// requiredAny are groups of arguments of which a self-answered call
 	// passes at least one (save_mode: spec or mode_id).
 	requiredAny [][]string
@@ -164,6 +169,7 @@ type toolResult struct {
 	Content           []textContent   `json:"content"`
 	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
 	IsError           bool            `json:"isError,omitempty"`
+	Meta              map[string]any  `json:"_meta,omitempty"`
 }
 
 type textContent struct {
@@ -202,9 +208,9 @@ func (s *toolSet) selfAnswered(m *message) bool {
 }
 
 // parseCall reads a tools/call's params: -32602 for a missing or unknown
-// tool name, arguments that are not an object, or — for a self-answered
-// tool — an argument it does not take, one whose value its schema refuses,
-// or a missing required one.
+// tool name, arguments that are not an object, for a self-answered tool an
+// argument it does not take, one whose value its schema refuses, or a
+// missing required one, and arguments a tool's check refuses.
 func (s *toolSet) parseCall(m *message) (*tool, *toolCall, *response) {
 	invalid := func(format string, args ...any) (*tool, *toolCall, *response) {
 		return nil, nil, errorOf(m.ID, codeInvalidParams, "Invalid params: "+fmt.Sprintf(format, args...), nil)
@@ -225,6 +231,11 @@ func (s *toolSet) parseCall(m *message) (*tool, *toolCall, *response) {
 	}
 	if t.selfAnswered {
 		if msg := t.checkArgs(c.args); msg != "" {
+			return invalid("%s", msg)
+		}
+	}
+	if t.check != nil {
+		if msg := t.check(c.args); msg != "" {
 			return invalid("%s", msg)
 		}
 	}

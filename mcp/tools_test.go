@@ -40,6 +40,10 @@ func (tb *testBundle) listTools(t testing.TB) []listedTool {
 	return out.Tools
 }
 
+// allTools are the tools a server with every capability lists, in order.
+var allTools = []string{"deliberate", "estimate", "list_modes", "get_receipt", "run_test", "certify_mode", "list_engines",
+	"validate_mode", "save_mode", "list_mode"}
+
 // tools/list describes every working tool, in a stable order, each with a
 // title, an object input schema, an output schema and every annotation;
 // deliberate carries the spec's guidance.
@@ -59,18 +63,26 @@ func TestToolsList(t *testing.T) {
 		}
 		require.Equal(t, false, tl.Annotations["destructiveHint"], tl.Name)
 	}
-	require.Equal(t, []string{"deliberate", "estimate", "list_modes", "get_receipt", "list_engines",
-		"validate_mode", "save_mode", "list_mode"}, names)
+	require.Equal(t, allTools, names)
+	byName := map[string]listedTool{}
+	for _, tl := range tools {
+		byName[tl.Name] = tl
+	}
 	require.Equal(t, false, tools[0].Annotations["readOnlyHint"], "deliberate bills")
 	require.Equal(t, true, tools[0].Annotations["openWorldHint"], "deliberate calls providers")
-	for _, tl := range tools[1:6] {
-		require.Equal(t, true, tl.Annotations["readOnlyHint"], tl.Name)
-		require.Equal(t, true, tl.Annotations["idempotentHint"], tl.Name)
+	for _, name := range []string{"estimate", "list_modes", "get_receipt", "list_engines", "validate_mode"} {
+		require.Equal(t, true, byName[name].Annotations["readOnlyHint"], name)
+		require.Equal(t, true, byName[name].Annotations["idempotentHint"], name)
 	}
-	for _, tl := range tools[6:] {
-		require.Equal(t, false, tl.Annotations["readOnlyHint"], "%s changes a mode", tl.Name)
-		require.Equal(t, false, tl.Annotations["idempotentHint"], "%s answers a repeat otherwise", tl.Name)
-		require.Equal(t, false, tl.Annotations["openWorldHint"], tl.Name)
+	for _, name := range []string{"save_mode", "list_mode"} {
+		require.Equal(t, false, byName[name].Annotations["readOnlyHint"], "%s changes a mode", name)
+		require.Equal(t, false, byName[name].Annotations["idempotentHint"], "%s answers a repeat otherwise", name)
+		require.Equal(t, false, byName[name].Annotations["openWorldHint"], name)
+	}
+	for _, name := range []string{"run_test", "certify_mode"} {
+		require.Equal(t, false, byName[name].Annotations["readOnlyHint"], "%s launches and bills", name)
+		require.Equal(t, false, byName[name].Annotations["idempotentHint"], "%s launches again past the lapse of its derived key", name)
+		require.Equal(t, false, byName[name].Annotations["openWorldHint"], name)
 	}
 	for _, phrase := range []string{"judgement calls", "lookups, syntax, formatting, conversions, arithmetic and verbatim reproduction"} {
 		require.Contains(t, tools[0].Description, phrase)

@@ -169,7 +169,7 @@ func (g *gateway) run(ctx context.Context, stdout io.Writer, d *demo) error {
 	if err != nil {
 		return err
 	}
-	if err := mountPublic(cfg, public, g.rest, mcp.Deps{Access: g.acc, Calls: g.svc, Modes: g.modes, Logger: log}); err != nil {
+	if err := mountPublic(cfg, public, g.rest, mcp.Deps{Access: g.acc, Calls: g.svc, Modes: g.modes, Runs: g.bench.launch, Logger: log}); err != nil {
 		public.close()
 		return err
 	}

@@ -116,3 +116,36 @@ test('a second release with other seats has another mode_config_hash', async () 
   assert.notEqual(saved.version.mode_config_hash, v1.mode_config_hash);
   assert.equal(saved.mode.published_version, 1, 'the marketplace keeps the approved version');
 });
+
+test('the author tests its mode: a quote, a launch, its retry and a poll; a certification is quoted', async () => {
+  const args = { model: 'acme-panl', questions: { easy: 1 } };
+  const quote = await ok(author, 'run_test', { ...args, dry_run: true });
+  assert.equal(quote.dry_run, true);
+  assert.equal(quote.total_questions, 1);
+  assert.equal(quote.batch_id, undefined);
+  assert.ok(quote.total_cost_usd > 0);
+
+  const launched = await ok(author, 'run_test', args);
+  assert.equal(launched.dry_run, false);
+  assert.equal(launched.billed_usd, quote.total_cost_usd);
+  const retry = await author.callTool({ name: 'run_test', arguments: args });
+  assert.deepEqual(retry.structuredContent, launched, 'a retry answers the same batch');
+  assert.equal(retry._meta['conclave/idempotent-replayed'], true);
+
+  const polled = await ok(author, 'run_test', { batch_id: launched.batch_id });
+  assert.equal(polled.batch.id, launched.batch_id);
+  assert.equal(polled.batch.status, 'queued');
+
+  const certify = await ok(author, 'certify_mode', { model: 'acme-panl', dry_run: true });
+  assert.equal(certify.requires_listing, false, 'the listing is approved');
+  assert.equal(certify.total_cost_usd, 50);
+
+  const res = await caller.callTool({ name: 'run_test', arguments: { ...args, dry_run: true } });
+  assert.equal(res.isError, true);
+  const body = JSON.parse(res.content[0].text);
+  assert.equal(body.http_status, 403);
+  assert.equal(body.error.code, 'mode_not_owned');
+  assert.deepEqual(Object.keys(body.error).sort(), ['code', 'message', 'param', 'type']);
+  await assert.rejects(author.callTool({ name: 'certify_mode', arguments: {} }),
+    (e) => e instanceof McpError && e.code === ErrorCode.InvalidParams);
+});

@@ -38,13 +38,13 @@ function inspect(args, apiKey = key) {
 test('tools/list', () => {
   const r = inspect(['--method', 'tools/list']);
   assert.equal(r.code, 0, r.stdout + r.stderr);
-  assert.deepEqual(r.out.result.tools.map((t) => t.name), ['deliberate', 'estimate', 'list_modes', 'get_receipt', 'list_engines', 'validate_mode', 'save_mode', 'list_mode']);
+  assert.deepEqual(r.out.result.tools.map((t) => t.name), ['deliberate', 'estimate', 'list_modes', 'get_receipt', 'run_test', 'certify_mode', 'list_engines', 'validate_mode', 'save_mode', 'list_mode']);
 });
 
 test('tools/list after probing server/discover', () => {
   const r = inspect(['--protocol-era', 'auto', '--method', 'tools/list']);
   assert.equal(r.code, 0, r.stdout + r.stderr);
-  assert.ok(r.out.result.tools.length === 8);
+  assert.ok(r.out.result.tools.length === 10);
 });
 
 test('tools/call', () => {

@@ -64,7 +64,7 @@ func (s *Batches) ClaimLaunch(ctx context.Context, p *runs.ClaimLaunchParams) (*
 	for range 3 {
 		var until time.Time
 		err := s.pool.QueryRow(ctx, rq("InsertLaunchClaim"), p.OrgID, p.Key, string(p.Kind), p.RequestHash, p.BatchID,
-			p.Lease.Microseconds()).Scan(&until)
+			p.Lease.Microseconds(), p.Lapse.Microseconds()).Scan(&until)
 		if err == nil {
 			return &runs.LaunchClaim{Won: true, State: runs.ClaimInFlight, Kind: p.Kind, RequestHash: p.RequestHash,
 				BatchID: p.BatchID, LockedUntil: until}, nil

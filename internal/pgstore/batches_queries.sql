@@ -3,9 +3,17 @@
 -- its organisation in SQL.
 
 -- name: InsertLaunchClaim
+-- A new key is claimed. A key held by a claim no longer in flight that
+-- last changed more than $7 microseconds ago is claimed again when $7 is
+-- positive (a derived key lapses); otherwise the holder keeps it and no
+-- row comes back.
 INSERT INTO batch_launches (org_id, key, kind, request_hash, batch_id, state, locked_until)
 VALUES ($1, $2, $3, $4, $5, 'in_flight', clock_timestamp() + $6 * interval '1 microsecond')
-ON CONFLICT (org_id, key) DO NOTHING
+ON CONFLICT (org_id, key) DO UPDATE
+   SET kind = EXCLUDED.kind, request_hash = EXCLUDED.request_hash, batch_id = EXCLUDED.batch_id,
+       state = 'in_flight', locked_until = EXCLUDED.locked_until, created_at = now(), updated_at = now()
+ WHERE $7::bigint > 0 AND batch_launches.state <> 'in_flight'
+   AND batch_launches.updated_at <= clock_timestamp() - $7::bigint * interval '1 microsecond'
 RETURNING locked_until;
 
 -- name: StopLapsedLaunchClaim

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/conclavehq/conclave/core"
@@ -62,6 +63,11 @@ type Config struct {
 	// (calls and launches together) before verification_required. Defaults
 	// to $10.00.
 	ActivationAllowance core.Micros
+	// DerivedKeyLapse is how long a derived key (Key.Derive) answers the
+	// batch it launched: past it, the same launch is a new batch. Defaults
+	// to an hour, far past any retry of a launch; the MCP tools'
+	// descriptions state that hour.
+	DerivedKeyLapse time.Duration
 }
 
 // LimitRetryAfter is the Retry-After of the daily launch limits.
@@ -81,6 +87,9 @@ func (c Config) WithDefaults() Config {
 	if c.ActivationAllowance == 0 {
 		c.ActivationAllowance = 10 * core.MicrosPerUSD
 	}
+	if c.DerivedKeyLapse == 0 {
+		c.DerivedKeyLapse = time.Hour
+	}
 	return c
 }
 
@@ -94,6 +103,8 @@ func (c Config) validate() error {
 		return errors.New("runs: Lease must be at least 1s")
 	case c.ActivationAllowance < 0:
 		return errors.New("runs: ActivationAllowance cannot be negative")
+	case c.DerivedKeyLapse < 0:
+		return errors.New("runs: DerivedKeyLapse cannot be negative")
 	}
 	return nil
 }
@@ -151,29 +162,43 @@ type Acceptance struct {
 	Replayed bool
 }
 
-// Test launches a test run (or quotes it, on a dry run) for p. key is the
-// request's Idempotency-Key, "" for none.
-func (s *Service) Test(ctx context.Context, p *access.Principal, key string, req *TestRequest) (*Acceptance, error) {
+// Key is how a launch is keyed for idempotency.
+type Key struct {
+	// Value is the caller's Idempotency-Key; "" for none.
+	Value string
+	// Derive, when Value is "", keys the launch by itself: the
+	// organisation, the API key, the launch as accepted and the version of
+	// the mode it runs. A repeat of the same launch then answers the batch
+	// the first launched, as a deliberation without a key is deduplicated,
+	// until Config.DerivedKeyLapse after that launch; past it, the same
+	// launch is a new batch. Without Derive (REST), a launch without a key
+	// is always a new batch.
+	Derive bool
+}
+
+// Test launches a test run (or quotes it, on a dry run) for p, keyed by k.
+func (s *Service) Test(ctx context.Context, p *access.Principal, k Key, req *TestRequest) (*Acceptance, error) {
 	plan, err := ParseTest(req)
 	if err != nil {
 		return nil, err
 	}
-	return s.launch(ctx, p, key, plan)
+	return s.launch(ctx, p, k, plan)
 }
 
-// Certify launches a certification (or quotes it, on a dry run) for p.
-// key is the request's Idempotency-Key, "" for none.
-func (s *Service) Certify(ctx context.Context, p *access.Principal, key string, req *CertifyRequest) (*Acceptance, error) {
+// Certify launches a certification (or quotes it, on a dry run) for p,
+// keyed by k.
+func (s *Service) Certify(ctx context.Context, p *access.Principal, k Key, req *CertifyRequest) (*Acceptance, error) {
 	plan, err := ParseCertify(req)
 	if err != nil {
 		return nil, err
 	}
-	return s.launch(ctx, p, key, plan)
+	return s.launch(ctx, p, k, plan)
 }
 
 // launch runs a parsed launch: the key's claim (real runs only), the mode,
 // its price and the one transaction that charges it.
-func (s *Service) launch(ctx context.Context, p *access.Principal, key string, plan *Plan) (*Acceptance, error) {
+func (s *Service) launch(ctx context.Context, p *access.Principal, k Key, plan *Plan) (*Acceptance, error) {
+	key := k.Value
 	if key != "" {
 		if err := calls.CheckIdempotencyKey(key); err != nil {
 			return nil, err
@@ -183,17 +208,26 @@ func (s *Service) launch(ctx context.Context, p *access.Principal, key string, p
 		acc, _, err := s.prepare(ctx, p, plan)
 		return acc, err
 	}
+	derived := key == "" && k.Derive
+	var lapse time.Duration
+	if derived {
+		var err error
+		if key, err = s.derivedKey(ctx, p, plan); err != nil {
+			return nil, err
+		}
+		lapse = s.cfg.DerivedKeyLapse
+	}
 	batchID := newUUID()
 	if key != "" {
 		hash := requestHash(p.Key.ID, plan)
 		claim, err := s.d.Store.ClaimLaunch(ctx, &ClaimLaunchParams{
-			OrgID: p.Org.ID, Key: key, Kind: plan.Kind, RequestHash: hash, BatchID: batchID, Lease: s.cfg.Lease,
+			OrgID: p.Org.ID, Key: key, Kind: plan.Kind, RequestHash: hash, BatchID: batchID, Lease: s.cfg.Lease, Lapse: lapse,
 		})
 		if err != nil {
 			return nil, core.Errorf(core.CodeServiceUnavailable, "The launch could not be recorded; nothing was started or charged. Retry shortly with the same Idempotency-Key.").WithCause(err)
 		}
 		if !claim.Won {
-			return s.repeat(ctx, p, plan, hash, claim)
+			return s.repeat(ctx, p, plan, hash, claim, derived)
 		}
 	}
 	acc, b, err := s.prepare(ctx, p, plan)
@@ -202,6 +236,9 @@ func (s *Service) launch(ctx context.Context, p *access.Principal, key string, p
 		acc.Batch, err = s.commit(ctx, p, key, b, plan)
 	}
 	if err != nil {
+		if derived && core.AsError(err).Code == core.CodeReconciliationRequired {
+			err = reconciliationDerived(s.cfg.DerivedKeyLapse)
+		}
 		if key != "" && releasable(err) {
 			if rerr := s.d.Store.ReleaseLaunch(context.WithoutCancel(ctx), p.Org.ID, key, batchID); rerr != nil {
 				s.d.Logger.WarnContext(ctx, "a refused launch's idempotency claim was not released",
@@ -217,10 +254,7 @@ func (s *Service) launch(ctx context.Context, p *access.Principal, key string, p
 // certification, that it is listed), prices it, and returns the answer of
 // a dry run and the batch a real launch writes.
 func (s *Service) prepare(ctx context.Context, p *access.Principal, plan *Plan) (*Acceptance, *Batch, error) {
-	action := core.ActionTestsCreate
-	if plan.Kind == KindCertify {
-		action = core.ActionCertifyCreate
-	}
+	action := actionOf(plan.Kind)
 	mode, err := s.d.Modes.ResolveMode(ctx, p, plan.Model, action, "")
 	if err != nil {
 		return nil, nil, err
@@ -263,6 +297,14 @@ func (s *Service) prepare(ctx context.Context, p *access.Principal, plan *Plan) 
 		Quote: acc.Quote,
 	}
 	return acc, b, nil
+}
+
+// actionOf is the action a launch of kind is.
+func actionOf(kind Kind) string {
+	if kind == KindCertify {
+		return core.ActionCertifyCreate
+	}
+	return core.ActionTestsCreate
 }
 
 // certifyTier is the tier a certification runs its mode at: the default
@@ -353,8 +395,35 @@ func reconciliation() *core.Error {
 		"An earlier launch with this Idempotency-Key stopped before it was confirmed; the key is retired. Launch with a new key.").WithParam("Idempotency-Key")
 }
 
-// repeat answers a launch whose Idempotency-Key another attempt holds.
-func (s *Service) repeat(ctx context.Context, p *access.Principal, plan *Plan, hash []byte, c *LaunchClaim) (*Acceptance, error) {
+// reconciliationDerived is reconciliation_required for a derived key,
+// which the caller never named.
+func reconciliationDerived(lapse time.Duration) *core.Error {
+	return core.Errorf(core.CodeReconciliationRequired,
+		"An earlier launch with these same arguments stopped before it was confirmed, so it is not known to have started; nothing was charged for it. "+
+			"Launch it with an idempotency key of your own, or repeat it %s after it stopped.", spell(lapse))
+}
+
+// spell writes a duration of whole hours or minutes as words.
+func spell(d time.Duration) string {
+	n, unit := int(d/time.Minute), "minute"
+	if d%time.Hour == 0 {
+		n, unit = int(d/time.Hour), "hour"
+	}
+	if d%time.Minute != 0 {
+		return d.String()
+	}
+	switch {
+	case n == 1 && unit == "hour":
+		return "an hour"
+	case n == 1:
+		return "a minute"
+	}
+	return strconv.Itoa(n) + " " + unit + "s"
+}
+
+// repeat answers a launch whose key another attempt holds; derived: the
+// key was derived from the launch (Key.Derive).
+func (s *Service) repeat(ctx context.Context, p *access.Principal, plan *Plan, hash []byte, c *LaunchClaim, derived bool) (*Acceptance, error) {
 	if c.Kind != plan.Kind || !bytes.Equal(c.RequestHash, hash) {
 		return nil, core.Errorf(core.CodeIdempotencyKeyReused,
 			"This Idempotency-Key was used for a different launch (another body, endpoint or API key). Send a new key.").WithParam("Idempotency-Key")
@@ -362,9 +431,15 @@ func (s *Service) repeat(ctx context.Context, p *access.Principal, plan *Plan, h
 	switch c.State {
 	case ClaimInFlight:
 		e := core.Errorf(core.CodeRequestInProgress, "A launch with this Idempotency-Key is still being launched. Repeat it shortly for its batch.")
+		if derived {
+			e = core.Errorf(core.CodeRequestInProgress, "The same launch, with these arguments, is still being launched. Repeat it shortly for its batch.")
+		}
 		e.RetryAfter = max(time.Until(c.LockedUntil), time.Second)
 		return nil, e
 	case ClaimStopped:
+		if derived {
+			return nil, reconciliationDerived(s.cfg.DerivedKeyLapse)
+		}
 		return nil, reconciliation()
 	}
 	b, err := s.d.Store.Batch(ctx, p.Org.ID, c.BatchID)
@@ -403,6 +478,29 @@ func (s *Service) Batch(ctx context.Context, p *access.Principal, kind Kind, id 
 		return nil, notFound
 	}
 	return b, nil
+}
+
+// derivedKey is the key of a launch keyed by itself (Key.Derive): the
+// organisation, the API key, the plan as accepted, and the mode's version
+// and configuration, so that a launch on a mode released since is another
+// launch. Resolving the mode refuses what prepare would refuse first.
+func (s *Service) derivedKey(ctx context.Context, p *access.Principal, plan *Plan) (string, error) {
+	mode, err := s.d.Modes.ResolveMode(ctx, p, plan.Model, actionOf(plan.Kind), "")
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(plan)
+	if err != nil {
+		panic(fmt.Sprintf("encoding a launch plan: %v", err))
+	}
+	sum := sha256.New()
+	for _, part := range []string{p.Org.ID, p.Key.ID, string(b), mode.ID, strconv.Itoa(mode.Version), s.d.Modes.ModeConfigHash(mode)} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+		sum.Write(n[:])
+		sum.Write([]byte(part))
+	}
+	return "derived:" + hex.EncodeToString(sum.Sum(nil)), nil
 }
 
 // requestHash identifies a launch for its Idempotency-Key: the API key that

@@ -18,7 +18,9 @@ type LaunchStore interface {
 	// flight for p.Lease, for the batch p.BatchID. A key already held is
 	// reported as its holder left it, except that a claim still in flight
 	// past its lease — an attempt that stopped before its launch committed
-	// — is moved to ClaimStopped for good.
+	// — is moved to ClaimStopped for good, and that a claim launched or
+	// stopped longer than p.Lapse ago (when p.Lapse is set) is claimed
+	// again as if the key were new.
 	ClaimLaunch(ctx context.Context, p *ClaimLaunchParams) (*LaunchClaim, error)
 	// Launch runs a launch in one transaction: under the organisation's
 	// balance row, the daily limit (ErrDailyLimit), the spend rules
@@ -71,6 +73,11 @@ type ClaimLaunchParams struct {
 	// Lease is how long an attempt may take to launch before its claim
 	// counts as stopped.
 	Lease time.Duration
+	// Lapse, when positive, is how long a claim that is no longer in
+	// flight holds the key after it last changed (its launch, or its
+	// stop): past it the key is free again. Zero holds it for good, as an
+	// Idempotency-Key sent by the caller is held.
+	Lapse time.Duration
 }
 
 // LaunchClaim is the state of a key after ClaimLaunch: who holds it.

@@ -44,6 +44,7 @@ func Run(t *testing.T, newStores func(t *testing.T) Stores) {
 		"SpendRulesCountLaunches":        testSpendRulesCountLaunches,
 		"ClaimLifecycle":                 testClaimLifecycle,
 		"StoppedClaimRefusesItsLaunch":   testStoppedClaimRefusesItsLaunch,
+		"LapsedClaimFreesItsKey":         testLapsedClaimFreesItsKey,
 		"CertifyAttemptsAreNumbered":     testCertifyAttemptsAreNumbered,
 		"BatchIsScopedToItsOrganisation": testBatchIsScopedToItsOrganisation,
 		"RecordsAreFirstWins":            testRecordsAreFirstWins,
@@ -330,6 +331,64 @@ func testStoppedClaimRefusesItsLaunch(t *testing.T, s Stores) {
 	require.Equal(t, journal, postings(t, s, org.ID))
 	_, err = s.Batches.Batch(ctx, org.ID, p.Batch.ID)
 	require.ErrorIs(t, err, core.ErrNotFound)
+}
+
+// A claim with a lapse (a derived key's) holds its key while in flight and
+// for the lapse after it launched or stopped; then the key is claimed
+// again, for a new batch. Without a lapse it holds the key for good.
+func testLapsedClaimFreesItsKey(t *testing.T, s Stores) {
+	org := newOrg(t, s, "Acme")
+	claim := func(key string, lease, lapse time.Duration) (*runs.LaunchClaim, string) {
+		t.Helper()
+		id := uuid()
+		c, err := s.Batches.ClaimLaunch(ctx, &runs.ClaimLaunchParams{OrgID: org.ID, Key: key, Kind: runs.KindTest,
+			RequestHash: hashOf("body"), BatchID: id, Lease: lease, Lapse: lapse})
+		require.NoError(t, err)
+		return c, id
+	}
+	const lapse = 50 * time.Millisecond
+	c, first := claim("derived", time.Minute, lapse)
+	require.True(t, c.Won)
+	time.Sleep(2 * lapse)
+	c, _ = claim("derived", time.Minute, lapse)
+	require.False(t, c.Won, "a claim in flight within its lease holds its key, whatever the lapse")
+	require.Equal(t, runs.ClaimInFlight, c.State)
+	require.Equal(t, first, c.BatchID)
+
+	p := launchParams(org, runs.KindTest, 1, 1000)
+	p.Batch.ID, p.Questions[0].BatchID, p.IdempotencyKey = first, first, "derived"
+	_, err := s.Batches.Launch(ctx, p)
+	require.NoError(t, err)
+	c, _ = claim("derived", time.Minute, time.Hour)
+	require.False(t, c.Won, "launched within the lapse")
+	require.Equal(t, runs.ClaimLaunched, c.State)
+	require.Equal(t, first, c.BatchID)
+	c, _ = claim("derived", time.Minute, 0)
+	require.False(t, c.Won, "no lapse: held for good")
+
+	time.Sleep(2 * lapse)
+	c, second := claim("derived", time.Minute, lapse)
+	require.True(t, c.Won, "launched longer ago than the lapse: the key is free")
+	require.Equal(t, runs.ClaimInFlight, c.State)
+	c, _ = claim("derived", time.Minute, lapse)
+	require.False(t, c.Won, "the new claim holds the key")
+	require.Equal(t, second, c.BatchID)
+	p = launchParams(org, runs.KindTest, 1, 1000)
+	p.Batch.ID, p.Questions[0].BatchID, p.IdempotencyKey = second, second, "derived"
+	_, err = s.Batches.Launch(ctx, p)
+	require.NoError(t, err, "the new claim's launch moves it to launched")
+	b, err := s.Batches.Batch(ctx, org.ID, first)
+	require.NoError(t, err)
+	require.Equal(t, first, b.ID, "the first batch stays")
+
+	// A stopped claim lapses too.
+	c, _ = claim("stopped", time.Microsecond, lapse)
+	require.True(t, c.Won)
+	c, _ = claim("stopped", time.Minute, lapse)
+	require.Equal(t, runs.ClaimStopped, c.State)
+	time.Sleep(2 * lapse)
+	c, _ = claim("stopped", time.Minute, lapse)
+	require.True(t, c.Won)
 }
 
 func testCertifyAttemptsAreNumbered(t *testing.T, s Stores) {
