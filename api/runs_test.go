@@ -13,6 +13,7 @@ import (
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/bench/runs"
+	"github.com/conclavehq/conclave/core/storetest"
 	"github.com/conclavehq/conclave/internal/pgstore"
 )
 
@@ -52,35 +53,19 @@ func (rb *runsBundle) launch(t *testing.T, path, key, body string, headers ...st
 	return rb.do(t, "POST", path, key, body, headers...)
 }
 
-// money is what an organisation's money looks like: its balance and its
-// journal.
-type money struct {
-	balance  core.Micros
-	postings []*core.Posting
-}
+// money is an organisation's balance and journal (storetest.Money).
+type money = storetest.Money
 
 func (rb *runsBundle) money(t *testing.T, orgID string) money {
 	t.Helper()
-	b, err := rb.store.GetBalance(context.Background(), orgID)
-	require.NoError(t, err)
-	ps, err := rb.store.ListPostings(context.Background(), orgID)
-	require.NoError(t, err)
-	return money{balance: b.Balance, postings: ps}
+	return storetest.MoneyOf(t, rb.store, orgID)
 }
 
 // requireCharged checks that since before exactly one posting of kind
 // charged amount.
 func (rb *runsBundle) requireCharged(t *testing.T, orgID string, before money, kind string, amount core.Micros) {
 	t.Helper()
-	now := rb.money(t, orgID)
-	require.Equal(t, before.balance-amount, now.balance)
-	require.Len(t, now.postings, len(before.postings)+1, "one posting")
-	p := now.postings[len(now.postings)-1]
-	require.Equal(t, kind, p.Kind)
-	require.ElementsMatch(t, []core.Leg{
-		{Account: core.AccountOrgBalance, OrgID: orgID, Amount: -amount},
-		{Account: core.AccountRevenue, Amount: amount},
-	}, p.Legs)
+	storetest.RequireCharged(t, rb.store, orgID, before, kind, amount)
 }
 
 func num(v any) float64 { return v.(float64) }

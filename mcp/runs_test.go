@@ -12,6 +12,7 @@ import (
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/bench/runs"
+	"github.com/conclavehq/conclave/core/storetest"
 	"github.com/conclavehq/conclave/mcp"
 )
 
@@ -112,35 +113,19 @@ func (tb *testBundle) invalidParams(t *testing.T, key, tool string, args map[str
 	return res.Error.Message
 }
 
-// money is an organisation's money as PostgreSQL has it: its balance and
-// its journal.
-type money struct {
-	balance  core.Micros
-	postings []*core.Posting
-}
+// money is an organisation's balance and journal (storetest.Money).
+type money = storetest.Money
 
 func (tb *testBundle) money(t *testing.T, orgID string) money {
 	t.Helper()
-	b, err := tb.store.GetBalance(context.Background(), orgID)
-	require.NoError(t, err)
-	ps, err := tb.store.ListPostings(context.Background(), orgID)
-	require.NoError(t, err)
-	return money{balance: b.Balance, postings: ps}
+	return storetest.MoneyOf(t, tb.store, orgID)
 }
 
 // requireCharged checks that since before exactly one posting of kind
 // moved amount from the organisation's balance to revenue.
 func (tb *testBundle) requireCharged(t *testing.T, orgID string, before money, kind string, amount core.Micros) {
 	t.Helper()
-	now := tb.money(t, orgID)
-	require.Equal(t, before.balance-amount, now.balance)
-	require.Len(t, now.postings, len(before.postings)+1, "one posting")
-	p := now.postings[len(now.postings)-1]
-	require.Equal(t, kind, p.Kind)
-	require.ElementsMatch(t, []core.Leg{
-		{Account: core.AccountOrgBalance, OrgID: orgID, Amount: -amount},
-		{Account: core.AccountRevenue, Amount: amount},
-	}, p.Legs)
+	storetest.RequireCharged(t, tb.store, orgID, before, kind, amount)
 }
 
 // batches counts the organisation's batches in PostgreSQL.
