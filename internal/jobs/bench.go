@@ -118,3 +118,59 @@ var (
 	_ pgstore.QuestionQueue           = (*QuestionQueue)(nil)
 	_ QuestionRunner                  = (*runs.Executor)(nil)
 )
+
+// orphanedQuestions finds the questions still pending in a running batch
+// whose job River discarded: a job whose last attempt died with its
+// process is rescued as discarded without Work returning, so nothing gave
+// its question up. At most limit, oldest batches first.
+const orphanedQuestions = `
+SELECT q.batch_id::text, q.index
+  FROM batch_questions q
+  JOIN batches b ON b.id = q.batch_id AND b.status = 'running'
+ WHERE q.state = 'pending'
+   AND EXISTS (SELECT 1 FROM river_job j
+                WHERE j.kind = 'bench_question' AND j.state = 'discarded'
+                  AND j.args->>'batch_id' = q.batch_id::text AND (j.args->>'index')::int = q.index)
+   AND NOT EXISTS (SELECT 1 FROM river_job j
+                    WHERE j.kind = 'bench_question' AND j.state NOT IN ('discarded', 'cancelled', 'completed')
+                      AND j.args->>'batch_id' = q.batch_id::text AND (j.args->>'index')::int = q.index)
+ ORDER BY b.created_at, q.index
+ LIMIT $1`
+
+// errJobDied is the cause a question given up by the sweep is recorded
+// with.
+var errJobDied = errors.New("its job's last attempt died with its process (discarded by River's rescuer)")
+
+// SweepQuestions gives up, through runner, every question orphaned as
+// orphanedQuestions describes, so that its batch still finishes; it
+// returns how many. The hold sweep's periodic job runs it when the Runner
+// works benchmark questions.
+func SweepQuestions(ctx context.Context, pool *pgxpool.Pool, runner QuestionRunner) (int, error) {
+	rows, err := pool.Query(ctx, orphanedQuestions, 500)
+	if err != nil {
+		return 0, fmt.Errorf("finding orphaned benchmark questions: %w", err)
+	}
+	type orphan struct {
+		batchID string
+		index   int
+	}
+	var found []orphan
+	for rows.Next() {
+		var o orphan
+		if err := rows.Scan(&o.batchID, &o.index); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		found = append(found, o)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	for i, o := range found {
+		if err := runner.AbandonQuestion(ctx, o.batchID, o.index, errJobDied); err != nil {
+			return i, fmt.Errorf("giving up question %d of batch %s: %w", o.index, o.batchID, err)
+		}
+	}
+	return len(found), nil
+}

@@ -425,3 +425,40 @@ func TestACertifiedVerdictRecordsTheVersion(t *testing.T) {
 	require.False(t, bt.Certification.ModeCertified)
 	require.NotEmpty(t, bt.Certification.RecordRefusal)
 }
+
+// A question whose job's last attempt died with its process is discarded by
+// River's rescuer without Work returning; the sweep gives it up, so that
+// its batch still finishes, and gives up nothing else.
+func TestTheSweepGivesUpAQuestionWhoseJobDied(t *testing.T) {
+	t.Parallel()
+	b := setupBench(t)
+	org := b.org(t, "Acme", 0)
+	id := newBatchID()
+	b.launchID(t, id, org, runs.KindTest, 3, 1, runs.JudgeNovaPro)
+	// Question 0 runs; question 1's job died on its last attempt; question
+	// 2's job is still waiting to run.
+	require.NoError(t, b.exec.RunQuestion(b.ctx, id, 0))
+	tag, err := b.pool.Exec(b.ctx, `UPDATE river_job SET state = 'discarded', finalized_at = now()
+		WHERE kind = 'bench_question' AND args->>'batch_id' = $1 AND (args->>'index')::int = 1`, id)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, tag.RowsAffected())
+
+	n, err := SweepQuestions(b.ctx, b.pool, b.exec)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "only the question whose job died")
+	q, err := b.batches.Question(b.ctx, id, 1)
+	require.NoError(t, err)
+	require.Equal(t, runs.QuestionFailed, q.State)
+	require.Contains(t, q.Failure, "died with its process")
+	q, err = b.batches.Question(b.ctx, id, 2)
+	require.NoError(t, err)
+	require.Equal(t, runs.QuestionPending, q.State, "a question whose job is still to run is left to it")
+	n, err = SweepQuestions(b.ctx, b.pool, b.exec)
+	require.NoError(t, err)
+	require.Zero(t, n, "a question given up is not given up again")
+
+	require.NoError(t, b.exec.RunQuestion(b.ctx, id, 2))
+	bt := b.batch(t, id)
+	require.Equal(t, runs.StatusComplete, bt.Status, "the batch finishes without the dead question")
+	require.Equal(t, runs.Progress{Total: 3, Answered: 2, Judged: 2, Failed: 1}, bt.Progress)
+}

@@ -352,6 +352,17 @@ func (w *holdSweepWorker) Work(ctx context.Context, _ *river.Job[HoldSweepArgs])
 			slog.String("released_usd", res.Released.String()), slog.Int("slots_freed", res.SlotsFreed),
 			slog.Int("claims_freed", res.ClaimsFreed))
 	}
+	// Benchmark questions whose job died on its last attempt are given up
+	// here, so that their batches still finish.
+	if w.r.cfg.Questions != nil {
+		n, err := SweepQuestions(ctx, w.r.pool, w.r.cfg.Questions)
+		if n > 0 {
+			w.r.cfg.Logger.Info("gave up benchmark questions whose job died", slog.Int("questions", n))
+		}
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
