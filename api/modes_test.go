@@ -454,6 +454,14 @@ func TestModeAuthoringRefusalsOfTheCaller(t *testing.T) {
 		403, core.CodeModeNotAllowed, "permission_error")
 	created := ab.do(t, "POST", "/v1/modes", limited, saveBody)
 	require.Equal(t, 201, created.status, "it may create the mode it names: %s", created.raw)
+	listed := ab.do(t, "GET", "/v1/modes", limited, "")
+	require.Equal(t, 200, listed.status, listed.raw)
+	var ids []string
+	for _, m := range listed.body["data"].([]any) {
+		ids = append(ids, obj(m)["id"].(string))
+	}
+	require.Equal(t, []string{"acme-othr"}, ids, "it lists only the modes it is limited to")
+	require.Len(t, ab.do(t, "GET", "/v1/modes", ab.key, "").body["data"], 2, "an unlimited key lists both")
 
 	// Scopes: modes:write to validate and change, models:read to read.
 	reader := ab.newKey(t, &core.CreateKeyParams{OrgID: ab.acme.ID, Scopes: []string{core.ScopeModelsRead}})

@@ -73,6 +73,12 @@ func servedVersion(m *AuthoredMode, orgID string) int {
 	return 0
 }
 
+// publishes reports whether v is the version m's approved listing serves
+// every organisation.
+func (m *AuthoredMode) publishes(v int) bool {
+	return m.Listing == ListingApproved && m.PublishedVersion == v
+}
+
 // SplitModeSuffix splits "acme-panl@v3" into the mode and its suffix
 // ("v3"); an id without "@" has none. A suffix is "lab" or "v" and a
 // version number; version is that number (0 for "lab" and for none). ok is
@@ -133,7 +139,7 @@ func (a *AuthoredModeSource) ResolveMode(ctx context.Context, orgID, id string) 
 		return nil, err
 	}
 	reach := &ModeReach{Suffix: suffix, Listing: am.Listing,
-		Published: am.Listing == ListingApproved && am.PublishedVersion == version}
+		Published: am.publishes(version)}
 	if am.OrgID != orgID && !reach.Published {
 		if reach.Invited, err = a.store.LabInvited(ctx, am.ID, orgID); err != nil {
 			return nil, err
@@ -189,7 +195,7 @@ func (a *AuthoredModeSource) ListModes(ctx context.Context, orgID string) ([]*Mo
 	for i, mv := range versions {
 		am := listed[i]
 		out = append(out, served(mv, &ModeReach{Listing: am.Listing,
-			Published: am.Listing == ListingApproved && am.PublishedVersion == mv.Version}))
+			Published: am.publishes(mv.Version)}))
 	}
 	return out, nil
 }

@@ -178,7 +178,7 @@ func (a *BaselineAnswerer) Answer(ctx context.Context, r *runs.AnswerRequest) (*
 		return nil, fmt.Errorf("baseline %s: %s", e.ID, ans.Error.Message)
 	}
 	return &runs.Answer{Text: ans.Text, Engine: e.ID, TokensIn: ans.InputTokens, TokensOut: ans.OutputTokens,
-		Cost: core.CallCost(ans.InputTokens, ans.OutputTokens+ans.ReasoningTokens, e), Latency: time.Since(start)}, nil
+		Cost: core.CallCost(ans.InputTokens, ans.OutputTokens, e), Latency: time.Since(start)}, nil
 }
 
 // Panel asks the batch's judges for their rulings under its protocol.
@@ -256,7 +256,7 @@ func (p *Panel) Judge(ctx context.Context, r *runs.JudgeRequest) (*runs.Ruling, 
 		if ans.Error != nil {
 			return nil, fmt.Errorf("judge %s: %s", e.ID, ans.Error.Message)
 		}
-		out.Cost += core.CallCost(ans.InputTokens, ans.OutputTokens+ans.ReasoningTokens, e)
+		out.Cost += core.CallCost(ans.InputTokens, ans.OutputTokens, e)
 		detail.Reply = ans.Text
 		scores, err := proto.Score(ctx, &core.JudgeVerdicts{Task: *task,
 			Verdicts: []core.JudgeVerdict{{PromptID: prompt.ID, Judge: string(r.Judge), Text: ans.Text}}})
