@@ -11,8 +11,8 @@ import (
 	"github.com/conclavehq/conclave/core/wire"
 )
 
-// runRoutes serves benchmark runs: POST and GET /v1/tests and /v1/certify
-// (core/bench/runs; docs/tests.md). Every route checks its scope and spends
+// runRoutes serves benchmark runs: POST, GET and DELETE /v1/tests and
+// /v1/certify (core/bench/runs; docs/tests.md). Every route checks its scope and spends
 // one request of the key's rate first; launches are not admitted like
 // calls (they take no concurrency slot), and are charged in the run
 // service. Bodies are closed: a field a route does not read is refused.
@@ -21,6 +21,8 @@ func (h *handler) runRoutes(r chi.Router) {
 	r.With(h.requireScope(core.ActionTestsRead), h.meter).Get("/tests", h.pollBatch(runs.KindTest))
 	r.With(h.requireScope(core.ActionCertifyCreate), h.meter).Post("/certify", h.launch(runs.KindCertify))
 	r.With(h.requireScope(core.ActionCertifyRead), h.meter).Get("/certify", h.pollBatch(runs.KindCertify))
+	r.With(h.requireScope(core.ActionTestsRead), h.meter).Delete("/tests", h.cancelBatch(runs.KindTest))
+	r.With(h.requireScope(core.ActionCertifyRead), h.meter).Delete("/certify", h.cancelBatch(runs.KindCertify))
 }
 
 // launch answers POST /v1/tests and POST /v1/certify: a dry run's quote or
@@ -68,6 +70,23 @@ func (h *handler) launch(kind runs.Kind) http.HandlerFunc {
 // pollBatch answers GET /v1/tests and GET /v1/certify: one of the
 // organisation's batches of kind, by the query's batch_id.
 func (h *handler) pollBatch(kind runs.Kind) http.HandlerFunc {
+	return h.onBatch(func(r *http.Request, id string) (*runs.Batch, error) {
+		return h.runs.Batch(r.Context(), principalOf(r.Context()), kind, id)
+	})
+}
+
+// cancelBatch answers DELETE /v1/tests and DELETE /v1/certify: the
+// organisation's batch of kind named by the query's batch_id is cancelled,
+// and answered as the poll answers it.
+func (h *handler) cancelBatch(kind runs.Kind) http.HandlerFunc {
+	return h.onBatch(func(r *http.Request, id string) (*runs.Batch, error) {
+		return h.runs.Cancel(r.Context(), principalOf(r.Context()), kind, id)
+	})
+}
+
+// onBatch answers a request on the batch the query's batch_id names (sent
+// at most once) with do's batch.
+func (h *handler) onBatch(do func(r *http.Request, id string) (*runs.Batch, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ids := r.URL.Query()["batch_id"]
 		if len(ids) > 1 {
@@ -78,7 +97,7 @@ func (h *handler) pollBatch(kind runs.Kind) http.HandlerFunc {
 		if len(ids) == 1 {
 			id = ids[0]
 		}
-		b, err := h.runs.Batch(r.Context(), principalOf(r.Context()), kind, id)
+		b, err := do(r, id)
 		if err != nil {
 			writeError(w, r, err)
 			return

@@ -169,8 +169,8 @@ func TestTestDryRunThenLaunch(t *testing.T) {
 	require.Equal(t, "acme-panl", b["mode"])
 	require.Equal(t, 1.0, num(b["mode_version"]))
 	require.NotEmpty(t, b["mode_config_hash"])
-	require.Equal(t, map[string]any{"total": 4.0, "answered": 0.0, "judged": 0.0, "failed": 0.0}, b["progress"])
-	require.Equal(t, map[string]any{"total": 2.0, "answered": 0.0, "judged": 0.0, "failed": 0.0}, obj(b["per_bucket"])["light"])
+	require.Equal(t, map[string]any{"total": 4.0, "answered": 0.0, "judged": 0.0, "failed": 0.0, "cancelled": 0.0}, b["progress"])
+	require.Equal(t, map[string]any{"total": 2.0, "answered": 0.0, "judged": 0.0, "failed": 0.0, "cancelled": 0.0}, obj(b["per_bucket"])["light"])
 	require.Equal(t, map[string]any{
 		"buckets": map[string]any{"light": 2.0, "medium": 1.0, "hard": 1.0}, "tiers": []any{"plus"}, "punch_up": false,
 		"judges": []any{"nova_pro", "mistral_large", "llama4_maverick"}, "judge_repeats": 1.0, "judging_protocol": "pairwise",
@@ -370,7 +370,7 @@ func TestCertify(t *testing.T) {
 	require.Equal(t, 200, p.status, p.raw)
 	b = obj(p.body["batch"])
 	require.Equal(t, "complete", b["status"])
-	require.Equal(t, map[string]any{"total": 150.0, "answered": 150.0, "judged": 150.0, "failed": 0.0}, b["progress"])
+	require.Equal(t, map[string]any{"total": 150.0, "answered": 150.0, "judged": 150.0, "failed": 0.0, "cancelled": 0.0}, b["progress"])
 	require.Equal(t, map[string]any{"w": 1.0, "judgments": 900.0}, b["result"])
 	require.NotNil(t, b["finished_at"])
 	c := obj(p.body["certification"])

@@ -80,6 +80,7 @@ const (
 	CodeListingRequired            Code = "listing_required"
 	CodeMissingBatchID             Code = "missing_batch_id"
 	CodeBatchNotFound              Code = "batch_not_found"
+	CodeBatchFinished              Code = "batch_finished"
 	CodeProviderUnavailable        Code = "provider_unavailable"
 	CodeIdempotencyKeyReused       Code = "idempotency_key_reused"
 	CodeReconciliationRequired     Code = "reconciliation_required"

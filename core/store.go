@@ -163,6 +163,11 @@ const (
 	// AccountRevenue +price.
 	PostingTestCharge    = "test_charge"
 	PostingCertifyCharge = "certify_charge"
+	// PostingTestRefund and PostingCertifyRefund give back part of such a
+	// charge: a question given up on or cancelled, or what a failed batch
+	// has left. AccountOrgBalance +amount, AccountRevenue −amount.
+	PostingTestRefund    = "test_refund"
+	PostingCertifyRefund = "certify_refund"
 )
 
 // Posting is one balanced journal transaction.

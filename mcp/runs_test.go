@@ -231,7 +231,7 @@ func TestRunTestLaunchAndPoll(t *testing.T) {
 	require.Equal(t, "queued", b["status"])
 	require.Equal(t, "acme-panl", b["mode"])
 	require.Equal(t, 1.0, b["mode_version"])
-	require.Equal(t, map[string]any{"total": 4.0, "answered": 0.0, "judged": 0.0, "failed": 0.0}, b["progress"])
+	require.Equal(t, map[string]any{"total": 4.0, "answered": 0.0, "judged": 0.0, "failed": 0.0, "cancelled": 0.0}, b["progress"])
 	require.Equal(t, map[string]any{"questions": map[string]any{"easy": 2.0, "medium": 1.0, "hard": 1.0}, "tiers": []any{"plus"},
 		"punch_up": false, "judges": []any{"nova_pro", "mistral_large", "llama4_maverick"}, "judge_repeats": 1.0,
 		"judging_protocol": "pairwise"}, b["request"])

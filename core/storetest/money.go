@@ -34,7 +34,8 @@ func MoneyOf(t testing.TB, s Books, orgID string) Money {
 }
 
 // RequireCharged checks that since before exactly one posting, of kind,
-// moved amount from orgID's balance to revenue.
+// moved amount from orgID's balance to revenue; a negative amount is a
+// refund, from revenue back to the balance.
 func RequireCharged(t testing.TB, s Books, orgID string, before Money, kind string, amount core.Micros) {
 	t.Helper()
 	now := MoneyOf(t, s, orgID)

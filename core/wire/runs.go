@@ -111,6 +111,7 @@ type Batch struct {
 	Progress       Progress            `json:"progress"`
 	PerBucket      map[string]Progress `json:"per_bucket"`
 	BilledUSD      core.Dollars        `json:"billed_usd"`
+	RefundedUSD    core.Dollars        `json:"refunded_usd"`
 	Attempt        *int                `json:"attempt"`
 	QuestionSeed   string              `json:"question_seed"`
 	BankVersion    string              `json:"bank_version"`
@@ -135,10 +136,11 @@ type BatchRequest struct {
 
 // Progress counts a batch's (or a bucket's) questions.
 type Progress struct {
-	Total    int `json:"total"`
-	Answered int `json:"answered"`
-	Judged   int `json:"judged"`
-	Failed   int `json:"failed"`
+	Total     int `json:"total"`
+	Answered  int `json:"answered"`
+	Judged    int `json:"judged"`
+	Failed    int `json:"failed"`
+	Cancelled int `json:"cancelled"`
 }
 
 // Certification is a complete certification's verdict on the wire.
@@ -178,6 +180,7 @@ func batchOf(b *runs.Batch) *Batch {
 		ID: b.ID, Object: "batch", Kind: b.Kind, Status: b.Status, Model: b.Model, Mode: b.ModeID, ModeKey: b.ModeKey,
 		ModeVersion: b.ModeVersion, ModeConfigHash: b.ModeConfigHash, Request: requestOf(b.Plan),
 		Progress: progressOf(b.Progress), PerBucket: map[string]Progress{}, BilledUSD: core.Dollars(b.Billed),
+		RefundedUSD:  core.Dollars(b.Refunded),
 		QuestionSeed: strconv.FormatInt(b.Seed, 10), BankVersion: b.BankVersion,
 		CreatedAt: b.CreatedAt.UTC(), StartedAt: utc(b.StartedAt), FinishedAt: utc(b.FinishedAt), Result: b.Result,
 	}
@@ -218,7 +221,7 @@ func requestOf(p *runs.Plan) BatchRequest {
 }
 
 func progressOf(p runs.Progress) Progress {
-	return Progress{Total: p.Total, Answered: p.Answered, Judged: p.Judged, Failed: p.Failed}
+	return Progress{Total: p.Total, Answered: p.Answered, Judged: p.Judged, Failed: p.Failed, Cancelled: p.Cancelled}
 }
 
 func utc(t *time.Time) *time.Time {

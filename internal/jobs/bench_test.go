@@ -207,10 +207,14 @@ func (b *benchBundle) launchID(t *testing.T, id, orgID string, kind runs.Kind, n
 	if modeID == "" {
 		modeID = "acme-panl"
 	}
-	_, err := b.batches.Launch(b.ctx, &runs.LaunchParams{DailyLimit: 10, Questions: qs, Batch: &runs.Batch{
+	price := core.Micros(100 * n)
+	bt := &runs.Batch{
 		ID: id, OrgID: orgID, Kind: kind, Model: "acme-panl", ModeID: modeID, ModeKey: "panl", ModeVersion: 2,
-		ModeConfigHash: "h", Plan: plan, Seed: 11, BankVersion: "test", Billed: 1000, Quote: &runs.Quote{Total: n, Cost: 1000},
-	}})
+		ModeConfigHash: "h", Plan: plan, Seed: 11, BankVersion: "test", Billed: price, Quote: &runs.Quote{Total: n, Cost: price,
+			Buckets: map[runs.Bucket]runs.BucketQuote{runs.BucketMedium: {Questions: n, PerQuestion: 100, Cost: price}}},
+	}
+	require.NoError(t, runs.SharePrices(bt, qs))
+	_, err := b.batches.Launch(b.ctx, &runs.LaunchParams{DailyLimit: 10, Questions: qs, Batch: bt})
 	require.NoError(t, err)
 	return id
 }

@@ -144,9 +144,9 @@ func (s *Batches) launch(ctx context.Context, tx pgx.Tx, p *runs.LaunchParams) e
 	price := int64(b.Billed)
 	// The balance row first: every launch and settlement of the
 	// organisation waits for it, so the limits below count what committed.
-	var available int64
+	var available, trial int64
 	var noBilling bool
-	if err := tx.QueryRow(ctx, rq("LockBalanceForLaunch"), b.OrgID).Scan(&available, &noBilling); err != nil {
+	if err := tx.QueryRow(ctx, rq("LockBalanceForLaunch"), b.OrgID).Scan(&available, &noBilling, &trial); err != nil {
 		return fmt.Errorf("launching a batch: reading the balance: %w", translate(err))
 	}
 	var launched int
@@ -155,6 +155,13 @@ func (s *Batches) launch(ctx context.Context, tx pgx.Tx, p *runs.LaunchParams) e
 	}
 	if launched >= p.DailyLimit {
 		return runs.ErrDailyLimit
+	}
+	var shares core.Micros
+	for _, q := range p.Questions {
+		shares += q.Price
+	}
+	if shares != b.Billed {
+		return fmt.Errorf("launching a batch: its questions' prices add up to %d µ$, not the %d µ$ it charges", shares, b.Billed)
 	}
 	if price > 0 {
 		if err := spendRules(ctx, tx, b.OrgID, price, p); err != nil {
@@ -192,18 +199,18 @@ func (s *Batches) launch(ctx context.Context, tx pgx.Tx, p *runs.LaunchParams) e
 	}
 	if _, err := tx.Exec(ctx, rq("InsertBatch"), b.ID, b.OrgID, string(b.Kind), b.Model, b.ModeID, b.ModeKey, b.ModeVersion,
 		b.ModeConfigHash, plan, string(b.Plan.Protocol), judges, b.Plan.Repeats, b.Seed, b.BankVersion, quote, price,
-		attempt, len(p.Questions)); err != nil {
+		attempt, len(p.Questions), min(trial, price)); err != nil {
 		return fmt.Errorf("launching a batch: writing it: %w", translate(err))
 	}
 	n := len(p.Questions)
-	idx, buckets, tiers, ids := make([]int32, n), make([]string, n), make([]string, n), make([]string, n)
+	idx, buckets, tiers, ids, prices := make([]int32, n), make([]string, n), make([]string, n), make([]string, n), make([]int64, n)
 	for i, q := range p.Questions {
 		if q.Index != i {
 			return fmt.Errorf("launching a batch: question %d has index %d", i, q.Index)
 		}
-		idx[i], buckets[i], tiers[i], ids[i] = int32(i), string(q.Bucket), string(q.Tier), q.QuestionID
+		idx[i], buckets[i], tiers[i], ids[i], prices[i] = int32(i), string(q.Bucket), string(q.Tier), q.QuestionID, int64(q.Price)
 	}
-	if _, err := tx.Exec(ctx, rq("InsertBatchQuestions"), b.ID, idx, buckets, tiers, ids); err != nil {
+	if _, err := tx.Exec(ctx, rq("InsertBatchQuestions"), b.ID, idx, buckets, tiers, ids, prices); err != nil {
 		return fmt.Errorf("launching a batch: writing its questions: %w", translate(err))
 	}
 	if err := s.queue.EnqueueQuestions(ctx, tx, b.ID, n); err != nil {
@@ -299,7 +306,7 @@ func (s *Batches) batch(ctx context.Context, batchID, orgID string) (*runs.Batch
 	err := s.pool.QueryRow(ctx, rq("GetBatch"), batchID, orgID).Scan(&b.ID, &b.OrgID, &b.Kind, &b.Model, &b.ModeID,
 		&b.ModeKey, &b.ModeVersion, &b.ModeConfigHash, &plan, &b.Seed, &b.BankVersion, &quote, &b.Billed, &b.Attempt,
 		&b.Status, &b.Progress.Total, &b.Progress.Answered, &b.Progress.Judged, &b.Progress.Failed, &result, &cert,
-		&b.Failure, &b.CreatedAt, &b.StartedAt, &b.FinishedAt)
+		&b.Failure, &b.CreatedAt, &b.StartedAt, &b.FinishedAt, &b.Progress.Cancelled, &b.Refunded)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -324,7 +331,7 @@ func (s *Batches) batch(ctx context.Context, batchID, orgID string) (*runs.Batch
 	for rows.Next() {
 		var bucket runs.Bucket
 		var p runs.Progress
-		if err := rows.Scan(&bucket, &p.Total, &p.Answered, &p.Judged, &p.Failed); err != nil {
+		if err := rows.Scan(&bucket, &p.Total, &p.Answered, &p.Judged, &p.Failed, &p.Cancelled); err != nil {
 			return nil, translate(err)
 		}
 		b.Buckets[bucket] = p
@@ -370,7 +377,7 @@ func (s *Batches) questions(ctx context.Context, batchID string, index int) ([]*
 	for rows.Next() {
 		q := &runs.Question{BatchID: batchID, Answers: map[runs.Side]*runs.Answer{}}
 		var mode, baseline []byte
-		if err := rows.Scan(&q.Index, &q.Bucket, &q.Tier, &q.QuestionID, &mode, &baseline, &q.State, &q.Failure); err != nil {
+		if err := rows.Scan(&q.Index, &q.Bucket, &q.Tier, &q.QuestionID, &mode, &baseline, &q.State, &q.Failure, &q.Price); err != nil {
 			rows.Close()
 			return nil, translate(err)
 		}
@@ -467,7 +474,10 @@ func (s *Batches) RecordJudgment(ctx context.Context, j *runs.Judgment) error {
 	return nil
 }
 
-// FinishQuestion implements runs.RunStore.
+// FinishQuestion implements runs.RunStore. The batch row is locked first,
+// as CancelBatch locks it, so that a question finishing as its batch is
+// cancelled is either finished or cancelled: the one that comes second
+// finds the question no longer pending.
 func (s *Batches) FinishQuestion(ctx context.Context, batchID string, index int, failure string) (runs.Progress, error) {
 	state, judged, failed := runs.QuestionJudged, 1, 0
 	if failure != "" {
@@ -475,17 +485,25 @@ func (s *Batches) FinishQuestion(ctx context.Context, batchID string, index int,
 	}
 	var p runs.Progress
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, rq("FinishQuestion"), batchID, index, string(state), failure)
+		if _, _, err := lockBatch(ctx, tx, batchID, ""); err != nil {
+			return err
+		}
+		var price int64
+		err := tx.QueryRow(ctx, rq("FinishQuestion"), batchID, index, string(state), failure).Scan(&price)
+		if errors.Is(err, pgx.ErrNoRows) {
+			// Finished already, or cancelled: nothing moves.
+			return translate(tx.QueryRow(ctx, rq("BatchProgress"), batchID).Scan(&p.Total, &p.Answered, &p.Judged, &p.Failed, &p.Cancelled))
+		}
 		if err != nil {
 			return translate(err)
 		}
-		var row pgx.Row
-		if tag.RowsAffected() == 1 {
-			row = tx.QueryRow(ctx, rq("CountFinished"), batchID, judged, failed)
-		} else {
-			row = tx.QueryRow(ctx, rq("BatchProgress"), batchID)
+		if err := tx.QueryRow(ctx, rq("CountFinished"), batchID, judged, failed).Scan(&p.Total, &p.Answered, &p.Judged, &p.Failed, &p.Cancelled); err != nil {
+			return translate(err)
 		}
-		return translate(row.Scan(&p.Total, &p.Answered, &p.Judged, &p.Failed))
+		if state == runs.QuestionFailed {
+			return refund(ctx, tx, batchID, core.Micros(price))
+		}
+		return nil
 	})
 	if err != nil {
 		return p, fmt.Errorf("finishing question %d of batch %s: %w", index, batchID, err)
@@ -493,7 +511,52 @@ func (s *Batches) FinishQuestion(ctx context.Context, batchID string, index int,
 	return p, nil
 }
 
-// FinishBatch implements runs.RunStore.
+// lockBatch locks a batch's row (scoped to orgID unless it is ""): its
+// status, and whether every question is done.
+func lockBatch(ctx context.Context, tx pgx.Tx, batchID, orgID string) (runs.Status, bool, error) {
+	var st runs.Status
+	var done bool
+	if err := tx.QueryRow(ctx, rq("LockBatch"), batchID, orgID).Scan(&st, &done); err != nil {
+		return "", false, translate(err)
+	}
+	return st, done, nil
+}
+
+// refund gives amount of the batch's charge back to its organisation: one
+// posting of the batch's kind (core.PostingTestRefund,
+// core.PostingCertifyRefund), the reverse of the charge, with the balance
+// row, trial credit first as far as the charge spent it (RefundBatch), and
+// the launch's settled hold, which the spend rules count. The caller holds
+// the batch row, in tx; the batch's CHECK refuses a refund past its charge.
+func refund(ctx context.Context, tx pgx.Tx, batchID string, amount core.Micros) error {
+	if amount <= 0 {
+		return nil
+	}
+	var orgID string
+	var kind runs.Kind
+	var trial int64
+	if err := tx.QueryRow(ctx, rq("RefundBatch"), batchID, int64(amount)).Scan(&orgID, &kind, &trial); err != nil {
+		return fmt.Errorf("refunding batch %s: %w", batchID, translate(err))
+	}
+	posting, memo := core.PostingTestRefund, "test run "+batchID
+	if kind == runs.KindCertify {
+		posting, memo = core.PostingCertifyRefund, "certification "+batchID
+	}
+	// A refund is a negative debit: org_balance +amount, revenue −amount.
+	if err := journal(ctx, tx, orgID, posting, memo, core.AccountRevenue, -amount); err != nil {
+		return fmt.Errorf("refunding batch %s: journaling it: %w", batchID, err)
+	}
+	if _, err := tx.Exec(ctx, rq("RefundToBalance"), orgID, int64(amount), trial); err != nil {
+		return fmt.Errorf("refunding batch %s: crediting it: %w", batchID, translate(err))
+	}
+	if _, err := tx.Exec(ctx, rq("RefundLaunchHold"), batchID, int64(amount)); err != nil {
+		return fmt.Errorf("refunding batch %s: taking it off the spend: %w", batchID, translate(err))
+	}
+	return nil
+}
+
+// FinishBatch implements runs.RunStore. A batch moved to failed is
+// refunded what of its charge is left, in the same transaction.
 func (s *Batches) FinishBatch(ctx context.Context, batchID string, o *runs.Outcome) (bool, error) {
 	if o.Status != runs.StatusComplete && o.Status != runs.StatusFailed {
 		return false, fmt.Errorf("finishing batch %s: %q is not a final status", batchID, o.Status)
@@ -512,15 +575,73 @@ func (s *Batches) FinishBatch(ctx context.Context, batchID string, o *runs.Outco
 		}
 		cert = raw
 	}
-	from := make([]string, 0, 2)
-	for _, st := range runs.MovesTo(o.Status) {
-		from = append(from, string(st))
-	}
-	tag, err := s.pool.Exec(ctx, rq("FinishBatch"), batchID, string(o.Status), result, cert, o.Failure, from)
+	moved := false
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var left int64
+		err := tx.QueryRow(ctx, rq("FinishBatch"), batchID, string(o.Status), result, cert, o.Failure, statuses(runs.MovesTo(o.Status))).Scan(&left)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return translate(err)
+		}
+		moved = true
+		if o.Status == runs.StatusFailed {
+			return refund(ctx, tx, batchID, core.Micros(left))
+		}
+		return nil
+	})
 	if err != nil {
-		return false, fmt.Errorf("finishing batch %s: %w", batchID, translate(err))
+		return false, fmt.Errorf("finishing batch %s: %w", batchID, err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return moved, nil
+}
+
+// CancelBatch implements runs.LaunchStore.
+func (s *Batches) CancelBatch(ctx context.Context, orgID, batchID string) (*runs.Batch, error) {
+	if orgID == "" {
+		return nil, core.ErrNotFound
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		st, done, err := lockBatch(ctx, tx, batchID, orgID)
+		if err != nil {
+			return err
+		}
+		if st == runs.StatusCancelled {
+			return nil // cancelled already: nothing more to refund
+		}
+		if !st.CanMove(runs.StatusCancelled) || done {
+			return runs.ErrBatchFinished
+		}
+		if _, err := tx.Exec(ctx, rq("CancelBatch"), batchID, statuses(runs.MovesTo(runs.StatusCancelled))); err != nil {
+			return translate(err)
+		}
+		var n int
+		var prices int64
+		if err := tx.QueryRow(ctx, rq("CancelQuestions"), batchID).Scan(&n, &prices); err != nil {
+			return translate(err)
+		}
+		if _, err := tx.Exec(ctx, rq("CountCancelled"), batchID, n); err != nil {
+			return translate(err)
+		}
+		return refund(ctx, tx, batchID, core.Micros(prices))
+	})
+	if err != nil {
+		if errors.Is(err, runs.ErrBatchFinished) || errors.Is(err, core.ErrNotFound) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("cancelling batch %s: %w", batchID, err)
+	}
+	return s.batch(ctx, batchID, orgID)
+}
+
+// statuses is a list of statuses as the queries take them.
+func statuses(sts []runs.Status) []string {
+	out := make([]string, len(sts))
+	for i, st := range sts {
+		out[i] = string(st)
+	}
+	return out
 }
 
 var (

@@ -33,7 +33,8 @@ UPDATE batch_launches SET state = 'launched', updated_at = now()
  WHERE org_id = $1 AND key = $2 AND batch_id = $3 AND state = 'in_flight';
 
 -- name: LockBalanceForLaunch
-SELECT balance_micros - held_micros, NOT topped_up AND trial_expired_at IS NOT NULL AND trial_remaining_micros = 0
+SELECT balance_micros - held_micros, NOT topped_up AND trial_expired_at IS NOT NULL AND trial_remaining_micros = 0,
+       trial_remaining_micros
   FROM balances WHERE org_id = $1 FOR UPDATE;
 
 -- name: LaunchesToday
@@ -65,22 +66,23 @@ SELECT coalesce(max(attempt), 0) + 1 FROM batches WHERE kind = 'certify' AND mod
 
 -- name: InsertBatch
 INSERT INTO batches (id, org_id, kind, model, mode_id, mode_key, mode_version, mode_config_hash, plan, protocol,
-                     judges, judge_repeats, draw_seed, bank_version, quote, billed_micros, attempt, total)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18);
+                     judges, judge_repeats, draw_seed, bank_version, quote, billed_micros, attempt, total, trial_micros)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19);
 
 -- name: InsertBatchQuestions
-INSERT INTO batch_questions (batch_id, index, bucket, tier, question_id)
-SELECT $1, u.i, u.b, u.t, u.q FROM unnest($2::int[], $3::text[], $4::text[], $5::text[]) AS u (i, b, t, q);
+INSERT INTO batch_questions (batch_id, index, bucket, tier, question_id, price_micros)
+SELECT $1, u.i, u.b, u.t, u.q, u.p FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::bigint[]) AS u (i, b, t, q, p);
 
 -- name: GetBatch
 -- $2 scopes the read to an organisation; '' reads any (the jobs do).
 SELECT id::text, org_id, kind, model, mode_id, mode_key, mode_version, mode_config_hash, plan, draw_seed, bank_version,
        quote, billed_micros, coalesce(attempt, 0), status, total, answered, judged, failed, result, certification,
-       coalesce(failure, ''), created_at, started_at, finished_at
+       coalesce(failure, ''), created_at, started_at, finished_at, cancelled, refunded_micros
   FROM batches WHERE id = $1 AND ($2 = '' OR org_id = $2);
 
 -- name: BatchBuckets
-SELECT bucket, count(*), count(answered_at), count(*) FILTER (WHERE state = 'judged'), count(*) FILTER (WHERE state = 'failed')
+SELECT bucket, count(*), count(answered_at), count(*) FILTER (WHERE state = 'judged'), count(*) FILTER (WHERE state = 'failed'),
+       count(*) FILTER (WHERE state = 'cancelled')
   FROM batch_questions WHERE batch_id = $1 GROUP BY bucket;
 
 -- name: StartBatch
@@ -88,7 +90,7 @@ UPDATE batches SET status = 'running', started_at = now() WHERE id = $1 AND stat
 
 -- name: GetQuestions
 -- $2 < 0 reads every question of the batch.
-SELECT index, bucket, tier, question_id, mode_answer, baseline_answer, state, coalesce(failure, '')
+SELECT index, bucket, tier, question_id, mode_answer, baseline_answer, state, coalesce(failure, ''), price_micros
   FROM batch_questions WHERE batch_id = $1 AND ($2 < 0 OR index = $2) ORDER BY index;
 
 -- name: GetJudgments
@@ -96,37 +98,102 @@ SELECT index, judge, repeat, answer_order, verdict, detail, cost_micros, latency
   FROM batch_judgments WHERE batch_id = $1 AND ($2 < 0 OR index = $2) ORDER BY index, judge, repeat;
 
 -- name: RecordModeAnswer
+-- A question no longer pending (cancelled with its batch) records nothing.
 UPDATE batch_questions
    SET mode_answer = $3, answered_at = CASE WHEN baseline_answer IS NOT NULL THEN now() END
- WHERE batch_id = $1 AND index = $2 AND mode_answer IS NULL
+ WHERE batch_id = $1 AND index = $2 AND mode_answer IS NULL AND state = 'pending'
 RETURNING answered_at IS NOT NULL;
 
 -- name: RecordBaselineAnswer
 UPDATE batch_questions
    SET baseline_answer = $3, answered_at = CASE WHEN mode_answer IS NOT NULL THEN now() END
- WHERE batch_id = $1 AND index = $2 AND baseline_answer IS NULL
+ WHERE batch_id = $1 AND index = $2 AND baseline_answer IS NULL AND state = 'pending'
 RETURNING answered_at IS NOT NULL;
 
 -- name: CountAnswered
 UPDATE batches SET answered = answered + 1 WHERE id = $1;
 
 -- name: InsertJudgment
+-- Only a pending question is judged: one cancelled with its batch records
+-- nothing more. The row lock keeps a cancel from passing in between.
 INSERT INTO batch_judgments (batch_id, index, judge, repeat, answer_order, verdict, detail, cost_micros, latency_us)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9
+ WHERE EXISTS (SELECT 1 FROM batch_questions WHERE batch_id = $1 AND index = $2 AND state = 'pending' FOR SHARE)
 ON CONFLICT (batch_id, index, judge, repeat) DO NOTHING;
 
+-- name: LockBatch
+-- The batch row, locked for a move of its questions or its status: a
+-- question's finish, a cancel and the batch's finish take it first, so they
+-- queue behind each other instead of deadlocking on its questions' rows.
+-- $2 scopes it to an organisation; '' locks any.
+SELECT status, judged + failed + cancelled >= total
+  FROM batches WHERE id = $1 AND ($2 = '' OR org_id = $2) FOR NO KEY UPDATE;
+
 -- name: FinishQuestion
+-- Conditional on the question's being pending: it is finished (and, failed,
+-- refunded) once.
 UPDATE batch_questions SET state = $3, failure = nullif($4, ''), finished_at = now()
- WHERE batch_id = $1 AND index = $2 AND state = 'pending';
+ WHERE batch_id = $1 AND index = $2 AND state = 'pending'
+RETURNING price_micros;
 
 -- name: CountFinished
 UPDATE batches SET judged = judged + $2, failed = failed + $3 WHERE id = $1
-RETURNING total, answered, judged, failed;
+RETURNING total, answered, judged, failed, cancelled;
 
 -- name: BatchProgress
-SELECT total, answered, judged, failed FROM batches WHERE id = $1;
+SELECT total, answered, judged, failed, cancelled FROM batches WHERE id = $1;
 
 -- name: FinishBatch
--- $6 lists the statuses the batch may move to $2 from (runs.MovesTo).
+-- $6 lists the statuses the batch may move to $2 from (runs.MovesTo). It
+-- returns what of the charge is not refunded yet.
 UPDATE batches SET status = $2, result = $3, certification = $4, failure = nullif($5, ''), finished_at = now()
- WHERE id = $1 AND status = ANY ($6::text[]);
+ WHERE id = $1 AND status = ANY ($6::text[])
+RETURNING billed_micros - refunded_micros;
+
+-- name: CancelBatch
+-- $2 lists the statuses a batch may be cancelled from (runs.MovesTo).
+UPDATE batches SET status = 'cancelled', finished_at = now() WHERE id = $1 AND status = ANY ($2::text[]);
+
+-- name: CancelQuestions
+-- Every pending question of the batch is cancelled: how many, and their
+-- prices added up.
+WITH c AS (
+    UPDATE batch_questions SET state = 'cancelled', finished_at = now()
+     WHERE batch_id = $1 AND state = 'pending'
+    RETURNING price_micros
+)
+SELECT count(*)::int, coalesce(sum(price_micros), 0)::bigint FROM c;
+
+-- name: CountCancelled
+UPDATE batches SET cancelled = cancelled + $2 WHERE id = $1;
+
+-- name: RefundBatch
+-- Gives back $2 of batch $1's charge and answers the batch's organisation
+-- and kind, and how much of the refund is trial credit: trial credit first, up to what trial credit paid of the charge
+-- and was not given back yet. The caller holds the batch row; the CHECK
+-- refund_within_charge refuses a refund past the charge.
+WITH old AS (
+    SELECT id, org_id, kind, least($2, trial_micros - trial_refunded_micros) AS trial FROM batches WHERE id = $1
+)
+UPDATE batches b
+   SET refunded_micros = b.refunded_micros + $2, trial_refunded_micros = b.trial_refunded_micros + old.trial
+  FROM old
+ WHERE b.id = old.id
+RETURNING old.org_id, old.kind, old.trial;
+
+-- name: RefundToBalance
+-- A refund of $2, $3 of it trial credit given back. Trial credit given back
+-- is trial credit again: a trial that has expired meanwhile is reopened, and
+-- the next expiry pass deducts it as it deducted the rest.
+UPDATE balances
+   SET balance_micros = balance_micros + $2,
+       trial_remaining_micros = trial_remaining_micros + $3,
+       trial_expired_at = CASE WHEN $3 > 0 THEN NULL ELSE trial_expired_at END,
+       updated_at = now()
+ WHERE org_id = $1;
+
+-- name: RefundLaunchHold
+-- The spend rules count a launch as its settled hold's bill: a refund takes
+-- its amount off it, so the monthly quota and the activation allowance
+-- count what the organisation paid in the end.
+UPDATE holds SET billed_micros = billed_micros - $2 WHERE request_id = $1 AND state = 'settled';

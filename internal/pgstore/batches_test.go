@@ -59,7 +59,7 @@ func TestLaunchEnqueuesItsQuestionsAtomically(t *testing.T) {
 			Judges: runs.Judges, Repeats: 1, Protocol: runs.ProtocolPairwise}
 		qs := make([]*runs.Question, 3)
 		for i := range qs {
-			qs[i] = &runs.Question{BatchID: id, Index: i, Bucket: runs.BucketMedium, Tier: core.TierPlus, QuestionID: "q"}
+			qs[i] = &runs.Question{BatchID: id, Index: i, Bucket: runs.BucketMedium, Tier: core.TierPlus, QuestionID: "q", Price: price}
 		}
 		_, err := b.Launch(ctx, &runs.LaunchParams{DailyLimit: 5, Questions: qs, Batch: &runs.Batch{
 			ID: id, OrgID: org.ID, Kind: runs.KindTest, Model: "acme-panl", ModeID: "acme-panl", ModeKey: "panl",
@@ -80,4 +80,26 @@ func TestLaunchEnqueuesItsQuestionsAtomically(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return q.EnqueueQuestions(ctx, tx, id, 3) }))
 	require.Equal(t, 3, questionJobs(t, pool, id), "each question has one job")
+}
+
+// The database refuses a refund past a batch's charge, whatever writes it:
+// the CHECK refund_within_charge backs every refund path.
+func TestRefundCannotPassTheCharge(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	s, b := pgstore.New(pool), batches(t, pool)
+	org, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Acme"})
+	require.NoError(t, err)
+	id := "5d1c9c1e-0000-4000-8000-0000000000aa"
+	plan := &runs.Plan{Kind: runs.KindTest, Model: "acme-panl", Form: runs.FormBuckets,
+		Counts: map[runs.Bucket]int{runs.BucketMedium: 1}, Tiers: []core.Tier{core.TierPlus},
+		Judges: runs.Judges, Repeats: 1, Protocol: runs.ProtocolPairwise}
+	_, err = b.Launch(ctx, &runs.LaunchParams{DailyLimit: 5, Batch: &runs.Batch{
+		ID: id, OrgID: org.ID, Kind: runs.KindTest, Model: "acme-panl", ModeID: "acme-panl", ModeKey: "panl",
+		ModeVersion: 1, ModeConfigHash: "h", Plan: plan, BankVersion: "b", Billed: 75_000, Quote: &runs.Quote{Total: 1, Cost: 75_000},
+	}, Questions: []*runs.Question{{BatchID: id, Bucket: runs.BucketMedium, Tier: core.TierPlus, QuestionID: "q", Price: 75_000}}})
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `UPDATE batches SET refunded_micros = billed_micros + 1 WHERE id = $1`, id)
+	require.ErrorContains(t, err, "refund_within_charge")
 }

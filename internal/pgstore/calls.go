@@ -223,8 +223,9 @@ func (s *Store) confirmSettled(ctx context.Context, holdID, orgID string, markEr
 }
 
 // journal records a debit of amount from the organisation's balance to a
-// system account as one posting. The caller updates the balance row in the
-// same transaction.
+// system account as one posting; a negative amount is a credit from the
+// account to the balance (a refund). The caller updates the balance row in
+// the same transaction.
 func journal(ctx context.Context, tx pgx.Tx, orgID, kind, memo, to string, amount core.Micros) error {
 	var postingID int64
 	var at time.Time

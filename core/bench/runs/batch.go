@@ -125,6 +125,10 @@ type Batch struct {
 	// Billed is what the launch charged; Quote how it was priced.
 	Billed core.Micros
 	Quote  *Quote
+	// Refunded is what of Billed was given back: the prices of the
+	// questions given up on or cancelled, or, once the batch failed, all
+	// of it. It never passes Billed.
+	Refunded core.Micros
 	// Attempt numbers a certification among those of its mode version,
 	// from 1; 0 for a test run.
 	Attempt int
@@ -141,16 +145,18 @@ type Batch struct {
 
 // Progress counts questions: Total of them, Answered by both the mode and
 // the baseline, Judged by every judge and repeat, Failed (given up on after
-// their job's last attempt). Judged + Failed is the questions done.
+// their job's last attempt), Cancelled (pending when their batch was
+// cancelled). Judged + Failed + Cancelled is the questions done.
 type Progress struct {
-	Total    int
-	Answered int
-	Judged   int
-	Failed   int
+	Total     int
+	Answered  int
+	Judged    int
+	Failed    int
+	Cancelled int
 }
 
-// Done reports whether every question is judged or failed.
-func (p Progress) Done() bool { return p.Judged+p.Failed >= p.Total }
+// Done reports whether every question is judged, failed or cancelled.
+func (p Progress) Done() bool { return p.Judged+p.Failed+p.Cancelled >= p.Total }
 
 // Question is one question of a batch: the bank's question asked of the
 // mode at Tier, its answers and its judgments.
@@ -166,17 +172,22 @@ type Question struct {
 	Judgments []*Judgment
 	State     QuestionState
 	Failure   string
+	// Price is the question's share of the launch's charge: what it is
+	// refunded when it is given up on or cancelled (SharePrices).
+	Price core.Micros
 }
 
 // QuestionState is where a question stands.
 type QuestionState string
 
-// Question states: pending until every judgment is stored (judged) or its
-// job gave up (failed).
+// Question states: pending until every judgment is stored (judged), its
+// job gave up (failed) or its batch was cancelled (cancelled). A failed or
+// cancelled question is refunded its price.
 const (
-	QuestionPending QuestionState = "pending"
-	QuestionJudged  QuestionState = "judged"
-	QuestionFailed  QuestionState = "failed"
+	QuestionPending   QuestionState = "pending"
+	QuestionJudged    QuestionState = "judged"
+	QuestionFailed    QuestionState = "failed"
+	QuestionCancelled QuestionState = "cancelled"
 )
 
 // Answer is one side's answer to a question, with what it cost to get.

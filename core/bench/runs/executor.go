@@ -117,7 +117,10 @@ func NewExecutor(d ExecutorDeps) (*Executor, error) {
 // two answers and its judgments (each judge × each repeat) is not recorded
 // yet is asked for and recorded; then the question is done. The job that
 // finishes the batch's last question scores the batch and completes it. A
-// batch already complete or failed is left alone.
+// batch already complete, failed or cancelled is left alone; a question
+// cancelled while its job runs records nothing more (the store records
+// answers and judgments of pending questions only), and its job stops
+// once it sees so, without an error.
 func (e *Executor) RunQuestion(ctx context.Context, batchID string, index int) error {
 	b, err := e.d.Store.RunBatch(ctx, batchID)
 	if err != nil {
@@ -139,6 +142,9 @@ func (e *Executor) RunQuestion(ctx context.Context, batchID string, index int) e
 		if q, err = e.answer(ctx, b, q); err != nil {
 			return err
 		}
+		if q.State == QuestionCancelled {
+			return nil
+		}
 		if err := e.judge(ctx, b, q); err != nil {
 			return err
 		}
@@ -150,10 +156,10 @@ func (e *Executor) RunQuestion(ctx context.Context, batchID string, index int) e
 }
 
 // AbandonQuestion gives up on a question whose job's last attempt failed
-// with cause: the question fails (unless it is done already), and when it
-// was the batch's last, the batch is finished — complete with the
-// questions that were judged, or failed when none was, or when it cannot
-// be scored.
+// with cause: the question fails (unless it is done already, or cancelled)
+// and is refunded its price, and when it was the batch's last, the batch is
+// finished — complete with the questions that were judged, or failed (and
+// refunded in full) when none was, or when it cannot be scored.
 func (e *Executor) AbandonQuestion(ctx context.Context, batchID string, index int, cause error) error {
 	b, err := e.d.Store.RunBatch(ctx, batchID)
 	if err != nil {
@@ -257,7 +263,8 @@ func (e *Executor) judgeOnce(ctx context.Context, b *Batch, q *Question, judge J
 }
 
 // finishIfDone finishes the batch once every question is done: scored and
-// complete, or failed when no question was judged. final is set on a
+// complete, or failed when no question was judged. A cancelled batch is
+// final, and left alone. final is set on a
 // question's last attempt: a scorer's error then fails the batch rather
 // than being retried.
 func (e *Executor) finishIfDone(ctx context.Context, batchID string, final bool) error {

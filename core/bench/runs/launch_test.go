@@ -151,14 +151,16 @@ func TestQuoteTest(t *testing.T) {
 	require.Equal(t, 150, cq.Minutes)
 }
 
-// The status machine: queued → running → complete | failed, nothing out of
-// a final status.
+// The status machine: queued → running → complete | failed, queued |
+// running → cancelled, nothing out of a final status.
 func TestStatusMoves(t *testing.T) {
 	t.Parallel()
 	allowed := map[[2]runs.Status]bool{
-		{runs.StatusQueued, runs.StatusRunning}:   true,
-		{runs.StatusRunning, runs.StatusComplete}: true,
-		{runs.StatusRunning, runs.StatusFailed}:   true,
+		{runs.StatusQueued, runs.StatusRunning}:    true,
+		{runs.StatusRunning, runs.StatusComplete}:  true,
+		{runs.StatusRunning, runs.StatusFailed}:    true,
+		{runs.StatusQueued, runs.StatusCancelled}:  true,
+		{runs.StatusRunning, runs.StatusCancelled}: true,
 	}
 	for _, from := range runs.Statuses {
 		for _, to := range runs.Statuses {
@@ -166,8 +168,50 @@ func TestStatusMoves(t *testing.T) {
 		}
 	}
 	require.Equal(t, []runs.Status{runs.StatusRunning}, runs.MovesTo(runs.StatusComplete))
+	require.Equal(t, []runs.Status{runs.StatusQueued, runs.StatusRunning}, runs.MovesTo(runs.StatusCancelled))
 	require.True(t, runs.StatusComplete.Final())
+	require.True(t, runs.StatusCancelled.Final())
 	require.False(t, runs.StatusRunning.Final())
+}
+
+// Each question's share of the charge: a test question its bucket's
+// price, a certification's an exact split of the $50; the shares add up
+// to the charge.
+func TestSharePrices(t *testing.T) {
+	t.Parallel()
+	qs := func(buckets ...runs.Bucket) []*runs.Question {
+		var out []*runs.Question
+		for i, b := range buckets {
+			out = append(out, &runs.Question{Index: i, Bucket: b})
+		}
+		return out
+	}
+	test := &runs.Batch{Kind: runs.KindTest, Billed: 262_500, Quote: &runs.Quote{Buckets: map[runs.Bucket]runs.BucketQuote{
+		runs.BucketLight: {PerQuestion: 37_500}, runs.BucketMedium: {PerQuestion: 75_000}, runs.BucketHard: {PerQuestion: 112_500},
+	}}}
+	tq := qs(runs.BucketLight, runs.BucketLight, runs.BucketMedium, runs.BucketHard)
+	require.NoError(t, runs.SharePrices(test, tq))
+	require.Equal(t, []core.Micros{37_500, 37_500, 75_000, 112_500}, []core.Micros{tq[0].Price, tq[1].Price, tq[2].Price, tq[3].Price})
+	test.Billed++
+	require.Error(t, runs.SharePrices(test, tq), "shares that do not add up to the charge")
+
+	cert := &runs.Batch{Kind: runs.KindCertify, Billed: core.CertificationPrice}
+	cq := make([]*runs.Question, 150)
+	for i := range cq {
+		cq[i] = &runs.Question{Index: i, Bucket: runs.Buckets[i/50]}
+	}
+	require.NoError(t, runs.SharePrices(cert, cq))
+	var sum core.Micros
+	for i, q := range cq {
+		want := core.Micros(333_333)
+		if i < 50 {
+			want = 333_334
+		}
+		require.Equal(t, want, q.Price, "question %d", i)
+		sum += q.Price
+	}
+	require.Equal(t, core.CertificationPrice, sum)
+	require.Error(t, runs.SharePrices(cert, nil))
 }
 
 // Each judge reads the mode first on half the questions in repeat 1, the

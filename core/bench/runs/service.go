@@ -337,6 +337,9 @@ func (s *Service) commit(ctx context.Context, p *access.Principal, key string, b
 			qs = append(qs, &Question{BatchID: b.ID, Index: len(qs), Bucket: d.Bucket, Tier: t, QuestionID: d.ID, State: QuestionPending})
 		}
 	}
+	if err := SharePrices(b, qs); err != nil {
+		return nil, core.Errorf(core.CodeInternalError, "The launch could not be priced per question; nothing was started or charged.").WithCause(err)
+	}
 	limit := s.cfg.TestLaunchesPerDay
 	if b.Kind == KindCertify {
 		limit = s.cfg.CertifyLaunchesPerDay
@@ -447,6 +450,28 @@ func (s *Service) repeat(ctx context.Context, p *access.Principal, plan *Plan, h
 		return nil, core.Errorf(core.CodeServiceUnavailable, "The batch this Idempotency-Key launched could not be read; nothing was launched again. Retry shortly.").WithCause(err)
 	}
 	return &Acceptance{Kind: b.Kind, Model: b.Model, ModeKey: b.ModeKey, Batch: b, Quote: b.Quote, Replayed: true}, nil
+}
+
+// Cancel cancels one of p's organisation's batches of kind, as
+// LaunchStore.CancelBatch does, and returns it as it then stands: the
+// refusals of Batch, and batch_finished for a batch complete, failed or
+// being scored. Cancelling a batch cancelled already answers it, and
+// refunds nothing more.
+func (s *Service) Cancel(ctx context.Context, p *access.Principal, kind Kind, id string) (*Batch, error) {
+	if _, err := s.Batch(ctx, p, kind, id); err != nil {
+		return nil, err
+	}
+	b, err := s.d.Store.CancelBatch(ctx, p.Org.ID, id)
+	switch {
+	case errors.Is(err, ErrBatchFinished):
+		return nil, core.Errorf(core.CodeBatchFinished,
+			"Batch %s is complete, failed or being scored: there is nothing left to cancel. Poll it for its result.", id).WithParam("batch_id")
+	case errors.Is(err, core.ErrNotFound):
+		return nil, core.Errorf(core.CodeBatchNotFound, "No %s batch %q was launched by your organisation.", kind, id).WithParam("batch_id")
+	case err != nil:
+		return nil, core.Errorf(core.CodeServiceUnavailable, "The batch could not be cancelled; nothing changed. Retry shortly.").WithCause(err)
+	}
+	return b, nil
 }
 
 // Batch reads one of p's organisation's batches of kind: missing_batch_id

@@ -3,27 +3,33 @@ package runs
 // Status is where a batch stands. Its transitions (docs/tests.md, "Batch
 // statuses"):
 //
-//	queued  → running   the first of its questions' jobs starts
-//	running → complete  its last question is done and the batch is scored
-//	running → failed    every question failed, or the scorer refused the batch
+//	queued  → running    the first of its questions' jobs starts
+//	running → complete   its last question is done and the batch is scored
+//	running → failed     every question failed, or the scorer refused the batch
+//	queued  → cancelled  its organisation cancelled it
+//	running → cancelled  its organisation cancelled it, while a question was pending
 //
-// complete and failed are final. A launch is charged once, up front; no
-// status moves money.
+// complete, failed and cancelled are final. A launch is charged once, up
+// front; a question given up on or cancelled is refunded its price, and a
+// batch that fails is refunded whatever of its charge is left.
 type Status string
 
 // Statuses.
 const (
-	StatusQueued   Status = "queued"
-	StatusRunning  Status = "running"
-	StatusComplete Status = "complete"
-	StatusFailed   Status = "failed"
+	StatusQueued    Status = "queued"
+	StatusRunning   Status = "running"
+	StatusComplete  Status = "complete"
+	StatusFailed    Status = "failed"
+	StatusCancelled Status = "cancelled"
 )
 
 // Statuses lists every status, in the order a batch moves through them.
-var Statuses = []Status{StatusQueued, StatusRunning, StatusComplete, StatusFailed}
+var Statuses = []Status{StatusQueued, StatusRunning, StatusComplete, StatusFailed, StatusCancelled}
 
 // Final reports whether s is final: nothing moves a batch out of it.
-func (s Status) Final() bool { return s == StatusComplete || s == StatusFailed }
+func (s Status) Final() bool {
+	return s == StatusComplete || s == StatusFailed || s == StatusCancelled
+}
 
 // CanMove reports whether a batch may move from s to next. Stores write a
 // status only where the batch holds one it may move from (a conditional
@@ -31,9 +37,9 @@ func (s Status) Final() bool { return s == StatusComplete || s == StatusFailed }
 func (s Status) CanMove(next Status) bool {
 	switch s {
 	case StatusQueued:
-		return next == StatusRunning
+		return next == StatusRunning || next == StatusCancelled
 	case StatusRunning:
-		return next == StatusComplete || next == StatusFailed
+		return next == StatusComplete || next == StatusFailed || next == StatusCancelled
 	}
 	return false
 }

@@ -32,8 +32,9 @@ type LaunchStore interface {
 	// are written and one job per question enqueued; and the launch's
 	// claim, when it has one, moves to ClaimLaunched (ErrClaimLost when it
 	// is no longer in flight for this batch). Any refusal leaves nothing
-	// written. A certification's Attempt is numbered here. It returns the
-	// batch as stored.
+	// written. A certification's Attempt is numbered here. Each question's
+	// Price (SharePrices) is kept, for its refund; prices that do not add
+	// up to the batch's Billed are refused. It returns the batch as stored.
 	Launch(ctx context.Context, p *LaunchParams) (*Batch, error)
 	// ReleaseLaunch deletes a claim still in flight for batchID, after a
 	// launch refused without charging: a retry with the key runs again.
@@ -41,6 +42,17 @@ type LaunchStore interface {
 	// Batch reads one of orgID's batches with its progress; another
 	// organisation's batch, or none, is core.ErrNotFound.
 	Batch(ctx context.Context, orgID, batchID string) (*Batch, error)
+	// CancelBatch cancels one of orgID's batches, in one transaction: a
+	// queued batch, or a running one with a question still pending, moves
+	// to cancelled; each pending question moves to cancelled; and their
+	// prices are refunded in one posting of the batch's kind
+	// (core.PostingTestRefund, core.PostingCertifyRefund). Questions
+	// already judged stay paid; those failed were refunded already. A
+	// batch already cancelled is left as it is (nothing more is refunded);
+	// a complete or failed one, or one running whose every question is
+	// done, is ErrBatchFinished; another organisation's, or none,
+	// core.ErrNotFound. It returns the batch as it then stands.
+	CancelBatch(ctx context.Context, orgID, batchID string) (*Batch, error)
 }
 
 // ClaimState is the state of a launch's Idempotency-Key claim.
@@ -138,18 +150,24 @@ type RunStore interface {
 	// Questions reads every question of the batch, in index order, with
 	// their answers and judgments.
 	Questions(ctx context.Context, batchID string) ([]*Question, error)
-	// RecordAnswer records side's answer to a question unless one is
-	// recorded already; it returns the question as it now stands.
+	// RecordAnswer records side's answer to a pending question unless one
+	// is recorded already; it returns the question as it now stands. A
+	// question no longer pending (its batch was cancelled) records nothing.
 	RecordAnswer(ctx context.Context, batchID string, index int, side Side, a *Answer) (*Question, error)
-	// RecordJudgment records a judgment unless the question already has
-	// one for its judge and repeat.
+	// RecordJudgment records a judgment of a pending question unless the
+	// question already has one for its judge and repeat.
 	RecordJudgment(ctx context.Context, j *Judgment) error
 	// FinishQuestion marks a pending question judged (failure "") or
-	// failed (with why), once, and returns the batch's progress after it.
+	// failed (with why), once, and returns the batch's progress after it. A
+	// question that fails is refunded its price in the same transaction,
+	// as CancelBatch refunds; a question no longer pending (finished
+	// already, or cancelled with its batch) is left as it is, and nothing
+	// is refunded again.
 	FinishQuestion(ctx context.Context, batchID string, index int, failure string) (Progress, error)
 	// FinishBatch moves a running batch to o.Status (complete or failed)
-	// with its outcome; a batch not running is left as it is, and false
-	// returned.
+	// with its outcome; a batch not running (cancelled, say) is left as it
+	// is, and false returned. A batch moved to failed is refunded, in the
+	// same transaction, whatever of its charge was not refunded yet.
 	FinishBatch(ctx context.Context, batchID string, o *Outcome) (bool, error)
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/bench/runs"
+	"github.com/conclavehq/conclave/core/storetest"
 )
 
 // BatchStore is both run stores in one, as an implementation provides them.
@@ -49,6 +50,13 @@ func Run(t *testing.T, newStores func(t *testing.T) Stores) {
 		"BatchIsScopedToItsOrganisation": testBatchIsScopedToItsOrganisation,
 		"RecordsAreFirstWins":            testRecordsAreFirstWins,
 		"StatusMovesOnce":                testStatusMovesOnce,
+		"QuestionPricesAddUp":            testQuestionPricesAddUp,
+		"FailedQuestionRefundedOnce":     testFailedQuestionRefundedOnce,
+		"FailedBatchRefundedInFull":      testFailedBatchRefundedInFull,
+		"RefundsNeverPassTheCharge":      testRefundsNeverPassTheCharge,
+		"CancelRefundsPendingQuestions":  testCancelRefundsPendingQuestions,
+		"CancelledBatchRecordsNothing":   testCancelledBatchRecordsNothing,
+		"CancelRacesFinish":              testCancelRacesFinish,
 	}
 	for name, test := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -114,6 +122,9 @@ func launchParams(org *core.Org, kind runs.Kind, n int, price core.Micros) *runs
 	qs := make([]*runs.Question, n)
 	for i := range qs {
 		qs[i] = &runs.Question{BatchID: id, Index: i, Bucket: runs.BucketLight, Tier: core.TierPlus, QuestionID: fmt.Sprintf("q%03d", i)}
+	}
+	if err := runs.SharePrices(b, qs); err != nil {
+		panic(err)
 	}
 	return &runs.LaunchParams{Batch: b, Questions: qs, DailyLimit: 100}
 }
@@ -521,4 +532,321 @@ func testStatusMovesOnce(t *testing.T, s Stores) {
 	require.Empty(t, b.Failure)
 	require.Equal(t, started, *b.StartedAt)
 	require.NotNil(t, b.FinishedAt)
+}
+
+// launched launches p and starts its batch, as its first job would.
+func launched(t *testing.T, s Stores, p *runs.LaunchParams) string {
+	t.Helper()
+	_, err := s.Batches.Launch(ctx, p)
+	require.NoError(t, err)
+	require.NoError(t, s.Batches.StartBatch(ctx, p.Batch.ID))
+	return p.Batch.ID
+}
+
+func runBatch(t *testing.T, s Stores, id string) *runs.Batch {
+	t.Helper()
+	b, err := s.Batches.RunBatch(ctx, id)
+	require.NoError(t, err)
+	return b
+}
+
+func finish(t *testing.T, s Stores, id string, index int, failure string) runs.Progress {
+	t.Helper()
+	p, err := s.Batches.FinishQuestion(ctx, id, index, failure)
+	require.NoError(t, err)
+	return p
+}
+
+// judged records both answers to a question and finishes it judged.
+func judged(t *testing.T, s Stores, id string, index int) runs.Progress {
+	t.Helper()
+	answer(t, s, id, index)
+	return finish(t, s, id, index, "")
+}
+
+func answer(t *testing.T, s Stores, id string, index int) {
+	t.Helper()
+	for _, side := range []runs.Side{runs.SideMode, runs.SideBaseline} {
+		_, err := s.Batches.RecordAnswer(ctx, id, index, side, &runs.Answer{Text: string(side)})
+		require.NoError(t, err)
+	}
+}
+
+func testQuestionPricesAddUp(t *testing.T, s Stores) {
+	org := newOrg(t, s, "Acme")
+	_, err := s.Core.AddFunds(ctx, &core.AddFundsParams{OrgID: org.ID, Amount: core.USD(100)})
+	require.NoError(t, err)
+	p := launchParams(org, runs.KindCertify, 150, core.CertificationPrice)
+	_, err = s.Batches.Launch(ctx, p)
+	require.NoError(t, err)
+	qs, err := s.Batches.Questions(ctx, p.Batch.ID)
+	require.NoError(t, err)
+	var sum core.Micros
+	for i, q := range qs {
+		want := core.Micros(333_333)
+		if i < 50 {
+			want++
+		}
+		require.Equal(t, want, q.Price, "question %d", i)
+		sum += q.Price
+	}
+	require.Equal(t, core.CertificationPrice, sum, "the $50 split exactly")
+
+	// Prices that do not add up to the charge are refused, and write
+	// nothing.
+	journal := postings(t, s, org.ID)
+	bad := launchParams(org, runs.KindTest, 2, 1000)
+	bad.Questions[1].Price++
+	_, err = s.Batches.Launch(ctx, bad)
+	require.Error(t, err)
+	require.Equal(t, journal, postings(t, s, org.ID))
+}
+
+// A question given up on is refunded its price once, however many times
+// its job gives it up; the refund gives back the trial credit the charge
+// spent, and what the spend rules count.
+func testFailedQuestionRefundedOnce(t *testing.T, s Stores) {
+	org := newOrg(t, s, "Acme")
+	quota := core.Micros(150_000)
+	p := launchParams(org, runs.KindTest, 4, 37_500)
+	p.MonthlyQuota = &quota
+	id := launched(t, s, p)
+	charged, trial := storetest.MoneyOf(t, s.Core, org.ID), balance(t, s, org.ID).TrialRemaining
+
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			_, err := s.Batches.FinishQuestion(ctx, id, 0, "gave up")
+			require.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	storetest.RequireCharged(t, s.Core, org.ID, charged, core.PostingTestRefund, -37_500)
+	require.Equal(t, trial+37_500, balance(t, s, org.ID).TrialRemaining, "the trial credit the charge spent comes back")
+	b := runBatch(t, s, id)
+	require.Equal(t, core.Micros(37_500), b.Refunded)
+	require.Equal(t, runs.Progress{Total: 4, Failed: 1}, b.Progress)
+
+	refunded := storetest.MoneyOf(t, s.Core, org.ID)
+	require.Equal(t, 1, finish(t, s, id, 0, "").Failed, "a failed question stays failed")
+	require.Equal(t, refunded, storetest.MoneyOf(t, s.Core, org.ID), "and is not refunded again")
+
+	// The spend rules count what was paid in the end: $0.1125 of the
+	// month's $0.15, so a $0.0375 launch fits.
+	more := launchParams(org, runs.KindTest, 1, 37_500)
+	more.MonthlyQuota = &quota
+	_, err := s.Batches.Launch(ctx, more)
+	require.NoError(t, err)
+}
+
+// A batch that fails is refunded whatever of its charge is left, in the
+// move to failed, once.
+func testFailedBatchRefundedInFull(t *testing.T, s Stores) {
+	org := newOrg(t, s, "Acme")
+	id := launched(t, s, launchParams(org, runs.KindCertify, 3, 1000))
+	charged := storetest.MoneyOf(t, s.Core, org.ID)
+	qs, err := s.Batches.Questions(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, []core.Micros{334, 333, 333}, []core.Micros{qs[0].Price, qs[1].Price, qs[2].Price})
+
+	judged(t, s, id, 0)
+	before := storetest.MoneyOf(t, s.Core, org.ID)
+	finish(t, s, id, 1, "gave up")
+	storetest.RequireCharged(t, s.Core, org.ID, before, core.PostingCertifyRefund, -333)
+	judged(t, s, id, 2)
+
+	// The scorer refused it: failed, and refunded the judged questions too.
+	before = storetest.MoneyOf(t, s.Core, org.ID)
+	moved, err := s.Batches.FinishBatch(ctx, id, &runs.Outcome{Status: runs.StatusFailed, Failure: "the batch could not be scored"})
+	require.NoError(t, err)
+	require.True(t, moved)
+	storetest.RequireCharged(t, s.Core, org.ID, before, core.PostingCertifyRefund, -667)
+	require.Equal(t, charged.Balance+1000, balance(t, s, org.ID).Balance, "the whole charge back")
+	require.Equal(t, core.Micros(1000), runBatch(t, s, id).Refunded)
+
+	moved, err = s.Batches.FinishBatch(ctx, id, &runs.Outcome{Status: runs.StatusFailed, Failure: "again"})
+	require.NoError(t, err)
+	require.False(t, moved)
+	require.Len(t, postings(t, s, org.ID), len(before.Postings)+1, "refunded once")
+}
+
+// However a batch's questions end — judged, failed, cancelled — and
+// whatever the batch does after, it is refunded no more than it was
+// charged, and the organisation's money adds up.
+func testRefundsNeverPassTheCharge(t *testing.T, s Stores) {
+	org := newOrg(t, s, "Acme")
+	start := balance(t, s, org.ID)
+	id := launched(t, s, launchParams(org, runs.KindTest, 4, 10_000))
+	finish(t, s, id, 0, "gave up")
+	finish(t, s, id, 1, "gave up")
+	_, err := s.Batches.CancelBatch(ctx, org.ID, id)
+	require.NoError(t, err)
+	finish(t, s, id, 2, "gave up")
+	moved, err := s.Batches.FinishBatch(ctx, id, &runs.Outcome{Status: runs.StatusFailed, Failure: "late"})
+	require.NoError(t, err)
+	require.False(t, moved, "a cancelled batch is final")
+	_, err = s.Batches.CancelBatch(ctx, org.ID, id)
+	require.NoError(t, err)
+
+	b := runBatch(t, s, id)
+	require.Equal(t, b.Billed, b.Refunded)
+	end := balance(t, s, org.ID)
+	require.Equal(t, start.Balance, end.Balance)
+	require.Equal(t, start.TrialRemaining, end.TrialRemaining)
+	var charged, refunded core.Micros
+	for _, p := range postings(t, s, org.ID) {
+		for _, l := range p.Legs {
+			if l.Account != core.AccountOrgBalance {
+				continue
+			}
+			switch p.Kind {
+			case core.PostingTestCharge:
+				charged -= l.Amount
+			case core.PostingTestRefund:
+				refunded += l.Amount
+			}
+		}
+	}
+	require.Equal(t, core.Micros(40_000), charged)
+	require.Equal(t, charged, refunded)
+}
+
+// Cancelling a batch cancels its pending questions and refunds their
+// prices in one posting; questions judged stay paid, questions failed were
+// refunded already. A repeat refunds nothing more.
+func testCancelRefundsPendingQuestions(t *testing.T, s Stores) {
+	org, other := newOrg(t, s, "Acme"), newOrg(t, s, "Beta")
+	id := launched(t, s, launchParams(org, runs.KindTest, 4, 37_500))
+	judged(t, s, id, 0)
+	finish(t, s, id, 1, "gave up")
+	before := storetest.MoneyOf(t, s.Core, org.ID)
+
+	_, err := s.Batches.CancelBatch(ctx, other.ID, id)
+	require.ErrorIs(t, err, core.ErrNotFound, "another organisation's batch")
+	_, err = s.Batches.CancelBatch(ctx, org.ID, uuid())
+	require.ErrorIs(t, err, core.ErrNotFound)
+	require.Equal(t, before, storetest.MoneyOf(t, s.Core, org.ID))
+
+	b, err := s.Batches.CancelBatch(ctx, org.ID, id)
+	require.NoError(t, err)
+	require.Equal(t, runs.StatusCancelled, b.Status)
+	require.NotNil(t, b.FinishedAt)
+	require.Equal(t, runs.Progress{Total: 4, Answered: 1, Judged: 1, Failed: 1, Cancelled: 2}, b.Progress)
+	require.Equal(t, runs.Progress{Total: 4, Answered: 1, Judged: 1, Failed: 1, Cancelled: 2}, b.Buckets[runs.BucketLight])
+	require.Equal(t, core.Micros(3*37_500), b.Refunded, "the failed question's and the two cancelled ones'")
+	storetest.RequireCharged(t, s.Core, org.ID, before, core.PostingTestRefund, -2*37_500)
+	qs, err := s.Batches.Questions(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, []runs.QuestionState{runs.QuestionJudged, runs.QuestionFailed, runs.QuestionCancelled, runs.QuestionCancelled},
+		[]runs.QuestionState{qs[0].State, qs[1].State, qs[2].State, qs[3].State})
+
+	cancelled := storetest.MoneyOf(t, s.Core, org.ID)
+	again, err := s.Batches.CancelBatch(ctx, org.ID, id)
+	require.NoError(t, err)
+	require.Equal(t, b, again, "a repeat answers the batch as it stands")
+	require.Equal(t, cancelled, storetest.MoneyOf(t, s.Core, org.ID), "and refunds nothing more")
+
+	// A queued batch is cancelled whole, never started.
+	q := launchParams(org, runs.KindTest, 2, 37_500)
+	_, err = s.Batches.Launch(ctx, q)
+	require.NoError(t, err)
+	before = storetest.MoneyOf(t, s.Core, org.ID)
+	b, err = s.Batches.CancelBatch(ctx, org.ID, q.Batch.ID)
+	require.NoError(t, err)
+	require.Equal(t, runs.StatusCancelled, b.Status)
+	require.Nil(t, b.StartedAt)
+	storetest.RequireCharged(t, s.Core, org.ID, before, core.PostingTestRefund, -75_000)
+	require.NoError(t, s.Batches.StartBatch(ctx, q.Batch.ID))
+	require.Equal(t, runs.StatusCancelled, runBatch(t, s, q.Batch.ID).Status, "a cancelled batch does not start")
+
+	// A batch whose every question is done is being scored, or finished:
+	// nothing is left to cancel.
+	done := launched(t, s, launchParams(org, runs.KindTest, 1, 37_500))
+	judged(t, s, done, 0)
+	before = storetest.MoneyOf(t, s.Core, org.ID)
+	_, err = s.Batches.CancelBatch(ctx, org.ID, done)
+	require.ErrorIs(t, err, runs.ErrBatchFinished)
+	moved, err := s.Batches.FinishBatch(ctx, done, &runs.Outcome{Status: runs.StatusComplete, Result: []byte(`{}`)})
+	require.NoError(t, err)
+	require.True(t, moved)
+	_, err = s.Batches.CancelBatch(ctx, org.ID, done)
+	require.ErrorIs(t, err, runs.ErrBatchFinished)
+	require.Equal(t, before, storetest.MoneyOf(t, s.Core, org.ID))
+}
+
+// A cancelled batch's questions record nothing more, whatever a job still
+// running does.
+func testCancelledBatchRecordsNothing(t *testing.T, s Stores) {
+	org := newOrg(t, s, "Acme")
+	id := launched(t, s, launchParams(org, runs.KindTest, 2, 1000))
+	_, err := s.Batches.RecordAnswer(ctx, id, 0, runs.SideMode, &runs.Answer{Text: "mode"})
+	require.NoError(t, err)
+	_, err = s.Batches.CancelBatch(ctx, org.ID, id)
+	require.NoError(t, err)
+	after := storetest.MoneyOf(t, s.Core, org.ID)
+
+	q, err := s.Batches.RecordAnswer(ctx, id, 0, runs.SideBaseline, &runs.Answer{Text: "baseline"})
+	require.NoError(t, err)
+	require.Equal(t, runs.QuestionCancelled, q.State)
+	require.Nil(t, q.Answers[runs.SideBaseline], "no answer recorded")
+	require.NoError(t, s.Batches.RecordJudgment(ctx, &runs.Judgment{BatchID: id, Index: 0, Judge: runs.JudgeNovaPro, Repeat: 1,
+		Order: []runs.Side{runs.SideMode, runs.SideBaseline}, Ruling: runs.Ruling{Verdict: runs.VerdictMode}}))
+	q, err = s.Batches.Question(ctx, id, 0)
+	require.NoError(t, err)
+	require.Empty(t, q.Judgments, "no judgment recorded")
+	p := finish(t, s, id, 0, "")
+	require.Equal(t, runs.Progress{Total: 2, Cancelled: 2}, p)
+	finish(t, s, id, 1, "gave up")
+	moved, err := s.Batches.FinishBatch(ctx, id, &runs.Outcome{Status: runs.StatusComplete, Result: []byte(`{}`)})
+	require.NoError(t, err)
+	require.False(t, moved)
+	b := runBatch(t, s, id)
+	require.Equal(t, runs.StatusCancelled, b.Status)
+	require.Nil(t, b.Result)
+	require.Equal(t, after, storetest.MoneyOf(t, s.Core, org.ID))
+}
+
+// A question finishing as its batch is cancelled is either finished (and,
+// judged, paid) or cancelled and refunded, never both: the batch's refund
+// is exactly the prices of the questions that ended cancelled or failed.
+func testCancelRacesFinish(t *testing.T, s Stores) {
+	org := newOrg(t, s, "Acme")
+	_, err := s.Core.AddFunds(ctx, &core.AddFundsParams{OrgID: org.ID, Amount: core.USD(100)})
+	require.NoError(t, err)
+	seen := map[runs.QuestionState]int{}
+	for round := range 16 {
+		failure := ""
+		if round%2 == 1 {
+			failure = "gave up"
+		}
+		id := launched(t, s, launchParams(org, runs.KindTest, 2, 1000))
+		answer(t, s, id, 0)
+		before := balance(t, s, org.ID)
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			_, err := s.Batches.FinishQuestion(ctx, id, 0, failure)
+			require.NoError(t, err)
+		})
+		wg.Go(func() {
+			_, err := s.Batches.CancelBatch(ctx, org.ID, id)
+			require.NoError(t, err)
+		})
+		wg.Wait()
+		b := runBatch(t, s, id)
+		require.Equal(t, runs.StatusCancelled, b.Status)
+		qs, err := s.Batches.Questions(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, runs.QuestionCancelled, qs[1].State)
+		var refundable core.Micros
+		for _, q := range qs {
+			if q.State == runs.QuestionCancelled || q.State == runs.QuestionFailed {
+				refundable += q.Price
+			}
+		}
+		seen[qs[0].State]++
+		require.Equal(t, refundable, b.Refunded, "round %d: question 0 %s", round, qs[0].State)
+		require.Equal(t, before.Balance+refundable, balance(t, s, org.ID).Balance)
+		require.Equal(t, 2, b.Progress.Judged+b.Progress.Failed+b.Progress.Cancelled)
+	}
+	t.Logf("question 0 ended: %v", seen)
 }
