@@ -301,7 +301,7 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 		"POST /v1/modes/validate", "GET /v1/modes", "POST /v1/modes", "GET /v1/modes/{mode}",
 		"POST /v1/modes/{mode}/release", "POST /v1/modes/{mode}/listing",
 		"PUT /v1/modes/{mode}/lab_invites/{org}", "DELETE /v1/modes/{mode}/lab_invites/{org}",
-		"POST /v1/tests", "GET /v1/tests", "POST /v1/certify", "GET /v1/certify",
+		"POST /v1/tests", "GET /v1/tests", "DELETE /v1/tests", "POST /v1/certify", "GET /v1/certify", "DELETE /v1/certify",
 	}, ops)
 }
 

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"sync"
@@ -411,10 +412,194 @@ func TestBatchPollCodes(t *testing.T) {
 // judgment rules for the mode, and W ≥ 0.5 certifies.
 func (rb *runsBundle) executor(t *testing.T) *runs.Executor {
 	t.Helper()
-	e, err := runs.NewExecutor(runs.ExecutorDeps{Store: pgstore.NewBatches(rb.store.Pool(), nil), Mode: standIn{}, Baseline: standIn{},
-		Panel: standIn{}, Scorer: standIn{}, Certifier: rb.store})
+	return rb.executorWith(t, standIn{}, standIn{})
+}
+
+// executorWith is the executor with the mode's answerer and the scorer
+// given, to make questions or the scoring fail.
+func (rb *runsBundle) executorWith(t *testing.T, mode runs.Answerer, scorer runs.Scorer) *runs.Executor {
+	t.Helper()
+	e, err := runs.NewExecutor(runs.ExecutorDeps{Store: pgstore.NewBatches(rb.store.Pool(), nil), Mode: mode, Baseline: standIn{},
+		Panel: standIn{}, Scorer: scorer, Certifier: rb.store})
 	require.NoError(t, err)
 	return e
+}
+
+// failingMode answers as standIn does but for the questions it names,
+// whose answer fails as an engine's would.
+type failingMode map[int]bool
+
+func (f failingMode) Answer(ctx context.Context, r *runs.AnswerRequest) (*runs.Answer, error) {
+	if f[r.Question.Index] {
+		return nil, errors.New("the engine is down")
+	}
+	return standIn{}.Answer(ctx, r)
+}
+
+// refusingScorer cannot score any batch.
+type refusingScorer struct{}
+
+func (refusingScorer) Score(context.Context, *runs.Batch, []*runs.Question) (*runs.Scored, error) {
+	return nil, errors.New("the scorer is down")
+}
+
+// runToEnd runs every question of a batch of n as its job would: each
+// attempt that fails is its last, and gives the question up.
+func runToEnd(t *testing.T, e *runs.Executor, id string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range n {
+		if err := e.RunQuestion(ctx, id, i); err != nil {
+			require.NoError(t, e.AbandonQuestion(ctx, id, i, err))
+		}
+	}
+}
+
+// Cancelling a running test run: the batch is cancelled, its unfinished
+// questions too, and their prices come back in one test_refund posting;
+// the judged question stays paid. A repeat refunds nothing more; a
+// complete batch is batch_finished; the poll's refusals apply.
+func TestCancelTestRun(t *testing.T) {
+	t.Parallel()
+	rb := setupRuns(t)
+	ctx := context.Background()
+	r := rb.launch(t, "/v1/tests", rb.key, `{"model":"acme-panl","buckets":{"light":2,"medium":1,"hard":1}}`)
+	require.Equal(t, 200, r.status, r.raw)
+	id := r.body["batch_id"].(string)
+	exec := rb.executor(t)
+	require.NoError(t, exec.RunQuestion(ctx, id, 0), "the first light question is judged")
+	before := rb.money(t, rb.acme.ID)
+
+	requireError(t, rb.do(t, "DELETE", "/v1/tests", rb.key, ""), 400, core.CodeMissingBatchID, "invalid_request_error")
+	requireError(t, rb.do(t, "DELETE", "/v1/tests?batch_id="+id, rb.otherKey, ""), 404, core.CodeBatchNotFound, "invalid_request_error")
+	requireError(t, rb.do(t, "DELETE", "/v1/certify?batch_id="+id, rb.key, ""), 404, core.CodeBatchNotFound, "invalid_request_error")
+	requireError(t, rb.do(t, "DELETE", "/v1/tests?batch_id=not-a-batch", rb.key, ""), 404, core.CodeBatchNotFound, "invalid_request_error")
+	limited := rb.newKey(t, &core.CreateKeyParams{OrgID: rb.acme.ID, Scopes: []string{"models:read"}})
+	requireError(t, rb.do(t, "DELETE", "/v1/tests?batch_id="+id, limited, ""), 403, core.CodeInsufficientScope, "permission_error")
+	require.Equal(t, before, rb.money(t, rb.acme.ID), "no refusal refunded anything")
+
+	c := rb.do(t, "DELETE", "/v1/tests?batch_id="+id, rb.key, "")
+	require.Equal(t, 200, c.status, c.raw)
+	require.Equal(t, true, c.body["ok"])
+	b := obj(c.body["batch"])
+	require.Equal(t, id, b["id"])
+	require.Equal(t, "cancelled", b["status"])
+	require.NotNil(t, b["finished_at"])
+	require.Equal(t, map[string]any{"total": 4.0, "answered": 1.0, "judged": 1.0, "failed": 0.0, "cancelled": 3.0}, b["progress"])
+	require.Equal(t, map[string]any{"total": 2.0, "answered": 1.0, "judged": 1.0, "failed": 0.0, "cancelled": 1.0}, obj(b["per_bucket"])["light"])
+	require.Equal(t, 0.2625, num(b["billed_usd"]))
+	require.Equal(t, 0.225, num(b["refunded_usd"]), "0.0375 + 0.075 + 0.1125: the three questions not judged")
+	rb.requireCharged(t, rb.acme.ID, before, core.PostingTestRefund, -225_000)
+	cancelled := rb.money(t, rb.acme.ID)
+
+	again := rb.do(t, "DELETE", "/v1/tests?batch_id="+id, rb.key, "")
+	require.Equal(t, 200, again.status, again.raw)
+	require.Equal(t, c.body["batch"], again.body["batch"], "a repeat answers the batch as it stands")
+	p := rb.do(t, "GET", "/v1/tests?batch_id="+id, rb.key, "")
+	require.Equal(t, c.body["batch"], p.body["batch"], "as the poll shows it")
+
+	// Its jobs, still queued, stop without recording anything.
+	for i := 1; i < 4; i++ {
+		require.NoError(t, exec.RunQuestion(ctx, id, i))
+	}
+	q, err := pgstore.NewBatches(rb.store.Pool(), nil).Question(ctx, id, 1)
+	require.NoError(t, err)
+	require.Equal(t, runs.QuestionCancelled, q.State)
+	require.Empty(t, q.Answers)
+	require.Equal(t, cancelled, rb.money(t, rb.acme.ID), "nothing more refunded")
+
+	// A complete batch has nothing left to cancel.
+	r = rb.launch(t, "/v1/tests", rb.key, `{"model":"acme-panl","buckets":{"light":1}}`)
+	require.Equal(t, 200, r.status, r.raw)
+	done := r.body["batch_id"].(string)
+	require.NoError(t, exec.RunQuestion(ctx, done, 0))
+	charged := rb.money(t, rb.acme.ID)
+	requireError(t, rb.do(t, "DELETE", "/v1/tests?batch_id="+done, rb.key, ""), 409, core.CodeBatchFinished, "invalid_request_error")
+	require.Equal(t, "complete", obj(rb.do(t, "GET", "/v1/tests?batch_id="+done, rb.key, "").body["batch"])["status"])
+	require.Equal(t, charged, rb.money(t, rb.acme.ID))
+}
+
+// A queued certification cancelled: its $50 back in one certify_refund
+// posting, no verdict, and its attempt number stays used.
+func TestCancelCertification(t *testing.T) {
+	t.Parallel()
+	rb := setupRuns(t)
+	rb.approve(t)
+	_, err := rb.store.AddFunds(context.Background(), &core.AddFundsParams{OrgID: rb.acme.ID, Amount: core.USD(100)})
+	require.NoError(t, err)
+	r := rb.launch(t, "/v1/certify", rb.key, `{"model":"acme-panl"}`)
+	require.Equal(t, 200, r.status, r.raw)
+	id := r.body["batch_id"].(string)
+	before := rb.money(t, rb.acme.ID)
+	c := rb.do(t, "DELETE", "/v1/certify?batch_id="+id, rb.key, "")
+	require.Equal(t, 200, c.status, c.raw)
+	require.NotContains(t, c.body, "certification")
+	b := obj(c.body["batch"])
+	require.Equal(t, "cancelled", b["status"])
+	require.Nil(t, b["started_at"])
+	require.Equal(t, 50.0, num(b["refunded_usd"]))
+	require.Equal(t, 150.0, num(obj(b["progress"])["cancelled"]))
+	rb.requireCharged(t, rb.acme.ID, before, core.PostingCertifyRefund, -core.CertificationPrice)
+
+	r = rb.launch(t, "/v1/certify", rb.key, `{"model":"acme-panl"}`)
+	require.Equal(t, 200, r.status, r.raw)
+	p := rb.do(t, "GET", "/v1/certify?batch_id="+r.body["batch_id"].(string), rb.key, "")
+	require.Equal(t, 2.0, num(obj(p.body["batch"])["attempt"]), "the cancelled attempt stays counted")
+}
+
+// A question given up on after its last attempt is refunded its price, in
+// one test_refund posting; the batch still completes with the others.
+func TestFailedQuestionRefunded(t *testing.T) {
+	t.Parallel()
+	rb := setupRuns(t)
+	r := rb.launch(t, "/v1/tests", rb.key, `{"model":"acme-panl","buckets":{"light":1,"hard":1}}`)
+	require.Equal(t, 200, r.status, r.raw)
+	id := r.body["batch_id"].(string)
+	before := rb.money(t, rb.acme.ID)
+	runToEnd(t, rb.executorWith(t, failingMode{1: true}, standIn{}), id, 2)
+
+	rb.requireCharged(t, rb.acme.ID, before, core.PostingTestRefund, -112_500)
+	b := obj(rb.do(t, "GET", "/v1/tests?batch_id="+id, rb.key, "").body["batch"])
+	require.Equal(t, "complete", b["status"])
+	require.Equal(t, map[string]any{"total": 2.0, "answered": 1.0, "judged": 1.0, "failed": 1.0, "cancelled": 0.0}, b["progress"])
+	require.Equal(t, 0.1125, num(b["refunded_usd"]), "the hard question's price")
+}
+
+// A batch that fails is refunded in full: every question failed (each
+// refunded as it failed), or the scorer refused it (what was judged is
+// refunded as the batch fails).
+func TestFailedBatchRefunded(t *testing.T) {
+	t.Parallel()
+	rb := setupRuns(t)
+	body := `{"model":"acme-panl","buckets":{"light":1,"medium":1}}`
+
+	r := rb.launch(t, "/v1/tests", rb.key, body)
+	require.Equal(t, 200, r.status, r.raw)
+	id := r.body["batch_id"].(string)
+	before := rb.money(t, rb.acme.ID)
+	runToEnd(t, rb.executorWith(t, failingMode{0: true, 1: true}, standIn{}), id, 2)
+	b := obj(rb.do(t, "GET", "/v1/tests?batch_id="+id, rb.key, "").body["batch"])
+	require.Equal(t, "failed", b["status"])
+	require.Equal(t, 0.1125, num(b["refunded_usd"]))
+	require.Equal(t, before.Balance+112_500, rb.money(t, rb.acme.ID).Balance, "the whole charge back")
+	require.Len(t, rb.money(t, rb.acme.ID).Postings, len(before.Postings)+2, "one refund per question")
+
+	r = rb.launch(t, "/v1/tests", rb.key, body)
+	require.Equal(t, 200, r.status, r.raw)
+	id = r.body["batch_id"].(string)
+	exec := rb.executorWith(t, failingMode{1: true}, refusingScorer{})
+	require.NoError(t, exec.RunQuestion(context.Background(), id, 0))
+	judged := rb.money(t, rb.acme.ID)
+	runToEnd(t, exec, id, 2)
+	b = obj(rb.do(t, "GET", "/v1/tests?batch_id="+id, rb.key, "").body["batch"])
+	require.Equal(t, "failed", b["status"])
+	require.Equal(t, "the batch could not be scored", b["failure"])
+	require.Equal(t, 0.1125, num(b["refunded_usd"]))
+	require.Equal(t, judged.Balance+112_500, rb.money(t, rb.acme.ID).Balance)
+	ps := rb.money(t, rb.acme.ID).Postings
+	require.Len(t, ps, len(judged.Postings)+2, "the failed question's refund, then the rest as the batch failed")
+	storetest.RequireCharged(t, rb.store, rb.acme.ID, storetest.Money{Balance: judged.Balance + 75_000, Postings: ps[:len(ps)-1]},
+		core.PostingTestRefund, -37_500)
 }
 
 type standIn struct{}
