@@ -47,26 +47,10 @@ func questionJobs(t *testing.T, pool *pgxpool.Pool, batchID string) int {
 func TestLaunchEnqueuesItsQuestionsAtomically(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.NewPool(t)
-	s, b := pgstore.New(pool), batches(t, pool)
-	org, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Acme"})
-	require.NoError(t, err)
-
+	pool, b, orgID := batchesOrg(t)
 	launch := func(price core.Micros) (string, error) {
 		id := "5d1c9c1e-0000-4000-8000-00000000000" + string(rune('0'+int(price%10)))
-		plan := &runs.Plan{Kind: runs.KindTest, Model: "acme-panl", Form: runs.FormBuckets,
-			Counts: map[runs.Bucket]int{runs.BucketMedium: 3}, Tiers: []core.Tier{core.TierPlus},
-			Judges: runs.Judges, Repeats: 1, Protocol: runs.ProtocolPairwise}
-		qs := make([]*runs.Question, 3)
-		for i := range qs {
-			qs[i] = &runs.Question{BatchID: id, Index: i, Bucket: runs.BucketMedium, Tier: core.TierPlus, QuestionID: "q", Price: price}
-		}
-		_, err := b.Launch(ctx, &runs.LaunchParams{DailyLimit: 5, Questions: qs, Batch: &runs.Batch{
-			ID: id, OrgID: org.ID, Kind: runs.KindTest, Model: "acme-panl", ModeID: "acme-panl", ModeKey: "panl",
-			ModeVersion: 1, ModeConfigHash: "h", Plan: plan, BankVersion: "b", Billed: price * 3,
-			Quote: &runs.Quote{Total: 3, Cost: price * 3},
-		}})
-		return id, err
+		return id, launchMedium(ctx, b, orgID, id, 3, price)
 	}
 	refused, err := launch(core.USD(5) + 1)
 	require.ErrorIs(t, err, core.ErrInsufficientFunds)
@@ -87,19 +71,37 @@ func TestLaunchEnqueuesItsQuestionsAtomically(t *testing.T) {
 func TestRefundCannotPassTheCharge(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.NewPool(t)
-	s, b := pgstore.New(pool), batches(t, pool)
-	org, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Acme"})
-	require.NoError(t, err)
+	pool, b, orgID := batchesOrg(t)
 	id := "5d1c9c1e-0000-4000-8000-0000000000aa"
-	plan := &runs.Plan{Kind: runs.KindTest, Model: "acme-panl", Form: runs.FormBuckets,
-		Counts: map[runs.Bucket]int{runs.BucketMedium: 1}, Tiers: []core.Tier{core.TierPlus},
-		Judges: runs.Judges, Repeats: 1, Protocol: runs.ProtocolPairwise}
-	_, err = b.Launch(ctx, &runs.LaunchParams{DailyLimit: 5, Batch: &runs.Batch{
-		ID: id, OrgID: org.ID, Kind: runs.KindTest, Model: "acme-panl", ModeID: "acme-panl", ModeKey: "panl",
-		ModeVersion: 1, ModeConfigHash: "h", Plan: plan, BankVersion: "b", Billed: 75_000, Quote: &runs.Quote{Total: 1, Cost: 75_000},
-	}, Questions: []*runs.Question{{BatchID: id, Bucket: runs.BucketMedium, Tier: core.TierPlus, QuestionID: "q", Price: 75_000}}})
-	require.NoError(t, err)
-	_, err = pool.Exec(ctx, `UPDATE batches SET refunded_micros = billed_micros + 1 WHERE id = $1`, id)
+	require.NoError(t, launchMedium(ctx, b, orgID, id, 1, 75_000))
+	_, err := pool.Exec(ctx, `UPDATE batches SET refunded_micros = billed_micros + 1 WHERE id = $1`, id)
 	require.ErrorContains(t, err, "refund_within_charge")
+}
+
+// batchesOrg is a fresh database's pool, its batch store and an
+// organisation with its trial credit.
+func batchesOrg(t *testing.T) (*pgxpool.Pool, *pgstore.Batches, string) {
+	t.Helper()
+	pool := pgtest.NewPool(t)
+	org, _, err := pgstore.New(pool).CreateOrg(context.Background(), &core.CreateOrgParams{Name: "Acme"})
+	require.NoError(t, err)
+	return pool, batches(t, pool), org.ID
+}
+
+// launchMedium launches a test run of n medium questions at price each.
+func launchMedium(ctx context.Context, b *pgstore.Batches, orgID, id string, n int, price core.Micros) error {
+	plan := &runs.Plan{Kind: runs.KindTest, Model: "acme-panl", Form: runs.FormBuckets,
+		Counts: map[runs.Bucket]int{runs.BucketMedium: n}, Tiers: []core.Tier{core.TierPlus},
+		Judges: runs.Judges, Repeats: 1, Protocol: runs.ProtocolPairwise}
+	qs := make([]*runs.Question, n)
+	for i := range qs {
+		qs[i] = &runs.Question{BatchID: id, Index: i, Bucket: runs.BucketMedium, Tier: core.TierPlus, QuestionID: "q", Price: price}
+	}
+	cost := price * core.Micros(n)
+	_, err := b.Launch(ctx, &runs.LaunchParams{DailyLimit: 5, Questions: qs, Batch: &runs.Batch{
+		ID: id, OrgID: orgID, Kind: runs.KindTest, Model: "acme-panl", ModeID: "acme-panl", ModeKey: "panl",
+		ModeVersion: 1, ModeConfigHash: "h", Plan: plan, BankVersion: "b", Billed: cost,
+		Quote: &runs.Quote{Total: n, Cost: cost},
+	}})
+	return err
 }
