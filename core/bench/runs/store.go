@@ -41,6 +41,10 @@ type LaunchStore interface {
 	// Batch reads one of orgID's batches with its progress; another
 	// organisation's batch, or none, is core.ErrNotFound.
 	Batch(ctx context.Context, orgID, batchID string) (*Batch, error)
+	// QueuedQuestions counts the questions waiting to be worked, every
+	// organisation's: those of batches queued or running that are neither
+	// judged nor given up on. A launch's estimate counts them ahead of it.
+	QueuedQuestions(ctx context.Context) (int, error)
 }
 
 // ClaimState is the state of a launch's Idempotency-Key claim.
