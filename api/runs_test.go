@@ -41,6 +41,9 @@ type runsBundle struct {
 	*authoringBundle
 }
 
+// testPace is the tests' pace of questions: 2 at a time, a minute each.
+var testPace = runs.Pace{Workers: 2, QuestionTime: time.Minute}
+
 func setupRuns(t *testing.T, opts ...func(*setupOpts)) *runsBundle {
 	t.Helper()
 	rb := &runsBundle{setupAuthoring(t, opts...)}
@@ -142,7 +145,7 @@ func TestTestDryRunThenLaunch(t *testing.T) {
 	require.Equal(t, true, r.body["dry_run"])
 	require.Equal(t, 0.2625, num(r.body["total_cost_usd"]), "2 × 0.0375 + 0.075 + 0.1125")
 	require.Equal(t, 4.0, num(r.body["total_questions"]))
-	require.Equal(t, 4.0, num(r.body["estimated_minutes"]))
+	require.Equal(t, 2.0, num(r.body["estimated_minutes"]), "4 questions, 2 at a time, a minute each (testPace)")
 	require.Equal(t, map[string]any{"questions": 2.0, "price_per_question_usd": 0.0375, "cost_usd": 0.075}, obj(r.body["per_bucket"])["light"])
 	require.NotContains(t, r.body, "batch_id")
 	require.NotContains(t, r.body, "billed_usd")
@@ -158,6 +161,9 @@ func TestTestDryRunThenLaunch(t *testing.T) {
 	require.True(t, runs.ValidUUID(id))
 	require.Equal(t, "/v1/tests?batch_id="+id, r.body["status_url"])
 	rb.requireCharged(t, rb.acme.ID, before, core.PostingTestCharge, 262_500)
+	require.Equal(t, 2.0, num(r.body["estimated_minutes"]))
+	again := rb.launch(t, "/v1/tests", rb.key, fmt.Sprintf(body, `,"dry_run":true`))
+	require.Equal(t, 4.0, num(again.body["estimated_minutes"]), "behind the 4 questions just launched")
 
 	p := rb.do(t, "GET", r.body["status_url"].(string), rb.key, "")
 	require.Equal(t, 200, p.status, p.raw)
@@ -326,7 +332,7 @@ func TestCertify(t *testing.T) {
 	require.Equal(t, true, r.body["requires_listing"])
 	require.Equal(t, 50.0, num(r.body["total_cost_usd"]))
 	require.Equal(t, 150.0, num(r.body["total_questions"]))
-	require.Equal(t, 150.0, num(r.body["estimated_minutes"]))
+	require.Equal(t, 75.0, num(r.body["estimated_minutes"]), "150 questions, 2 at a time (testPace)")
 	require.Equal(t, map[string]any{"questions": 50.0}, obj(r.body["per_bucket"])["hard"])
 	requireError(t, rb.launch(t, "/v1/certify", rb.key, `{"model":"acme-panl"}`), 400, core.CodeListingRequired, "invalid_request_error")
 	requireError(t, rb.launch(t, "/v1/certify", rb.key, `{"model":"acme-panl","judges":["nova_pro"]}`), 400,

@@ -113,7 +113,7 @@ func (p *parts) serve(t testing.TB) (http.Handler, *calls.Service) {
 		launches = p.launches(launches)
 	}
 	benchRuns, err := runs.NewService(runs.Config{TestLaunchesPerDay: l.TestLaunches, CertifyLaunchesPerDay: l.CertifyLaunches,
-		ActivationAllowance: l.ActivationAllowance}, runs.Deps{
+		ActivationAllowance: l.ActivationAllowance, Pace: testPace}, runs.Deps{
 		Access: acc, Modes: svc, Store: launches, Bank: testBank{}, Logger: p.logger,
 	})
 	require.NoError(t, err)

@@ -282,7 +282,7 @@ const runOutSchema = `{"type": "object", "required": ["ok"], "properties": {
 	"per_bucket": {"type": "object", "description": "Launch: light, medium and hard — questions, and for a test run its price per question and cost."},
 	"total_cost_usd": {"type": "number", "description": "Dry run: what the launch would charge."},
 	"billed_usd": {"type": "number", "description": "Launch: what was charged, up front."},
-	"estimated_minutes": {"type": "integer", "description": "Launch: about one question a minute."},
+	"estimated_minutes": {"type": "integer", "description": "About how long the run takes: its questions and those queued before it, worked several at a time."},
 	"status_url": {"type": "string", "description": "Launch: the REST path of the poll."},
 	"note": {"type": "string"},
 	"requires_listing": {"type": "boolean", "description": "A certification's dry run: the mode must be listed before it can be certified."},
@@ -325,7 +325,7 @@ func (h *Handler) runTools() []*tool {
 					"all three), judge_repeats (1 to 3) and judging_protocol (pairwise or plurality); at most 300 questions " +
 					"counting every tier. Price: each question at the mode's standard surcharge for its band, 25% off, " +
 					"charged up front to your balance; dry_run: true answers total_cost_usd and estimated_minutes and " +
-					"starts and charges nothing. A run takes about a minute per question: the launch answers at once with " +
+					"starts and charges nothing. A run takes minutes (estimated_minutes): the launch answers at once with " +
 					"batch_id; call run_test again with batch_id alone to poll it until batch.status is complete (or failed), " +
 					"then read batch.result. " + keyedLaunch(core.CodeTestLaunchLimitExceeded),
 				InputSchema: schema(`{"type": "object", "properties": {
@@ -356,7 +356,7 @@ func (h *Handler) runTools() []*tool {
 				Description: "Certify a version of one of your organisation's own modes: a fixed test run of 150 questions " +
 					"(50 light, 50 medium, 50 hard), three judges, two repeats, pairwise, ending in a verdict — certified, " +
 					"provisional or not_certified — on the version; a certified version is the one you may publish with " +
-					"list_mode. $50 flat, charged up front to your balance; about 150 minutes. The mode must be listed in " +
+					"list_mode. $50 flat, charged up front to your balance; the launch answers how long it will take (estimated_minutes). The mode must be listed in " +
 					"the marketplace (its listing approved) to launch (listing_required otherwise); dry_run: true answers " +
 					"the quote and requires_listing, and starts and charges nothing. The launch answers at once with " +
 					"batch_id; call certify_mode again with batch_id alone to poll it until batch.status is complete (or " +

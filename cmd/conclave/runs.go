@@ -46,6 +46,7 @@ func newBench(cfg *config.Config, catalog *core.Catalog, db *database, g *gatewa
 	launch, err := runs.NewService(runs.Config{
 		TestLaunchesPerDay: cfg.Limits.TestLaunchesPerDay, CertifyLaunchesPerDay: cfg.Limits.CertifyLaunchesPerDay,
 		Lease: cfg.Limits.Lease, ActivationAllowance: core.Micros(cfg.Limits.ActivationAllowanceUSD),
+		Pace: runs.Pace{Workers: cfg.Jobs.BenchWorkers, QuestionTime: cfg.Jobs.BenchQuestionTime},
 	}, runs.Deps{Access: g.acc, Modes: g.svc, Store: batches, Bank: execute.Bank{}, Logger: log})
 	if err != nil {
 		return nil, err

@@ -97,12 +97,27 @@ var designFigures = map[float64]struct{ power, halfWidth float64 }{
 	0.7: {81, 6.9},
 }
 
+// pluralityPanel is a panel under the plurality protocol with two answers
+// (the mode's and the baseline's): the design panel, or the biased panel
+// without its tie band, since a vote never ties.
+func pluralityPanel(biased bool, w, rho float64) benchsim.Config {
+	cfg := designPanel(w, rho)
+	if biased {
+		cfg = biasedPanel(w, rho)
+		cfg.TieWidth = 0
+	}
+	cfg.Protocol = bench.Plurality
+	return cfg
+}
+
 // BenchmarkCertifyCalibration runs 2,000 simulated certification runs per
 // cell — a mode at parity (W = 0.50), five points better (0.55) and ten
 // better (0.60), at intra-question correlation ρ = 0.3, 0.5 and 0.7, on the
 // design panel and on a biased panel — and prints each figure beside its
-// goal and the certification design's expected figure. It reports the
-// headline figures of the biased panel at ρ = 0.5 as metrics.
+// goal and the certification design's expected figure; then the same for
+// the plurality protocol at parity and at W = 0.60, ρ = 0.5. It reports the
+// headline figures of the biased panel at ρ = 0.5 as metrics, and of the
+// biased plurality panel as plurality_… metrics.
 func BenchmarkCertifyCalibration(b *testing.B) {
 	const runs = 2000
 	type cell struct {
@@ -124,10 +139,25 @@ func BenchmarkCertifyCalibration(b *testing.B) {
 	fifth.Attempt = 5
 	cells = append(cells, cell{"design, attempt 5", fifth})
 
+	var plurality []cell
+	for _, biased := range []bool{false, true} {
+		name := "design"
+		if biased {
+			name = "biased, no ties"
+		}
+		for _, w := range []float64{0.5, 0.6} {
+			plurality = append(plurality, cell{name, pluralityPanel(biased, w, 0.5)})
+		}
+	}
+
 	results := make([]*benchsim.Calibration, len(cells))
+	pluralityResults := make([]*benchsim.Calibration, len(plurality))
 	for b.Loop() {
 		for i, c := range cells {
 			results[i] = calibrate(b, c.cfg, runs, uint64(1000+i))
+		}
+		for i, c := range plurality {
+			pluralityResults[i] = calibrate(b, c.cfg, runs, uint64(2000+i))
 		}
 	}
 
@@ -163,6 +193,19 @@ func BenchmarkCertifyCalibration(b *testing.B) {
 			100*c.LowerAbove, pct(c, c.Coverage), 100*c.NaiveLowerAbove, 100*c.NaiveCoverage, naiveDesign,
 			100*c.MeanHalfWidth, design.halfWidth, 100*c.Rate(bench.Provisional), c.MeanRho)
 	}
+	fmt.Fprintf(&out, "\nPlurality (two answers, a vote for the best; %d runs per cell, 150 questions × 3 judges × 2 repeats)\n\n", runs)
+	out.WriteString("| panel | true W | ρ | certified | goal | coverage | goal | naive certifies | half-width | mean W | mean ρ̂ |\n")
+	out.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for i, cl := range plurality {
+		c := pluralityResults[i]
+		certGoal := "≤ 2.5%"
+		if c.Truth.W == 0.6 {
+			certGoal = "≥ 80%"
+		}
+		fmt.Fprintf(&out, "| %s | %.2f | %.1f | %s | %s | %s | 95 ± 1 | %.2f%% | ±%.2f | %.4f | %.3f |\n",
+			cl.panel, c.Truth.W, c.Truth.Rho, pct(c, c.Rate(bench.Certified)), certGoal, pct(c, c.Coverage),
+			100*c.NaiveLowerAbove, 100*c.MeanHalfWidth, c.MeanW, c.MeanRho)
+	}
 	// Printed, not logged: the testing package cuts a benchmark's log at
 	// ten lines.
 	fmt.Print(out.String())
@@ -186,5 +229,12 @@ func BenchmarkCertifyCalibration(b *testing.B) {
 	b.ReportMetric(80, "goal_power_%")
 	b.ReportMetric(90, "design_power_%")
 	b.ReportMetric(100*parity.NaiveLowerAbove, "naive_false_cert_%")
+	pParity, pBetter := pluralityResults[2], pluralityResults[3] // biased, no ties: W = 0.50, 0.60
+	b.ReportMetric(100*pParity.Rate(bench.Certified), "plurality_false_cert_%")
+	b.ReportMetric(100*pParity.MCError(pParity.Rate(bench.Certified)), "plurality_false_cert_mc_error_%")
+	b.ReportMetric(100*pParity.Coverage, "plurality_coverage_%")
+	b.ReportMetric(100*pParity.MCError(pParity.Coverage), "plurality_coverage_mc_error_%")
+	b.ReportMetric(100*pBetter.Rate(bench.Certified), "plurality_power_%")
+	b.ReportMetric(100*pBetter.MCError(pBetter.Rate(bench.Certified)), "plurality_power_mc_error_%")
 	fmt.Println()
 }

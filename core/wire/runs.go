@@ -78,8 +78,12 @@ func AcceptanceOf(a *runs.Acceptance) *Acceptance {
 	}
 	b := a.Batch
 	out.BatchID, out.BilledUSD, out.StatusURL = b.ID, dollars(b.Billed), StatusURL(b.Kind, b.ID)
-	out.Note = fmt.Sprintf("The %s is queued: %d questions at about one a minute, each judged blind by %d judges × %d repeats. Poll status_url for its progress.",
-		what, q.Total, len(b.Plan.Judges), b.Plan.Repeats)
+	minutes := "minutes"
+	if q.Minutes == 1 {
+		minutes = "minute"
+	}
+	out.Note = fmt.Sprintf("The %s is queued: %d questions, each judged blind by %d judges × %d repeats, in about %d %s. Poll status_url for its progress.",
+		what, q.Total, len(b.Plan.Judges), b.Plan.Repeats, q.Minutes, minutes)
 	return out
 }
 

@@ -328,10 +328,16 @@ type Jobs struct {
 	// BenchWorkers is how many benchmark questions (test runs and
 	// certifications) one replica works at once, on a queue of their own;
 	// they take none of the organisations' concurrency slots. Defaults
-	// to 16: a question mostly waits on providers, and 16 at once finish
-	// a certification on the seed latency profile in about 9 minutes
-	// (docs/benchmarks.md).
+	// to 32: a question mostly waits on providers (a question's answers
+	// and judgments use well under a millisecond of the gateway's CPU per
+	// second of waiting), and 32 at once finish a certification on the
+	// seed latency profile in about 5 minutes (docs/benchmarks.md).
 	BenchWorkers int `yaml:"bench_workers"`
+	// BenchQuestionTime is about how long one benchmark question takes
+	// (its two answers, then its slowest judgment): with BenchWorkers, what
+	// a launch's estimated_minutes is worked out from. Defaults to 1m, a
+	// question's mean on the seed latency profile.
+	BenchQuestionTime time.Duration `yaml:"bench_question_time"`
 	// BenchTimeout bounds one run of a benchmark question's job: its two
 	// answers and every judgment. A run past it is cancelled and retried.
 	// Defaults to 15m.
@@ -715,6 +721,8 @@ func (j *Jobs) validate() error {
 		return fe("bench_workers", "must be at least 1")
 	case j.BenchTimeout < time.Second:
 		return fe("bench_timeout", "must be at least 1s")
+	case j.BenchQuestionTime < time.Second:
+		return fe("bench_question_time", "must be at least 1s")
 	case j.BenchAttempts < 1 || j.BenchAttempts > 25:
 		return fe("bench_attempts", "must be 1 to 25")
 	}

@@ -24,7 +24,8 @@ func TestJobsDefaults(t *testing.T) {
 		ReapInterval:         time.Hour,
 		IdempotencyRetention: 24 * time.Hour,
 		StopTimeout:          10 * time.Second,
-		BenchWorkers:         16,
+		BenchWorkers:         32,
+		BenchQuestionTime:    time.Minute,
 		BenchTimeout:         15 * time.Minute,
 		BenchAttempts:        5,
 	}, c.Jobs)
@@ -45,6 +46,7 @@ func TestJobsAreValidated(t *testing.T) {
 		"jobs: {stop_timeout: 0s}":               "jobs.stop_timeout",
 		"jobs: {bench_workers: 0}":               "jobs.bench_workers",
 		"jobs: {bench_timeout: 10ms}":            "jobs.bench_timeout",
+		"jobs: {bench_question_time: 0s}":        "jobs.bench_question_time",
 		"jobs: {bench_attempts: 0}":              "jobs.bench_attempts",
 		"limits: {test_launches_per_day: 0}":     "limits.test_launches_per_day",
 		"limits: {certify_launches_per_day: -1}": "limits.certify_launches_per_day",

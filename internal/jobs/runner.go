@@ -51,7 +51,7 @@ type Config struct {
 	// stuck jobs only of the kinds its replica knows, and discards others.
 	Questions QuestionRunner
 	// BenchWorkers is how many benchmark questions one replica works at
-	// once, when Questions is set. Defaults to 16.
+	// once, when Questions is set. Defaults to 32.
 	BenchWorkers int
 	// BenchTimeout bounds one run of a benchmark question's job (two
 	// answers and every judgment); a run past it is cancelled and retried.
@@ -82,7 +82,7 @@ func (c Config) WithDefaults() Config {
 		c.MaxWorkers = 2
 	}
 	if c.BenchWorkers == 0 {
-		c.BenchWorkers = 16
+		c.BenchWorkers = 32
 	}
 	set(&c.BenchTimeout, 15*time.Minute)
 	if c.Logger == nil {

@@ -294,6 +294,16 @@ func (s *Batches) Batch(ctx context.Context, orgID, batchID string) (*runs.Batch
 	return s.batch(ctx, batchID, orgID)
 }
 
+// QueuedQuestions implements runs.LaunchStore: the questions of batches
+// still queued or running that are neither judged, given up on nor
+// cancelled.
+func (s *Batches) QueuedQuestions(ctx context.Context) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(total - judged - failed - cancelled), 0)
+		FROM batches WHERE status IN ('queued', 'running')`).Scan(&n)
+	return n, err
+}
+
 // RunBatch implements runs.RunStore.
 func (s *Batches) RunBatch(ctx context.Context, batchID string) (*runs.Batch, error) {
 	return s.batch(ctx, batchID, "")

@@ -21,6 +21,13 @@
 // self-family preference; ν_j the judge's noise and ε standard normal.
 // Judgments go missing at random with probability MissingRate.
 //
+// Under the plurality protocol with two answers (Config.Protocol) the
+// judge votes for the mode's answer when u > 0 and for the baseline's
+// otherwise: a vote names one answer, so there is no tie band, and the
+// vote scores 1 or 0 on the pairwise scale (W = ½ + ½(share_mode −
+// share_baseline) for one vote). A missing judgment is a reply the
+// protocol could not read twice.
+//
 // New solves μ and σ_q so that the design's expected win rate equals W and
 // the correlation of two judgments of one question equals Rho, both on the
 // score scale (win 1, tie ½, loss 0) that bench.Score reads. That W is the
@@ -64,6 +71,11 @@ func CertifyJudges() []Judge {
 type Config struct {
 	// Kind is the kind of run drawn. Defaults to bench.KindCertify.
 	Kind bench.Kind
+	// Protocol is the judging protocol whose verdicts are drawn:
+	// bench.Pairwise (win, tie or loss) or bench.Plurality (a vote for the
+	// best of two answers, the mode's and the baseline's). Defaults to
+	// bench.Pairwise.
+	Protocol bench.Protocol
 	// Questions is the number of questions per bucket, light, medium,
 	// hard. Defaults to 50 each (a certification run).
 	Questions [3]int
@@ -84,7 +96,8 @@ type Config struct {
 	// score scale, in (0, 1). Defaults to 0.5.
 	Rho float64
 	// TieWidth is τ, the half-width of the latent band read as a tie.
-	// Zero means no ties.
+	// Zero means no ties; it must be zero under plurality, whose votes
+	// never tie.
 	TieWidth float64
 	// PositionBias is π, the latent lean toward the answer shown first.
 	PositionBias float64
@@ -128,6 +141,9 @@ type Config struct {
 func (c Config) WithDefaults() Config {
 	if c.Kind == "" {
 		c.Kind = bench.KindCertify
+	}
+	if c.Protocol == "" {
+		c.Protocol = bench.Pairwise
 	}
 	if c.Questions == [3]int{} {
 		c.Questions = [3]int{50, 50, 50}
@@ -179,8 +195,12 @@ func (c Config) validate() error {
 		return fmt.Errorf("benchsim: W: %v is not in (0, 1)", c.W)
 	case !(c.Rho > 0 && c.Rho < 1):
 		return fmt.Errorf("benchsim: Rho: %v is not in (0, 1)", c.Rho)
+	case c.Protocol != bench.Pairwise && c.Protocol != bench.Plurality:
+		return fmt.Errorf("benchsim: Protocol: %q is not pairwise or plurality", c.Protocol)
 	case c.TieWidth < 0:
 		return fmt.Errorf("benchsim: TieWidth: %v is negative", c.TieWidth)
+	case c.Protocol == bench.Plurality && c.TieWidth != 0:
+		return fmt.Errorf("benchsim: TieWidth: %v, but a plurality vote names one answer and never ties", c.TieWidth)
 	case !(c.MissingRate >= 0 && c.MissingRate < 1):
 		return fmt.Errorf("benchsim: MissingRate: %v is not in [0, 1)", c.MissingRate)
 	case !(c.TemplateShare >= 0 && c.TemplateShare < 1):
@@ -256,11 +276,14 @@ func (s *Sim) Run(rng *rand.Rand) *bench.Run {
 	nq := c.Questions[0] + c.Questions[1] + c.Questions[2]
 	run := &bench.Run{
 		Kind:      c.Kind,
-		Protocol:  bench.Pairwise,
+		Protocol:  c.Protocol,
 		Attempt:   c.Attempt,
 		Repeats:   c.Repeats,
 		Questions: make([]bench.Question, 0, nq),
 		Judgments: make([]bench.Judgment, 0, nq*len(c.Judges)*c.Repeats),
+	}
+	if c.Protocol == bench.Plurality {
+		run.Answers = 2
 	}
 	for _, j := range c.Judges {
 		run.Judges = append(run.Judges, j.Judge)
@@ -323,8 +346,13 @@ func (s *Sim) Run(rng *rand.Rand) *bench.Run {
 					u += 2 * c.PositionBias
 				}
 				u += jd.Noise * rng.NormFloat64()
+				missing := rng.Float64() < c.MissingRate
+				if c.Protocol == bench.Plurality {
+					run.Judgments = append(run.Judgments, vote(jm, u, missing))
+					continue
+				}
 				switch {
-				case rng.Float64() < c.MissingRate:
+				case missing:
 					jm.Outcome = bench.Missing
 				case u > c.TieWidth:
 					jm.Outcome = bench.ModeWin
@@ -338,6 +366,22 @@ func (s *Sim) Run(rng *rand.Rand) *bench.Run {
 		}
 	}
 	return run
+}
+
+// vote is a pairwise judgment jm as a plurality judgment of two answers:
+// the baseline in the other position, and a vote for the mode's position
+// when the latent preference u is positive, else for the baseline's; no
+// vote when missing.
+func vote(jm bench.Judgment, u float64, missing bool) bench.Judgment {
+	jm.BaselinePosition = 3 - jm.ModePosition
+	switch {
+	case missing:
+	case u > 0:
+		jm.Vote = jm.ModePosition
+	default:
+		jm.Vote = jm.BaselinePosition
+	}
+	return jm
 }
 
 func clamp01(x float64) float64 { return math.Min(1, math.Max(0, x)) }

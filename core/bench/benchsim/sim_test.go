@@ -1,6 +1,7 @@
 package benchsim_test
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -219,4 +220,42 @@ func TestNewRefuses(t *testing.T) {
 		_, err := benchsim.New(tt.cfg)
 		require.ErrorContains(t, err, tt.field)
 	}
+}
+
+// TestPluralityVotes checks the plurality simulation: every judgment is a
+// vote for the mode's or the baseline's position (none when missing), never
+// a tie, and the runs' W is unbiased for the truth at parity and at
+// W = 0.60 — within four Monte Carlo standard errors over 300 runs.
+func TestPluralityVotes(t *testing.T) {
+	t.Parallel()
+	run := newSim(t, benchsim.Config{Protocol: bench.Plurality, MissingRate: 0.05}).Run(rng(7, 0))
+	require.Equal(t, bench.Plurality, run.Protocol)
+	require.Equal(t, 2, run.Answers)
+	var missing int
+	for _, j := range run.Judgments {
+		require.Equal(t, 3, j.ModePosition+j.BaselinePosition, "two answers in two positions")
+		require.Empty(t, j.Outcome)
+		if j.Vote == 0 {
+			missing++
+			continue
+		}
+		require.Contains(t, []int{j.ModePosition, j.BaselinePosition}, j.Vote)
+	}
+	require.InDelta(t, 0.05*900, missing, 25)
+
+	for _, w := range []float64{0.5, 0.6} {
+		const runs = 300
+		c, err := benchsim.Calibrate(benchsim.Config{Protocol: bench.Plurality, W: w, Rho: 0.5, PositionBias: 0.3},
+			bench.Config{}, runs, 11)
+		require.NoError(t, err)
+		// The interval's half-width is about 1.96 standard errors of one
+		// run's W; its mean over runs has that error over √runs.
+		se := c.MeanHalfWidth / 1.96 / math.Sqrt(runs)
+		t.Logf("W=%v: mean W %.4f ± %.4f, mean ρ̂ %.3f", w, c.MeanW, se, c.MeanRho)
+		require.InDelta(t, w, c.MeanW, 4*se, "W=%v: mean %v, Monte Carlo error %v", w, c.MeanW, se)
+		require.InDelta(t, 0.5, c.MeanRho, 0.05, "W=%v", w)
+	}
+
+	_, err := benchsim.New(benchsim.Config{Protocol: bench.Plurality, TieWidth: 0.3})
+	require.ErrorContains(t, err, "never ties")
 }

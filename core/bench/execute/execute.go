@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/conclavehq/conclave/core"
@@ -190,9 +191,18 @@ type Panel struct {
 	// Engines are the judges' engines by judge name (the configuration's
 	// judges block).
 	Engines map[runs.Judge]string
+
+	once sync.Once
+	anon *Anonymiser // built from Catalog on first use
 }
 
 var _ runs.Panel = (*Panel)(nil)
+
+// anonymiser is the panel's one Anonymiser.
+func (p *Panel) anonymiser() *Anonymiser {
+	p.once.Do(func() { p.anon = NewAnonymiser(p.Catalog) })
+	return p.anon
+}
 
 // ruling is what a Ruling's Detail keeps of a judgment.
 type ruling struct {
@@ -200,10 +210,14 @@ type ruling struct {
 	PromptVersion string `json:"prompt_version"`
 	Attempts      int    `json:"attempts"`
 	Reply         string `json:"reply"`
+	// SelfReferences counts, by side (mode, baseline), the self-references
+	// the Anonymiser stripped from that answer before the judge saw it.
+	SelfReferences map[runs.Side]int `json:"self_references"`
 }
 
-// Judge implements runs.Panel. The answers are anonymised (the protocol
-// labels them by position only) and shown in r.Order; a verifiable item's
+// Judge implements runs.Panel. The answers are anonymised (self-references
+// stripped, whitespace and markdown normalised; the protocol labels them by
+// position only) and shown in r.Order; a verifiable item's
 // reference answer is in the prompt. A reply the protocol cannot read is
 // asked for once more; a second unreadable reply is a missing judgment.
 func (p *Panel) Judge(ctx context.Context, r *runs.JudgeRequest) (*runs.Ruling, error) {
@@ -227,12 +241,15 @@ func (p *Panel) Judge(ctx context.Context, r *runs.JudgeRequest) (*runs.Ruling, 
 	if it.Kind == bank.Verifiable {
 		task.Reference = it.Answer
 	}
+	detail := ruling{Engine: e.ID, SelfReferences: map[runs.Side]int{}}
 	for _, side := range r.Order {
 		a, ok := r.Answers[side]
 		if !ok {
 			return nil, fmt.Errorf("question %d has no %s answer", r.Question.Index, side)
 		}
-		task.Answers = append(task.Answers, core.JudgeAnswer{ID: string(side), Text: normalise(a.Text)})
+		text, stripped := p.anonymiser().Anonymise(a.Text)
+		detail.SelfReferences[side] = stripped
+		task.Answers = append(task.Answers, core.JudgeAnswer{ID: string(side), Text: text})
 	}
 	plan, err := proto.Plan(ctx, task)
 	if err != nil {
@@ -244,7 +261,7 @@ func (p *Panel) Judge(ctx context.Context, r *runs.JudgeRequest) (*runs.Ruling, 
 	prompt := plan.Prompts[0]
 	zero := 0.0
 	out := &runs.Ruling{Verdict: runs.VerdictMissing}
-	detail := ruling{Engine: e.ID, PromptVersion: firstLine(prompt.System)}
+	detail.PromptVersion = firstLine(prompt.System)
 	start := time.Now()
 	for attempt := 1; attempt <= 2; attempt++ {
 		ans, err := p.Caller.Call(ctx, e.ID, "", &core.SeatRequest{Model: e.Model, System: prompt.System,
@@ -296,7 +313,7 @@ func seed(r *runs.JudgeRequest) int64 {
 	return int64(h.Sum64() >> 1)
 }
 
-// normalise is the anonymised text of an answer: line endings and
+// normalise is the Anonymiser's last step: line endings and
 // trailing spaces evened out, runs of blank lines cut to one, so that
 // layout alone does not tell the answers apart.
 func normalise(s string) string {

@@ -1,13 +1,33 @@
 package runs
 
 import (
+	"math"
+	"time"
+
 	"github.com/conclavehq/conclave/core"
 )
 
-// QuestionsPerMinute is the pace a batch runs at, about one question a
-// minute whatever its size (the spec's "Run throughput"): what
-// estimated_minutes is worked out from.
-const QuestionsPerMinute = 1
+// Pace is how fast the deployment works benchmark questions: Workers at a
+// time on a replica (jobs.bench_workers), each in about QuestionTime (its
+// two answers, then its slowest judgment). A launch's estimated_minutes is
+// worked out from it.
+type Pace struct {
+	Workers      int
+	QuestionTime time.Duration
+}
+
+// Minutes estimates how long a batch of total questions takes to finish
+// when ahead questions of other batches are waiting in the queue before
+// it: the questions are worked Workers at a time, in waves of about
+// QuestionTime, by one replica (more replicas finish sooner). It is at
+// least a minute.
+func (p Pace) Minutes(ahead, total int) int {
+	if p.Workers < 1 || p.QuestionTime <= 0 {
+		return total // the spec's pace: about one question a minute
+	}
+	waves := (max(ahead, 0) + total + p.Workers - 1) / p.Workers
+	return max(1, int(math.Ceil(float64(waves)*p.QuestionTime.Minutes())))
+}
 
 // Quote is what a launch costs and how long it takes.
 type Quote struct {
@@ -17,7 +37,8 @@ type Quote struct {
 	Buckets map[Bucket]BucketQuote `json:"buckets"`
 	// Cost is the whole price: what a real launch charges.
 	Cost core.Micros `json:"cost_micros"`
-	// Minutes is the estimated time to run, at QuestionsPerMinute.
+	// Minutes is the estimated time to run (Pace.Minutes), set by the
+	// Service from the deployment's pace and the queue ahead.
 	Minutes int `json:"minutes"`
 }
 
@@ -35,7 +56,7 @@ type BucketQuote struct {
 // 25% off (core.TestQuestionPrice). A bucket the mode has no API price for
 // is price_unavailable.
 func QuoteTest(mode *core.Mode, p *Plan) (*Quote, error) {
-	q := &Quote{Total: p.Total(), Buckets: map[Bucket]BucketQuote{}, Minutes: minutes(p.Total())}
+	q := &Quote{Total: p.Total(), Buckets: map[Bucket]BucketQuote{}}
 	for _, b := range Buckets {
 		n := p.PerBucket(b)
 		if n == 0 {
@@ -57,15 +78,11 @@ func QuoteTest(mode *core.Mode, p *Plan) (*Quote, error) {
 
 // QuoteCertify prices a certification: core.CertificationPrice, flat.
 func QuoteCertify(p *Plan) *Quote {
-	q := &Quote{Total: p.Total(), Buckets: map[Bucket]BucketQuote{}, Cost: core.CertificationPrice, Minutes: minutes(p.Total())}
+	q := &Quote{Total: p.Total(), Buckets: map[Bucket]BucketQuote{}, Cost: core.CertificationPrice}
 	for _, b := range Buckets {
 		if n := p.PerBucket(b); n > 0 {
 			q.Buckets[b] = BucketQuote{Questions: n}
 		}
 	}
 	return q
-}
-
-func minutes(questions int) int {
-	return (questions + QuestionsPerMinute - 1) / QuestionsPerMinute
 }

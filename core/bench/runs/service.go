@@ -68,6 +68,10 @@ type Config struct {
 	// to an hour, far past any retry of a launch; the MCP tools'
 	// descriptions state that hour.
 	DerivedKeyLapse time.Duration
+	// Pace is how fast the deployment works questions, for a launch's
+	// estimated_minutes (Pace.Minutes). The zero Pace estimates the spec's
+	// pace, a question a minute.
+	Pace Pace
 }
 
 // LimitRetryAfter is the Retry-After of the daily launch limits.
@@ -105,6 +109,8 @@ func (c Config) validate() error {
 		return errors.New("runs: ActivationAllowance cannot be negative")
 	case c.DerivedKeyLapse < 0:
 		return errors.New("runs: DerivedKeyLapse cannot be negative")
+	case c.Pace.Workers < 0 || c.Pace.QuestionTime < 0:
+		return errors.New("runs: Pace cannot be negative")
 	}
 	return nil
 }
@@ -274,6 +280,15 @@ func (s *Service) prepare(ctx context.Context, p *access.Principal, plan *Plan) 
 	acc := &Acceptance{Kind: plan.Kind, Model: plan.Model, ModeKey: mode.Key, DryRun: plan.DryRun}
 	if plan.Kind == KindCertify {
 		acc.Quote = QuoteCertify(plan)
+	} else if acc.Quote, err = QuoteTest(mode, plan); err != nil {
+		return nil, nil, err
+	}
+	ahead, err := s.d.Store.QueuedQuestions(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("counting the questions queued: %w", err)
+	}
+	acc.Quote.Minutes = s.cfg.Pace.Minutes(ahead, acc.Quote.Total)
+	if plan.Kind == KindCertify {
 		listed := mode.Reach != nil && mode.Reach.Listing == core.ListingApproved
 		if plan.DryRun {
 			requires := !listed
@@ -284,8 +299,6 @@ func (s *Service) prepare(ctx context.Context, p *access.Principal, plan *Plan) 
 			return nil, nil, core.Errorf(core.CodeListingRequired,
 				"Mode %s is not listed in the marketplace: certification needs an approved listing. A dry run quotes it meanwhile.", mode.ID).WithParam("model")
 		}
-	} else if acc.Quote, err = QuoteTest(mode, plan); err != nil {
-		return nil, nil, err
 	}
 	if plan.DryRun {
 		return acc, nil, nil

@@ -53,6 +53,10 @@ type LaunchStore interface {
 	// done, is ErrBatchFinished; another organisation's, or none,
 	// core.ErrNotFound. It returns the batch as it then stands.
 	CancelBatch(ctx context.Context, orgID, batchID string) (*Batch, error)
+	// QueuedQuestions counts the questions waiting to be worked, every
+	// organisation's: those of batches queued or running that are neither
+	// judged nor given up on. A launch's estimate counts them ahead of it.
+	QueuedQuestions(ctx context.Context) (int, error)
 }
 
 // ClaimState is the state of a launch's Idempotency-Key claim.

@@ -39,24 +39,25 @@ type Stores struct {
 // return stores over a fresh, empty, migrated database.
 func Run(t *testing.T, newStores func(t *testing.T) Stores) {
 	tests := map[string]func(t *testing.T, s Stores){
-		"LaunchChargesOnePosting":        testLaunchChargesOnePosting,
-		"RefusedLaunchWritesNothing":     testRefusedLaunchWritesNothing,
-		"DailyLimitCountsEveryReplica":   testDailyLimitCountsEveryReplica,
-		"SpendRulesCountLaunches":        testSpendRulesCountLaunches,
-		"ClaimLifecycle":                 testClaimLifecycle,
-		"StoppedClaimRefusesItsLaunch":   testStoppedClaimRefusesItsLaunch,
-		"LapsedClaimFreesItsKey":         testLapsedClaimFreesItsKey,
-		"CertifyAttemptsAreNumbered":     testCertifyAttemptsAreNumbered,
-		"BatchIsScopedToItsOrganisation": testBatchIsScopedToItsOrganisation,
-		"RecordsAreFirstWins":            testRecordsAreFirstWins,
-		"StatusMovesOnce":                testStatusMovesOnce,
-		"QuestionPricesAddUp":            testQuestionPricesAddUp,
-		"FailedQuestionRefundedOnce":     testFailedQuestionRefundedOnce,
-		"FailedBatchRefundedInFull":      testFailedBatchRefundedInFull,
-		"RefundsNeverPassTheCharge":      testRefundsNeverPassTheCharge,
-		"CancelRefundsPendingQuestions":  testCancelRefundsPendingQuestions,
-		"CancelledBatchRecordsNothing":   testCancelledBatchRecordsNothing,
-		"CancelRacesFinish":              testCancelRacesFinish,
+		"LaunchChargesOnePosting":         testLaunchChargesOnePosting,
+		"RefusedLaunchWritesNothing":      testRefusedLaunchWritesNothing,
+		"DailyLimitCountsEveryReplica":    testDailyLimitCountsEveryReplica,
+		"SpendRulesCountLaunches":         testSpendRulesCountLaunches,
+		"ClaimLifecycle":                  testClaimLifecycle,
+		"StoppedClaimRefusesItsLaunch":    testStoppedClaimRefusesItsLaunch,
+		"LapsedClaimFreesItsKey":          testLapsedClaimFreesItsKey,
+		"CertifyAttemptsAreNumbered":      testCertifyAttemptsAreNumbered,
+		"BatchIsScopedToItsOrganisation":  testBatchIsScopedToItsOrganisation,
+		"RecordsAreFirstWins":             testRecordsAreFirstWins,
+		"StatusMovesOnce":                 testStatusMovesOnce,
+		"QuestionPricesAddUp":             testQuestionPricesAddUp,
+		"FailedQuestionRefundedOnce":      testFailedQuestionRefundedOnce,
+		"FailedBatchRefundedInFull":       testFailedBatchRefundedInFull,
+		"RefundsNeverPassTheCharge":       testRefundsNeverPassTheCharge,
+		"CancelRefundsPendingQuestions":   testCancelRefundsPendingQuestions,
+		"CancelledBatchRecordsNothing":    testCancelledBatchRecordsNothing,
+		"CancelRacesFinish":               testCancelRacesFinish,
+		"QueuedQuestionsCountsWhatIsLeft": testQueuedQuestionsCountsWhatIsLeft,
 	}
 	for name, test := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -849,4 +850,43 @@ func testCancelRacesFinish(t *testing.T, s Stores) {
 		require.Equal(t, 2, b.Progress.Judged+b.Progress.Failed+b.Progress.Cancelled)
 	}
 	t.Logf("question 0 ended: %v", seen)
+}
+
+// The questions waiting to be worked are every organisation's questions
+// of unfinished batches that are neither judged nor given up on; a
+// finished batch's count nothing.
+func testQueuedQuestionsCountsWhatIsLeft(t *testing.T, s Stores) {
+	queued := func() int {
+		t.Helper()
+		n, err := s.Batches.QueuedQuestions(ctx)
+		require.NoError(t, err)
+		return n
+	}
+	require.Zero(t, queued())
+	a, b := newOrg(t, s, "Acme"), newOrg(t, s, "Beta")
+	pa, pb := launchParams(a, runs.KindTest, 3, 1000), launchParams(b, runs.KindCertify, 2, 1000)
+	for _, p := range []*runs.LaunchParams{pa, pb} {
+		_, err := s.Batches.Launch(ctx, p)
+		require.NoError(t, err)
+	}
+	require.Equal(t, 5, queued(), "both organisations' questions")
+
+	require.NoError(t, s.Batches.StartBatch(ctx, pa.Batch.ID))
+	for _, side := range []runs.Side{runs.SideMode, runs.SideBaseline} {
+		_, err := s.Batches.RecordAnswer(ctx, pa.Batch.ID, 0, side, &runs.Answer{Text: string(side)})
+		require.NoError(t, err)
+	}
+	require.Equal(t, 5, queued(), "an answered question is still waiting for its judges")
+	_, err := s.Batches.FinishQuestion(ctx, pa.Batch.ID, 0, "")
+	require.NoError(t, err)
+	_, err = s.Batches.FinishQuestion(ctx, pa.Batch.ID, 1, "gave up")
+	require.NoError(t, err)
+	require.Equal(t, 3, queued(), "a judged and a failed question are not waiting")
+
+	_, err = s.Batches.FinishQuestion(ctx, pa.Batch.ID, 2, "gave up")
+	require.NoError(t, err)
+	moved, err := s.Batches.FinishBatch(ctx, pa.Batch.ID, &runs.Outcome{Status: runs.StatusComplete, Result: []byte(`{}`)})
+	require.NoError(t, err)
+	require.True(t, moved)
+	require.Equal(t, 2, queued(), "the queued certification's two")
 }
