@@ -13,9 +13,9 @@ import (
 )
 
 // Buckets: how hard a question is, as the question bank labels it. The
-// simulator reads a question's bucket from its depth under core/classify's
-// heuristic (light, medium, deep → hard) unless a bucket= directive names
-// it.
+// simulator takes a question's bucket from a bucket= directive, else from
+// the question bank when the question is a bank item, else from its depth
+// under core/classify's heuristic (light, medium, deep → hard).
 const (
 	BucketLight  = "light"
 	BucketMedium = "medium"
