@@ -93,7 +93,7 @@ func TestBankCalibrateReportsTheBaselinesPassRates(t *testing.T) {
 		return out
 	}
 	light := append(family(bank.Light, "knights"), family(bank.Light, "date-add")...) // 16 items
-	hard := family(bank.Hard, "coins")                                                 // 8 items
+	hard := family(bank.Hard, "coins")                                                // 8 items
 	open := family(bank.Medium, "decision-01")
 	// Light: knights all right, date-add 6 of 8 — 14 of 16 overall; hard
 	// coins all right (high, clearly: 8 of 8 against a band up to 40%).
