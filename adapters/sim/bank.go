@@ -63,15 +63,7 @@ type Difficulty struct {
 var DefaultDifficulty = Difficulty{Light: -2.26, Medium: -0.29, Hard: 1.06}
 
 // For is the difficulty of a bucket; a bucket it does not know is medium.
-func (d Difficulty) For(bucket string) float64 {
-	switch bucket {
-	case BucketLight:
-		return d.Light
-	case BucketHard:
-		return d.Hard
-	}
-	return d.Medium
-}
+func (d Difficulty) For(bucket string) float64 { return byBucket(bucket, d.Light, d.Medium, d.Hard) }
 
 func (d Difficulty) validate() error {
 	for _, v := range []float64{d.Light, d.Medium, d.Hard} {

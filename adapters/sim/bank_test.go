@@ -120,20 +120,18 @@ func TestVerifiableSynthesisFollowsItsLift(t *testing.T) {
 		var mu sync.Mutex
 		each(len(items), func(i int) {
 			q := items[i].Question
-			var user strings.Builder
-			user.WriteString("Question:\n" + q + "\n")
+			var texts []string
 			hits := 0
-			for k, e := range []string{"peer-a", "peer-b"} {
+			for _, e := range []string{"peer-a", "peer-b"} {
 				a := b.do(t, ask{format: "openai", model: e, user: q})
 				rec, ok := b.srv.Answer(a.text)
 				require.True(t, ok)
 				if rec.Correct {
 					hits++
 				}
-				fmt.Fprintf(&user, "\n[Answer %c]\n%s\n", 'A'+rune(k), a.text)
+				texts = append(texts, a.text)
 			}
-			user.WriteString("\n[End of answers]\nWrite the one answer.")
-			a := b.do(t, ask{format: "openai", model: "weak", system: synthesisLead + " Combine what is correct.", user: user.String()})
+			a := b.do(t, ask{format: "openai", model: "weak", system: synthesisLead + " Combine what is correct.", user: synthesisUser(q, texts)})
 			rec, ok := b.srv.Answer(a.text)
 			require.True(t, ok)
 			require.Equal(t, KindSynthesis, rec.Kind)

@@ -60,14 +60,19 @@ type Skill struct {
 
 // For is the skill on a question of the bucket and task type.
 func (k Skill) For(bucket, taskType string) float64 {
-	s := k.Medium
+	return byBucket(bucket, k.Light, k.Medium, k.Hard) + k.TaskType[taskType]
+}
+
+// byBucket is the value of the three for the bucket; a bucket it does not
+// know is medium.
+func byBucket(bucket string, light, medium, hard float64) float64 {
 	switch bucket {
 	case BucketLight:
-		s = k.Light
+		return light
 	case BucketHard:
-		s = k.Hard
+		return hard
 	}
-	return s + k.TaskType[taskType]
+	return medium
 }
 
 func (k Skill) validate() error {
