@@ -54,21 +54,38 @@ func (s *Server) answer(ctx context.Context, c *call, prof EngineProfile, d dire
 		if wantJSON {
 			return judgeJSON(q, blocks, s.cfg.Seed, c.model), nil
 		}
-		text := s.compose(q, c.model, prof, full, blocks)
+		var rec *AnswerRecord
+		asked := askedQuestion(c, q)
 		if strings.HasPrefix(c.system, synthesisLead) {
-			return text, s.synthesisRecord(ctx, c.model, prof, synthesisQuestion(head), d.bucket, blocks)
+			asked = synthesisQuestion(head)
+			rec = s.synthesisRecord(ctx, c.model, prof, asked, d.bucket, blocks)
+		} else {
+			rec = s.answerRecord(ctx, c.model, prof, asked, d.bucket, KindRevision)
 		}
-		return text, s.answerRecord(ctx, c.model, prof, askedQuestion(c, q), d.bucket, KindRevision)
+		return s.written(asked, q, c.model, prof, full, blocks, rec), rec
 	}
 	question := stripDirectives(c.lastUser())
-	text := s.compose(question, c.model, prof, full, nil)
 	if wantJSON {
 		b, _ := json.Marshal(struct {
 			Answer string `json:"answer"`
-		}{text})
+		}{s.compose(question, c.model, prof, full, nil)})
 		return string(b), nil
 	}
-	return text, s.answerRecord(ctx, c.model, prof, question, d.bucket, KindAnswer)
+	rec := s.answerRecord(ctx, c.model, prof, question, d.bucket, KindAnswer)
+	return s.written(question, question, c.model, prof, full, nil, rec), rec
+}
+
+// written is the text of the answer rec records to asked: for a verifiable
+// item of the question bank, its reference answer or a wrong one, as
+// rec.Correct says (verifiableText); otherwise compose's answer to
+// question, the question found in the prompt.
+func (s *Server) written(asked, question, model string, prof EngineProfile, prompt string, blocks []answerBlock, rec *AnswerRecord) string {
+	if rec.Verifiable {
+		if it, ok := bankItem(asked); ok {
+			return s.verifiableText(it, rec, model, prof.Style)
+		}
+	}
+	return s.compose(question, model, prof, prompt, blocks)
 }
 
 // askedQuestion is the question a critique prompt asks a seat to answer

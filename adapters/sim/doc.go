@@ -25,12 +25,16 @@
 // So that tests know the truth of a benchmark run, every answer it writes
 // carries a latent quality, drawn from its engine's Skill for the
 // question's bucket and task type (QualityConfig), and a synthesis is worth
-// the answers it read plus a configurable lift. The server remembers each
+// the answers it read plus a configurable lift. An answer to a verifiable
+// item of the question bank (core/bench/bank) states the item's reference
+// answer with probability σ(quality − the bucket's difficulty), and one of
+// its plausible wrong answers otherwise. The server remembers each
 // answer's quality and family (Server.Answer); its judges of the pairwise
 // and plurality protocols, recognised by their prompts' versioned first
 // line, choose by a Bradley–Terry model of those qualities with noise,
-// position bias, self-family preference, a tie band and a malformed-reply
-// rate (JudgeConfig), whose probabilities JudgeConfig.Pairwise and
+// position bias, self-family preference, a tie band, a malformed-reply
+// rate and, with a verifiable item's reference in the prompt, a weight for
+// the right answer (JudgeConfig), whose probabilities JudgeConfig.Pairwise and
 // JudgeConfig.Plurality give.
 // Test directives in the prompt, such as [[sim: error=rate_limited count=2]],
 // force failures, delays, answers and lengths; docs/simulator.md lists

@@ -8,13 +8,14 @@ import (
 	"sync"
 
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/bench/bank"
 	"github.com/conclavehq/conclave/core/classify"
 )
 
 // Buckets: how hard a question is, as the question bank labels it. The
-// simulator reads a question's bucket from its depth under core/classify's
-// heuristic (light, medium, deep → hard) unless a bucket= directive names
-// it.
+// simulator takes a question's bucket from a bucket= directive, else from
+// the question bank when the question is a bank item, else from its depth
+// under core/classify's heuristic (light, medium, deep → hard).
 const (
 	BucketLight  = "light"
 	BucketMedium = "medium"
@@ -59,14 +60,19 @@ type Skill struct {
 
 // For is the skill on a question of the bucket and task type.
 func (k Skill) For(bucket, taskType string) float64 {
-	s := k.Medium
+	return byBucket(bucket, k.Light, k.Medium, k.Hard) + k.TaskType[taskType]
+}
+
+// byBucket is the value of the three for the bucket; a bucket it does not
+// know is medium.
+func byBucket(bucket string, light, medium, hard float64) float64 {
 	switch bucket {
 	case BucketLight:
-		s = k.Light
+		return light
 	case BucketHard:
-		s = k.Hard
+		return hard
 	}
-	return s + k.TaskType[taskType]
+	return medium
 }
 
 func (k Skill) validate() error {
@@ -105,6 +111,11 @@ type QualityConfig struct {
 	// SynthesisBest·max + (1 − SynthesisBest)·mean of the qualities of the
 	// answers it read, plus SynthesisLift. Defaults to 0: the mean.
 	SynthesisBest float64
+	// Difficulty is, per bucket, how hard the question bank's verifiable
+	// items are: an answer of quality q to one states the right final
+	// answer with probability σ(q − difficulty) (PCorrect). Defaults to
+	// DefaultDifficulty when nil.
+	Difficulty *Difficulty
 }
 
 func (q QualityConfig) withDefaults() QualityConfig {
@@ -125,6 +136,8 @@ func (q QualityConfig) validate() error {
 		return fieldError("Quality.SynthesisLift", "must be finite")
 	case !(q.SynthesisBest >= 0 && q.SynthesisBest <= 1):
 		return fieldError("Quality.SynthesisBest", "want 0 to 1")
+	case q.Difficulty != nil:
+		return q.Difficulty.validate()
 	}
 	return nil
 }
@@ -157,6 +170,10 @@ type AnswerRecord struct {
 	Kind string
 	// Bucket and TaskType are the question's, as the quality draw read them.
 	Bucket, TaskType string
+	// Verifiable is true for an answer to a verifiable item of the question
+	// bank; Correct then says whether its final answer is the item's
+	// reference answer (drawn with probability QualityConfig.PCorrect).
+	Verifiable, Correct bool
 }
 
 // less orders records, so that when two engines write the same text the
@@ -252,11 +269,15 @@ func (m *memo) get(text string) (AnswerRecord, bool) {
 func (s *Server) Answer(text string) (AnswerRecord, bool) { return s.memo.get(text) }
 
 // questionClass is a question's bucket and task type: the bucket a
-// directive names, else the heuristic classifier's depth.
+// directive names, else the question bank's bucket for one of its items,
+// else the heuristic classifier's depth.
 func (s *Server) questionClass(ctx context.Context, qkey, question, bucket string) (string, string) {
 	c, ok := s.classes.get(qkey)
 	if !ok {
 		c = classOf(ctx, question)
+		if it, ok := bankItem(question); ok {
+			c.bucket = string(it.Bucket)
+		}
 		s.classes.put(qkey, c)
 	}
 	if bucket != "" {
@@ -315,15 +336,18 @@ func (c *classCache) put(k string, v class) {
 
 // answerRecord is the record of an answer model writes to question: its
 // quality is the engine's skill for the question plus the deviation drawn
-// for (seed, model, question). A revision of the answer keeps its quality.
+// for (seed, model, question). A revision of the answer keeps its quality,
+// and its correctness.
 func (s *Server) answerRecord(ctx context.Context, model string, prof EngineProfile, question, bucket, kind string) *AnswerRecord {
-	qkey := digest(normalizeText(question))
+	qkey := questionKey(question)
 	b, t := s.questionClass(ctx, qkey, question, bucket)
 	z := seeded(s.cfg.Seed, "quality", model, qkey).NormFloat64()
-	return &AnswerRecord{
+	r := &AnswerRecord{
 		Engine: model, Family: prof.Family, Kind: kind, Bucket: b, TaskType: t,
 		Quality: prof.Skill.For(b, t) + s.quality.AnswerNoise*z,
 	}
+	s.drawCorrect(r, model, question, KindAnswer)
+	return r
 }
 
 // synthesisRecord is the record of a synthesis of the answers in blocks:
@@ -336,11 +360,27 @@ func (s *Server) synthesisRecord(ctx context.Context, model string, prof EngineP
 			qs[i] = r.Quality
 		}
 	}
-	bk, t := s.questionClass(ctx, digest(normalizeText(question)), question, bucket)
-	return &AnswerRecord{
+	qkey := questionKey(question)
+	bk, t := s.questionClass(ctx, qkey, question, bucket)
+	r := &AnswerRecord{
 		Engine: model, Family: prof.Family, Kind: KindSynthesis, Bucket: bk, TaskType: t,
 		Quality: s.quality.synthesize(qs),
 	}
+	s.drawCorrect(r, model, question, KindSynthesis)
+	return r
+}
+
+// drawCorrect marks a record of an answer to a verifiable bank item as
+// such and draws whether its final answer is right: with probability
+// PCorrect of its quality, from (seed, model, item, draw), so that a
+// revision, drawing as its answer did, stays right or wrong with it.
+func (s *Server) drawCorrect(r *AnswerRecord, model, question, draw string) {
+	it, ok := bankItem(question)
+	if !ok || it.Kind != bank.Verifiable {
+		return
+	}
+	r.Verifiable = true
+	r.Correct = seeded(s.cfg.Seed, "correct", model, it.ID, draw).Float64() < s.quality.PCorrect(r.Quality, r.Bucket)
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

@@ -205,6 +205,18 @@ func answerOn(t *testing.T, cfg Config, q string) AnswerRecord {
 	return rec
 }
 
+// synthesisUser is the user text of Conclave's synthesis prompt: the
+// question, then the answers labelled A, B, ….
+func synthesisUser(question string, answers []string) string {
+	var user strings.Builder
+	user.WriteString("Question:\n" + question + "\n")
+	for i, a := range answers {
+		fmt.Fprintf(&user, "\n[Answer %c]\n%s\n", 'A'+rune(i), a)
+	}
+	user.WriteString("\n[End of answers]\nWrite the one answer.")
+	return user.String()
+}
+
 // TestSynthesisLift: a synthesis — the panel's one answer, written from the
 // seats' answers under Conclave's synthesis prompt — is worth the mean of
 // their qualities (or a blend with the best), plus the configured lift; a
@@ -217,17 +229,15 @@ func TestSynthesisLift(t *testing.T) {
 		cfg.Quality = quality
 		cfg.Quality.AnswerNoise = 0.7
 		b := setup(t, cfg)
-		var user strings.Builder
-		user.WriteString("Question:\n" + q + "\n")
-		for i, e := range []string{"strong", "peer-a", "weak"} {
+		var texts []string
+		for _, e := range []string{"strong", "peer-a", "weak"} {
 			a := b.do(t, ask{format: "openai", model: e, user: q})
 			rec, ok := b.srv.Answer(a.text)
 			require.True(t, ok)
 			seats = append(seats, rec)
-			fmt.Fprintf(&user, "\n[Answer %c]\n%s\n", 'A'+rune(i), a.text)
+			texts = append(texts, a.text)
 		}
-		user.WriteString("\n[End of answers]\nWrite the one answer.")
-		a := b.do(t, ask{format: "anthropic", model: "peer-b", system: synthesisLead + " Combine what is correct.", user: user.String()})
+		a := b.do(t, ask{format: "anthropic", model: "peer-b", system: synthesisLead + " Combine what is correct.", user: synthesisUser(q, texts)})
 		synth, ok := b.srv.Answer(a.text)
 		require.True(t, ok)
 		require.Equal(t, KindSynthesis, synth.Kind)

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/conclavehq/conclave/core/bench/bank"
 )
 
 // The labelled judging protocols the simulated judges answer. A judge
@@ -38,8 +40,10 @@ func judgeProtocol(text string) string {
 // position and one for answers of its own engine family, plus its own
 // noise: answer i's perceived worth is
 //
-//	U_i = q_i + β_pos·[i is first] + β_self·[i's family is the judge's] + Noise·G_i
+//	U_i = q_i + β_pos·[i is first] + β_self·[i's family is the judge's] + w_ref·[i is right] + Noise·G_i
 //
+// where "i is right" counts only when the prompt shows a reference answer
+// to a verifiable item of the question bank, and w_ref is ReferenceWeight.
 // with G_i independent standard Gumbel draws. A plurality judge votes for
 // the highest U_i, so P(i) is the softmax of (q_i + biases)/Noise — the
 // Bradley–Terry–Luce model. A pairwise judge compares D = U_1 − U_2, whose
@@ -71,11 +75,29 @@ type JudgeConfig struct {
 	// a host's retry rule is exercised. A retry of the same prompt draws
 	// again and, when readable, gives the same verdict. Defaults to 0.
 	MalformedRate float64
+	// ReferenceWeight is what a right final answer adds to an answer's
+	// perceived worth, on the quality scale, when the prompt holds a
+	// reference answer and its question is a verifiable item of the
+	// question bank: the judge checks each answer against the reference
+	// (the item's checker, bank.Item.Check). At the default, 3, a right
+	// answer beats an otherwise equal wrong one with probability
+	// σ(3/Noise) ≈ 0.95. Negative means none: the judge ignores the
+	// reference. Defaults to 3.
+	ReferenceWeight float64
 }
+
+// defaultReferenceWeight is JudgeConfig.ReferenceWeight's default.
+const defaultReferenceWeight = 3
 
 func (j JudgeConfig) withDefaults() JudgeConfig {
 	if j.Noise == 0 {
 		j.Noise = 1
+	}
+	switch {
+	case j.ReferenceWeight == 0:
+		j.ReferenceWeight = defaultReferenceWeight
+	case j.ReferenceWeight < 0:
+		j.ReferenceWeight = 0
 	}
 	return j
 }
@@ -92,6 +114,8 @@ func (j JudgeConfig) validate() error {
 		return fieldError("TieBand", "want 0 or more")
 	case !(j.MalformedRate >= 0 && j.MalformedRate <= 1):
 		return fieldError("MalformedRate", "want 0 to 1")
+	case !finite(j.ReferenceWeight):
+		return fieldError("ReferenceWeight", "must be finite")
 	}
 	return nil
 }
@@ -194,6 +218,12 @@ func (s *Server) judgeReply(c *call, protocol string, prof EngineProfile) string
 	if n := len(answers); n < 2 || protocol == ProtocolPairwise && n != 2 {
 		return "I could not find the answers to compare in this prompt."
 	}
+	j := s.cfg.Judging
+	if prof.Judge != nil {
+		j = *prof.Judge
+	}
+	j = j.withDefaults()
+	it, checked := referencedItem(c.lastUser())
 	qs := make([]float64, len(answers))
 	own := make([]bool, len(answers))
 	for i, a := range answers {
@@ -201,12 +231,10 @@ func (s *Server) judgeReply(c *call, protocol string, prof EngineProfile) string
 			qs[i] = rec.Quality
 			own[i] = rec.Family != "" && rec.Family == prof.Family
 		}
+		if checked && it.Check(a) {
+			qs[i] += j.ReferenceWeight
+		}
 	}
-	j := s.cfg.Judging
-	if prof.Judge != nil {
-		j = *prof.Judge
-	}
-	j = j.withDefaults()
 	key := digest(c.text())
 	pick := j.decide(protocol, qs, own, seeded(s.cfg.Seed, "verdict", c.model, key))
 
@@ -242,6 +270,24 @@ func (s *Server) judgeReply(c *call, protocol string, prof EngineProfile) string
 		return verdictJSON("best", "Answer "+strconv.Itoa(pick+1), prose)
 	}
 	return verdictJSON("verdict", "Answer "+strconv.Itoa(max(pick, 0)+1), prose)
+}
+
+// referencedItem is the verifiable bank item a labelled judge prompt asks
+// about when the prompt shows a reference answer (docs/judging.md: the
+// question after the line "Question:", then the line "[Reference
+// answer]"): the item whose checker a judge with the reference in front of
+// it marks the answers by.
+func referencedItem(user string) (bank.Item, bool) {
+	rest, ok := strings.CutPrefix(user, "Question:\n")
+	if !ok {
+		return bank.Item{}, false
+	}
+	q, _, ok := strings.Cut(rest, "\n\n[Reference answer]\n")
+	if !ok {
+		return bank.Item{}, false
+	}
+	it, ok := bankItem(q)
+	return it, ok && it.Kind == bank.Verifiable
 }
 
 // verdictJSON is {"<key>":"<value>","reason":"<reason>"}, in that order.

@@ -190,6 +190,19 @@ func TestCertifyEndToEndSurvivesKill9(t *testing.T) {
 	var pending int
 	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM batch_questions WHERE batch_id = $1 AND state <> 'judged'`, id).Scan(&pending))
 	require.Zero(t, pending)
+	// Each answer and judgment records what it cost the service: the
+	// baseline's, sim/sonnet at $3 and $15 per million tokens in and out
+	// (core.CallCost), is exactly 3 µ$ a token in and 15 out.
+	var baselineWrong, modeUnpriced, judgeUnpriced int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT
+			count(*) FILTER (WHERE baseline_answer->>'engine' <> 'sim/sonnet' OR (baseline_answer->>'tokens_out')::bigint <= 0
+				OR (baseline_answer->>'cost_micros')::bigint <> 3 * (baseline_answer->>'tokens_in')::bigint + 15 * (baseline_answer->>'tokens_out')::bigint),
+			count(*) FILTER (WHERE (mode_answer->>'tokens_out')::bigint <= 0 OR (mode_answer->>'cost_micros')::bigint <= 0)
+		FROM batch_questions WHERE batch_id = $1`, id).Scan(&baselineWrong, &modeUnpriced))
+	require.Zero(t, baselineWrong, "baseline answers not priced at their tokens")
+	require.Zero(t, modeUnpriced, "mode answers without tokens or cost")
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM batch_judgments WHERE batch_id = $1 AND cost_micros <= 0`, id).Scan(&judgeUnpriced))
+	require.Zero(t, judgeUnpriced, "judgments without cost")
 	n, charged = certifyCharges(t, conn, org)
 	require.Equal(t, 1, n, "the run moved no more money")
 	require.Equal(t, int64(50_000_000), charged)

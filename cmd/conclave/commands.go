@@ -196,6 +196,13 @@ var commands = []command{
 		run:     jobsSweep,
 	},
 	{
+		name:    "bank calibrate",
+		args:    "[--baseline ENGINE] [--json] [--config FILE] [--data-dir DIR]",
+		summary: "report the baseline's pass rate on the question bank per bucket and family, against the certification bands",
+		example: "conclave bank calibrate\nconclave bank calibrate --baseline sonnet --json",
+		run:     bankCalibrate,
+	},
+	{
 		name:    "sim",
 		args:    "[--addr HOST:PORT] [--profile quick|seed] [--time-scale X] [--seed N] [--api-key K]",
 		summary: "run the simulated provider on its own (OpenAI, Anthropic, Gemini and Bedrock wire formats)",

@@ -305,7 +305,8 @@ func providersConfig(cfg *config.Config, catalog *core.Catalog, log *slog.Logger
 		GoPlugin: goplugin.Config{CallTimeout: cfg.Plugins.CallTimeout},
 		Simulator: sim.Config{Profile: cfg.Simulator.Profile, TimeScale: cfg.Simulator.TimeScale, Seed: cfg.Simulator.Seed,
 			Quality: sim.QualityConfig{AnswerNoise: cfg.Simulator.Quality.AnswerNoise,
-				SynthesisLift: cfg.Simulator.Quality.SynthesisLift, SynthesisBest: cfg.Simulator.Quality.SynthesisBest}},
+				SynthesisLift: cfg.Simulator.Quality.SynthesisLift, SynthesisBest: cfg.Simulator.Quality.SynthesisBest,
+				Difficulty: simDifficulty(cfg.Simulator.Quality.Difficulty)}},
 		Egress: egress.Config{
 			AllowHosts: cfg.Egress.AllowHosts, DefaultTimeout: cfg.Egress.DefaultTimeout,
 			MaxResponseBytes: cfg.Egress.MaxResponseBytes, MaxAttempts: cfg.Egress.MaxAttempts, BaseBackoff: cfg.Egress.BaseBackoff,
@@ -324,4 +325,13 @@ func newLogger(c config.Log, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// simDifficulty is the configured difficulty of the question bank's
+// verifiable items for the simulator; nil, its default, when none is.
+func simDifficulty(d *config.SimDifficulty) *sim.Difficulty {
+	if d == nil {
+		return nil
+	}
+	return &sim.Difficulty{Light: d.Light, Medium: d.Medium, Hard: d.Hard}
 }

@@ -277,6 +277,18 @@ type SimQuality struct {
 	// SynthesisBest is the weight, 0 to 1, of the best seat answer in a
 	// synthesis's quality (the rest is the seats' mean). Defaults to 0.
 	SynthesisBest float64 `yaml:"synthesis_best"`
+	// Difficulty is, per bucket, how hard the question bank's verifiable
+	// items are for simulated answers (sim.Difficulty): an answer of
+	// quality q is right with probability σ(q − difficulty). Defaults to
+	// sim.DefaultDifficulty, set to the certification bands, when absent.
+	Difficulty *SimDifficulty `yaml:"difficulty"`
+}
+
+// SimDifficulty is sim.Difficulty: one value per bucket, each −10 to 10.
+type SimDifficulty struct {
+	Light  float64 `yaml:"light"`
+	Medium float64 `yaml:"medium"`
+	Hard   float64 `yaml:"hard"`
 }
 
 // Egress configures the layer that sends provider requests.
@@ -570,6 +582,9 @@ func (c *Config) Validate() error {
 		return fe("simulator.quality.synthesis_lift", "must be -10 to 10")
 	case !(c.Simulator.Quality.SynthesisBest >= 0 && c.Simulator.Quality.SynthesisBest <= 1):
 		return fe("simulator.quality.synthesis_best", "must be 0 to 1")
+	case c.Simulator.Quality.Difficulty != nil && !(math.Abs(c.Simulator.Quality.Difficulty.Light) <= 10 &&
+		math.Abs(c.Simulator.Quality.Difficulty.Medium) <= 10 && math.Abs(c.Simulator.Quality.Difficulty.Hard) <= 10):
+		return fe("simulator.quality.difficulty", "each bucket's must be -10 to 10")
 	case c.Egress.DefaultTimeout <= 0:
 		return fe("egress.default_timeout", "must be positive")
 	case c.Egress.MaxResponseBytes < 1024:

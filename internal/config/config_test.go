@@ -95,6 +95,7 @@ func TestFileErrorsNameTheField(t *testing.T) {
 		"judge family":     {"judges:\n  - {name: a, engine: sim/atlas}\n  - {name: b, engine: sim/swift}\n", `judges[1].engine: engine "sim/swift" is of family "sim-openai", as judge a's is`},
 		"answer noise":     {"simulator:\n  quality: {answer_noise: 11}\n", "simulator.quality.answer_noise: must be at most 10"},
 		"synthesis lift":   {"simulator:\n  quality: {synthesis_lift: -10.5}\n", "simulator.quality.synthesis_lift: must be -10 to 10"},
+		"difficulty":       {"simulator:\n  quality: {difficulty: {light: -2, medium: 0, hard: 11}}\n", "simulator.quality.difficulty: each bucket's must be -10 to 10"},
 		"synthesis best":   {"simulator:\n  quality: {synthesis_best: 1.5}\n", "simulator.quality.synthesis_best: must be 0 to 1"},
 		"engines, no judges": {"engines:\n  - {id: sim/atlas, family: sim-openai, max_tier: plus, adapter: openai, endpoint: sim}\n" +
 			"modes:\n  - {key: k, id: my-mode, name: N, critique: never, max_rounds: 1, seats: {plus: [{engine: sim/atlas}]}}\n",
@@ -306,4 +307,17 @@ func TestBuiltinModeHashesHold(t *testing.T) {
 		require.True(t, ok, id)
 		require.Equal(t, hash, cat.ConfigHash(m), id)
 	}
+}
+
+func TestSimulatorDifficultyIsTheDefaultUnlessTheFileSetsIt(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("CONCLAVE_ADDR", "")
+	c, err := config.Load("")
+	require.NoError(t, err)
+	require.Nil(t, c.Simulator.Quality.Difficulty, "absent: the simulator's default")
+	path := filepath.Join(t.TempDir(), "conclave.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("simulator:\n  quality:\n    difficulty: {light: -3, medium: 0.5, hard: 2}\n"), 0o600))
+	c, err = config.Load(path)
+	require.NoError(t, err)
+	require.Equal(t, &config.SimDifficulty{Light: -3, Medium: 0.5, Hard: 2}, c.Simulator.Quality.Difficulty)
 }

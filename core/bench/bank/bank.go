@@ -148,6 +148,20 @@ func (it Item) Check(answer string) bool {
 	return it.check(answer)
 }
 
+// Problem is the question without the closing request for an answer line
+// that every verifiable question ends with: the problem itself, as a model
+// restating it would put it. It is the whole question for an open item.
+func (it Item) Problem() string {
+	p, _, _ := strings.Cut(it.Question, askLine)
+	return strings.TrimSpace(p)
+}
+
+// WrongAnswers are plausible wrong final answers to a verifiable item —
+// the slips a careless solver makes (off by one, the reflex angle, a role
+// flipped, the second-best route) — each of which Check refuses. The
+// slice is the caller's; it is empty for open items.
+func (it Item) WrongAnswers() []string { return append([]string(nil), it.decoys...) }
+
 func itemID(version string, b Bucket, family string, index int) string {
 	return version + "/" + string(b) + "/" + family + "/" + strconv.Itoa(index)
 }

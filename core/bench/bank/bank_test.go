@@ -104,6 +104,10 @@ func TestEveryVerifiableItemAcceptsItsReferenceAndRefusesTheDecoys(t *testing.T)
 			}
 			require.NotEmpty(t, it.Answer, it.ID)
 			require.NotEmpty(t, it.decoys, "%s has no wrong answers to refuse", it.ID)
+			require.Equal(t, it.decoys, it.WrongAnswers(), it.ID)
+			require.True(t, strings.HasPrefix(it.Question, it.Problem()), it.ID)
+			require.NotContains(t, it.Problem(), "Answer:", "%s: the problem keeps the request for an answer line", it.ID)
+			require.Greater(t, len(it.Problem()), 20, it.ID)
 			require.Contains(t, it.Question, "Answer:", "%s must ask for an answer line", it.ID)
 			for i, form := range answerForms {
 				require.True(t, it.Check(form(it.Answer)), "%s refuses its reference in form %d: %q", it.ID, i, form(it.Answer))
@@ -133,6 +137,8 @@ func TestOpenItemsAreJudgedOnly(t *testing.T) {
 			kinds[it.Task]++
 			require.NotEmpty(t, it.Note, it.ID)
 			require.Empty(t, it.Answer, it.ID)
+			require.Empty(t, it.WrongAnswers(), it.ID)
+			require.Equal(t, it.Question, it.Problem(), it.ID)
 			require.Greater(t, len(it.Question), 40, it.ID)
 			require.False(t, it.Check(it.Note), "%s has no checker", it.ID)
 			require.Zero(t, it.Index, it.ID)

@@ -7,14 +7,15 @@ import (
 )
 
 // The closing request of every verifiable question, so that a checker can
-// find the final answer in free prose.
+// find the final answer in free prose. askLine opens it.
 const (
-	askNumber = "End your reply with a line of the form \"Answer: <number>\"."
-	askName   = "End your reply with a line of the form \"Answer: <name>\"."
+	askLine   = "End your reply with a line of the form"
+	askNumber = askLine + " \"Answer: <number>\"."
+	askName   = askLine + " \"Answer: <name>\"."
 )
 
 func askFor(what string) string {
-	return "End your reply with a line of the form \"Answer: " + what + "\"."
+	return askLine + " \"Answer: " + what + "\"."
 }
 
 // commas writes an integer with thousands separators: 12,450.

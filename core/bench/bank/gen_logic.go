@@ -166,7 +166,7 @@ func genKnights(r *rng, level int) (problem, bool) {
 		wantSet[nm] = want[i]
 	}
 	q := fmt.Sprintf("On an island every inhabitant is either a knight, who always tells the truth, or a knave, who always "+
-		"lies. You meet %s. %s Which of them are knights and which are knaves? End your reply with a line of the form "+
+		"lies. You meet %s. %s Which of them are knights and which are knaves? "+askLine+" "+
 		"\"Answer: Knights: <names or none>. Knaves: <names or none>.\"", listing(names), strings.Join(lines, " "))
 	pr := problem{question: q, answer: knightsAnswer(names, want), check: knightsCheck(names, wantSet), spec: p}
 	for i := range n {
