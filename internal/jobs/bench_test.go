@@ -14,6 +14,7 @@ import (
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/bench/runs"
+	"github.com/conclavehq/conclave/core/storetest"
 	"github.com/conclavehq/conclave/internal/pgstore"
 )
 
@@ -447,6 +448,7 @@ func TestTheSweepGivesUpAQuestionWhoseJobDied(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, tag.RowsAffected())
 
+	before := storetest.MoneyOf(t, b.store, org)
 	n, err := SweepQuestions(b.ctx, b.pool, b.exec)
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "only the question whose job died")
@@ -454,12 +456,17 @@ func TestTheSweepGivesUpAQuestionWhoseJobDied(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, runs.QuestionFailed, q.State)
 	require.Contains(t, q.Failure, "died with its process")
+	require.Positive(t, q.Price)
+	storetest.RequireCharged(t, b.store, org, before, core.PostingTestRefund, -q.Price)
+	require.Equal(t, q.Price, b.batch(t, id).Refunded, "the question given up is refunded its price")
+	before = storetest.MoneyOf(t, b.store, org)
 	q, err = b.batches.Question(b.ctx, id, 2)
 	require.NoError(t, err)
 	require.Equal(t, runs.QuestionPending, q.State, "a question whose job is still to run is left to it")
 	n, err = SweepQuestions(b.ctx, b.pool, b.exec)
 	require.NoError(t, err)
 	require.Zero(t, n, "a question given up is not given up again")
+	require.Equal(t, before, storetest.MoneyOf(t, b.store, org), "nor refunded again")
 
 	require.NoError(t, b.exec.RunQuestion(b.ctx, id, 2))
 	bt := b.batch(t, id)
