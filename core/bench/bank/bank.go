@@ -13,7 +13,7 @@ import (
 // a checker's reading of an answer, a curated item or the draw bumps it (a
 // test pins a digest of every item of the version); other versions are
 // refused with ErrUnknownVersion, never approximated.
-const Version = "v1"
+const Version = "v2"
 
 // PerFamily is how many items every verifiable template family contributes
 // to each bucket it serves.

@@ -15,6 +15,10 @@ var families = []family{
 	{name: "number-base", task: TaskArithmetic, buckets: all, gen: genNumberBase},
 	{name: "lcm-buses", task: TaskArithmetic, buckets: all, gen: genLCMBuses},
 	{name: "remainder", task: TaskArithmetic, buckets: all, gen: genRemainder},
+	{name: "gcd-cuts", task: TaskArithmetic, buckets: all, gen: genGCDCuts},
+	{name: "weighted-mean", task: TaskArithmetic, buckets: all, gen: genWeightedMean},
+	{name: "sequence-term", task: TaskArithmetic, buckets: all, gen: genSequenceTerm},
+	{name: "venn-count", task: TaskArithmetic, buckets: all, gen: genVennCount},
 
 	{name: "unit-convert", task: TaskConversion, buckets: all, gen: genUnitConvert},
 	{name: "temperature", task: TaskConversion, buckets: all, gen: genTemperature},
