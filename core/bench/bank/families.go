@@ -23,6 +23,8 @@ var families = []family{
 	{name: "unit-convert", task: TaskConversion, buckets: all, gen: genUnitConvert},
 	{name: "temperature", task: TaskConversion, buckets: all, gen: genTemperature},
 	{name: "unit-rate", task: TaskConversion, buckets: all, gen: genUnitRate},
+	{name: "roman", task: TaskConversion, buckets: all, gen: genRoman},
+	{name: "unit-price", task: TaskConversion, buckets: all, gen: genUnitPrice},
 
 	{name: "date-between", task: TaskDates, buckets: all, gen: genDateBetween},
 	{name: "date-add", task: TaskDates, buckets: all, gen: genDateAdd},
@@ -30,12 +32,15 @@ var families = []family{
 	{name: "date-weekday", task: TaskDates, buckets: all, gen: genDateWeekday},
 	{name: "nth-weekday", task: TaskDates, buckets: all, gen: genNthWeekday},
 	{name: "age-on-date", task: TaskDates, buckets: all, gen: genAgeOnDate},
+	{name: "working-days", task: TaskDates, buckets: all, gen: genWorkingDays},
 
 	{name: "rate-work", task: TaskWordProblem, buckets: all, gen: genRateWork},
 	{name: "rate-travel", task: TaskWordProblem, buckets: all, gen: genRateTravel},
 	{name: "mixture", task: TaskWordProblem, buckets: all, gen: genMixture},
 	{name: "ages", task: TaskWordProblem, buckets: all, gen: genAges},
 	{name: "coins", task: TaskWordProblem, buckets: all, gen: genCoins},
+	{name: "paint-tins", task: TaskWordProblem, buckets: all, gen: genPaintTins},
+	{name: "break-even", task: TaskWordProblem, buckets: all, gen: genBreakEven},
 
 	{name: "knights", task: TaskLogic, buckets: all, gen: genKnights},
 	{name: "logic-grid", task: TaskLogic, buckets: all, gen: genGrid},
