@@ -27,7 +27,9 @@ func setup(t *testing.T) *testBundle {
 }
 
 // The bar of the certification design: a certify draw of 50 per bucket from
-// a pool at least three times larger; at least 25 curated items per bucket.
+// a pool at least three times larger; at least 50 verifiable template
+// families per bucket (curated items are not counted as templates here);
+// at least 25 curated items per bucket.
 func TestPoolMeetsTheSizeBar(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
@@ -48,7 +50,7 @@ func TestPoolMeetsTheSizeBar(t *testing.T) {
 		}
 		require.GreaterOrEqual(t, len(tb.pool[b]), 3*Certify.Of(b), "bucket %s", b)
 		require.GreaterOrEqual(t, open, 25, "bucket %s open items", b)
-		require.GreaterOrEqual(t, len(ver)+open, 50, "bucket %s templates", b)
+		require.GreaterOrEqual(t, len(ver), 50, "bucket %s verifiable template families", b)
 		for _, task := range []TaskType{TaskArithmetic, TaskConversion, TaskDates, TaskWordProblem, TaskLogic,
 			TaskPlanning, TaskDecision, TaskCritique, TaskUnknowable} {
 			require.Positive(t, tasks[task], "bucket %s has no %s items", b, task)
@@ -182,7 +184,7 @@ func TestOtherVersionsAreRefused(t *testing.T) {
 // curated item changes it, and must come with a new Version (and a new
 // digest here). The checkers are code and escape the digest; changing how
 // one reads answers bumps the version all the same.
-const poolDigest = "cb6e119771ee820d50f5e87b2abc40aa488b797350f54a2eb44305a4b9a1c9b3"
+const poolDigest = "072f42108511873474a0f8f5dc83815d4e21a90c1a132c7851eedceaca034154"
 
 func TestPoolDigestPinsTheVersion(t *testing.T) {
 	t.Parallel()

@@ -46,6 +46,7 @@ var families = []family{
 	{name: "logic-grid", task: TaskLogic, buckets: all, gen: genGrid},
 	{name: "race-order", task: TaskLogic, buckets: all, gen: genRanking},
 	{name: "culprit", task: TaskLogic, buckets: all, gen: genCulprit},
+	{name: "latin-square", task: TaskLogic, buckets: all, gen: genLatin},
 
 	{name: "path-length", task: TaskPlanning, buckets: all, gen: genPathLength},
 	{name: "path-route", task: TaskPlanning, buckets: all, gen: genPathRoute},
@@ -57,4 +58,6 @@ var families = []family{
 	{name: "knapsack", task: TaskPlanning, buckets: all, gen: genKnapsack},
 	{name: "coin-change", task: TaskPlanning, buckets: all, gen: genCoinChange},
 	{name: "grid-paths", task: TaskPlanning, buckets: all, gen: genGridPaths},
+	{name: "rooms", task: TaskPlanning, buckets: all, gen: genRooms},
+	{name: "round-trip", task: TaskPlanning, buckets: all, gen: genRoundTrip},
 }
