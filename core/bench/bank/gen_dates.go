@@ -106,15 +106,7 @@ func genDateAdd(r *rng, level int) (problem, bool) {
 // genWeekdayOffset: the weekday a number of days from a named weekday.
 func genWeekdayOffset(r *rng, level int) (problem, bool) {
 	from := time.Weekday(r.intn(7))
-	var n int
-	switch level {
-	case 1:
-		n = r.between(8, 40)
-	case 2:
-		n = r.between(100, 1000)
-	default:
-		n = r.between(1000, 100000)
-	}
+	n := r.byLevel(level, [3][2]int{{8, 40}, {100, 1000}, {1000, 100000}})
 	q := fmt.Sprintf("Today is a %s. What day of the week will it be %s days from now?", from, commas(n))
 	want := time.Weekday((int(from) + n) % 7)
 	if level > 1 && r.chance(1, 2) {
@@ -215,17 +207,8 @@ func isWeekend(t time.Time) bool { return t.Weekday() == time.Saturday || t.Week
 // both ends counted, and at level 3 less the listed holidays that fall on
 // weekdays.
 func genWorkingDays(r *rng, level int) (problem, bool) {
-	var a time.Time
-	var span int
-	a = randomDay(r, day(2026, time.January, 1), 365*20)
-	switch level {
-	case 1:
-		span = r.between(9, 30)
-	case 2:
-		span = r.between(60, 200)
-	default:
-		span = r.between(150, 365)
-	}
+	a := randomDay(r, day(2026, time.January, 1), 365*20)
+	span := r.byLevel(level, [3][2]int{{9, 30}, {60, 200}, {150, 365}})
 	b := a.AddDate(0, 0, span)
 	var holidays []time.Time
 	if level == 3 {
