@@ -106,7 +106,7 @@ const (
 // Item is one question of the bank. Items are plain values, safe to share
 // between goroutines.
 type Item struct {
-	// ID is "<version>/<bucket>/<family>/<index>", e.g. "v1/medium/knights/3";
+	// ID is "<version>/<bucket>/<family>/<index>", e.g. "v2/medium/knights/3";
 	// Lookup turns it back into the item.
 	ID      string `json:"id"`
 	Version string `json:"version"`
