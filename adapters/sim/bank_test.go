@@ -244,12 +244,13 @@ func TestJudgesWithTheReferencePreferTheRightAnswer(t *testing.T) {
 // TestDefaultBaselinePassRatesFallInTheBands: with the default difficulty
 // and answer noise, sonnet — the baseline of the built-in standard panel —
 // passes each bucket's verifiable items at a rate inside the certification
-// design's band (bank.BandOf). Each bucket has 304 items, whose answers
+// design's band (bank.BandOf). Each bucket has 400 items, whose answers
 // are independent draws, so the observed rate's binomial standard error is
-// at most 0.029; the bands are at least ±0.05 wide around the model's
-// rate, so a rate outside them would be a 2.9-SE event (under 0.4% per
-// bucket for a random seed). The rate must also be within four standard
-// errors of the model's own expectation, which is itself inside the band.
+// at most 0.025; the narrowest band, light's, is ±0.05 around a model rate
+// of 0.9, where the error is 0.015, so a rate outside a band would be at
+// least a 3.3-SE event (under 0.1% per bucket for a random seed). The rate
+// must also be within four standard errors of the model's own expectation,
+// which is itself inside the band.
 func TestDefaultBaselinePassRatesFallInTheBands(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{TimeScale: 0.001, Seed: 1})

@@ -13,7 +13,7 @@ import (
 // a checker's reading of an answer, a curated item or the draw bumps it (a
 // test pins a digest of every item of the version); other versions are
 // refused with ErrUnknownVersion, never approximated.
-const Version = "v1"
+const Version = "v2"
 
 // PerFamily is how many items every verifiable template family contributes
 // to each bucket it serves.
@@ -106,7 +106,7 @@ const (
 // Item is one question of the bank. Items are plain values, safe to share
 // between goroutines.
 type Item struct {
-	// ID is "<version>/<bucket>/<family>/<index>", e.g. "v1/medium/knights/3";
+	// ID is "<version>/<bucket>/<family>/<index>", e.g. "v2/medium/knights/3";
 	// Lookup turns it back into the item.
 	ID      string `json:"id"`
 	Version string `json:"version"`
@@ -195,10 +195,12 @@ const maxAttempts = 2000
 
 // buildFamily generates a family's items for one bucket, in index order,
 // each from its own stream (version, bucket, family, index, attempt); an
-// instance whose question repeats an earlier item's is retried.
-func buildFamily(version string, f family, b Bucket) ([]Item, error) {
+// instance whose question is in seen — asked by an earlier item of the
+// family, in this bucket or a lighter one — is retried. A question text
+// names one item of the version: the simulator finds an item, and its
+// bucket, by its text.
+func buildFamily(version string, f family, b Bucket, seen map[string]bool) ([]Item, error) {
 	items := make([]Item, 0, PerFamily)
-	seen := map[string]bool{}
 	for i := range PerFamily {
 		var p problem
 		ok := false
@@ -226,8 +228,9 @@ func buildFamily(version string, f family, b Bucket) ([]Item, error) {
 var pools = sync.OnceValues(func() (map[Bucket][]Item, error) {
 	out := map[Bucket][]Item{}
 	for _, f := range families {
+		seen := map[string]bool{}
 		for _, b := range f.buckets {
-			items, err := buildFamily(Version, f, b)
+			items, err := buildFamily(Version, f, b, seen)
 			if err != nil {
 				return nil, err
 			}

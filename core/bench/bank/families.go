@@ -15,10 +15,16 @@ var families = []family{
 	{name: "number-base", task: TaskArithmetic, buckets: all, gen: genNumberBase},
 	{name: "lcm-buses", task: TaskArithmetic, buckets: all, gen: genLCMBuses},
 	{name: "remainder", task: TaskArithmetic, buckets: all, gen: genRemainder},
+	{name: "gcd-cuts", task: TaskArithmetic, buckets: all, gen: genGCDCuts},
+	{name: "weighted-mean", task: TaskArithmetic, buckets: all, gen: genWeightedMean},
+	{name: "sequence-term", task: TaskArithmetic, buckets: all, gen: genSequenceTerm},
+	{name: "venn-count", task: TaskArithmetic, buckets: all, gen: genVennCount},
 
 	{name: "unit-convert", task: TaskConversion, buckets: all, gen: genUnitConvert},
 	{name: "temperature", task: TaskConversion, buckets: all, gen: genTemperature},
 	{name: "unit-rate", task: TaskConversion, buckets: all, gen: genUnitRate},
+	{name: "roman", task: TaskConversion, buckets: all, gen: genRoman},
+	{name: "unit-price", task: TaskConversion, buckets: all, gen: genUnitPrice},
 
 	{name: "date-between", task: TaskDates, buckets: all, gen: genDateBetween},
 	{name: "date-add", task: TaskDates, buckets: all, gen: genDateAdd},
@@ -26,17 +32,21 @@ var families = []family{
 	{name: "date-weekday", task: TaskDates, buckets: all, gen: genDateWeekday},
 	{name: "nth-weekday", task: TaskDates, buckets: all, gen: genNthWeekday},
 	{name: "age-on-date", task: TaskDates, buckets: all, gen: genAgeOnDate},
+	{name: "working-days", task: TaskDates, buckets: all, gen: genWorkingDays},
 
 	{name: "rate-work", task: TaskWordProblem, buckets: all, gen: genRateWork},
 	{name: "rate-travel", task: TaskWordProblem, buckets: all, gen: genRateTravel},
 	{name: "mixture", task: TaskWordProblem, buckets: all, gen: genMixture},
 	{name: "ages", task: TaskWordProblem, buckets: all, gen: genAges},
 	{name: "coins", task: TaskWordProblem, buckets: all, gen: genCoins},
+	{name: "paint-tins", task: TaskWordProblem, buckets: all, gen: genPaintTins},
+	{name: "break-even", task: TaskWordProblem, buckets: all, gen: genBreakEven},
 
 	{name: "knights", task: TaskLogic, buckets: all, gen: genKnights},
 	{name: "logic-grid", task: TaskLogic, buckets: all, gen: genGrid},
 	{name: "race-order", task: TaskLogic, buckets: all, gen: genRanking},
 	{name: "culprit", task: TaskLogic, buckets: all, gen: genCulprit},
+	{name: "latin-square", task: TaskLogic, buckets: all, gen: genLatin},
 
 	{name: "path-length", task: TaskPlanning, buckets: all, gen: genPathLength},
 	{name: "path-route", task: TaskPlanning, buckets: all, gen: genPathRoute},
@@ -48,4 +58,6 @@ var families = []family{
 	{name: "knapsack", task: TaskPlanning, buckets: all, gen: genKnapsack},
 	{name: "coin-change", task: TaskPlanning, buckets: all, gen: genCoinChange},
 	{name: "grid-paths", task: TaskPlanning, buckets: all, gen: genGridPaths},
+	{name: "rooms", task: TaskPlanning, buckets: all, gen: genRooms},
+	{name: "round-trip", task: TaskPlanning, buckets: all, gen: genRoundTrip},
 }

@@ -3,6 +3,7 @@ package bank
 import (
 	"fmt"
 	"math/big"
+	"strings"
 )
 
 // Arithmetic families: multi-step sums, money, percentages, interest,
@@ -455,4 +456,193 @@ func genRemainder(r *rng, level int) (problem, bool) {
 	}
 	naive := int(new(big.Int).Exp(big.NewInt(int64(a)), big.NewInt(int64(n-1)), big.NewInt(int64(m))).Int64())
 	return intProblem(fmt.Sprintf("What is the remainder when %d^%d is divided by %d?", a, n, m), want, naive), true
+}
+
+// genGCDCuts: cutting lengths into equal pieces, as long as possible, and
+// tiling a floor with the largest square tile that fits exactly.
+func genGCDCuts(r *rng, level int) (problem, bool) {
+	g := r.between(2, 6+6*level)
+	x, y, z := r.between(2, 9), r.between(2, 9), r.between(2, 9)
+	if x == y || gcd(x, y) != 1 {
+		return problem{}, false
+	}
+	// The common divisor a careless solver settles for: g over its
+	// smallest prime factor.
+	smaller := g
+	for p := 2; p <= g; p++ {
+		if g%p == 0 {
+			smaller = g / p
+			break
+		}
+	}
+	switch level {
+	case 1:
+		a, b := g*x, g*y
+		return intProblem(fmt.Sprintf("Two ropes, %d cm and %d cm long, are cut into pieces that are all the same whole "+
+			"number of centimetres long, with nothing left over. The pieces are to be as long as possible. How long is "+
+			"each piece, in cm?", a, b), g, smaller, x+y), true
+	case 2:
+		if z == x || z == y || gcd(gcd(x, y), z) != 1 {
+			return problem{}, false
+		}
+		a, b, c := g*x, g*y, g*z
+		return intProblem(fmt.Sprintf("A carpenter has three planks, %d cm, %d cm and %d cm long, and cuts all of them "+
+			"into pieces of one equal whole-centimetre length, as long as possible, with no waste. How many pieces "+
+			"does she get in all?", a, b, c), x+y+z, g, (a+b+c)/smaller), true
+	default:
+		g = r.between(20, 60)
+		x, y = r.between(3, 11), r.between(3, 11)
+		if x == y || gcd(x, y) != 1 {
+			return problem{}, false
+		}
+		a, b := g*x, g*y
+		if a%100 == 0 || b%100 == 0 {
+			return problem{}, false
+		}
+		small := 0
+		for d := g - 1; d >= 1; d-- {
+			if g%d == 0 {
+				small = d
+				break
+			}
+		}
+		return intProblem(fmt.Sprintf("A floor %s m by %s m is to be covered with identical square tiles, whole tiles "+
+			"only and none cut. Each tile's side is a whole number of centimetres, as large as possible. How many tiles "+
+			"are needed?", number(frac(a, 100), 2), number(frac(b, 100), 2)), x*y, (a/small)*(b/small), g), true
+	}
+}
+
+// genWeightedMean: a course grade from weighted parts, the mean of two
+// groups put together, and the final-exam score a target needs.
+func genWeightedMean(r *rng, level int) (problem, bool) {
+	switch level {
+	case 1:
+		w1 := pick(r, []int{10, 20, 30})
+		w2 := pick(r, []int{20, 30, 40})
+		w3 := 100 - w1 - w2
+		s1, s2, s3 := r.between(50, 100), r.between(40, 100), r.between(40, 100)
+		want := frac(w1*s1+w2*s2+w3*s3, 100)
+		return decimalProblem(fmt.Sprintf("A course grade counts homework %d%%, the midterm %d%% and the final exam %d%%. "+
+			"Noor scores %d on homework, %d on the midterm and %d on the final. What is Noor's course grade? Give one "+
+			"decimal place.", w1, w2, w3, s1, s2, s3), want, 1, frac(s1+s2+s3, 3))
+	case 2:
+		n1, n2 := r.between(12, 35), r.between(12, 35)
+		m1, m2 := r.between(55, 90), r.between(55, 90)
+		if n1 == n2 || m1 == m2 {
+			return problem{}, false
+		}
+		return decimalProblem(fmt.Sprintf("One class of %d pupils averages %d marks on a test; another class of %d pupils "+
+			"averages %d on the same test. What is the average mark of all %d pupils together? Round to two decimal "+
+			"places.", n1, m1, n2, m2, n1+n2), frac(n1*m1+n2*m2, n1+n2), 2, frac(m1+m2, 2))
+	default:
+		ws := []int{r.between(2, 5) * 5, r.between(2, 5) * 5, r.between(2, 5) * 5}
+		wf := 100 - ws[0] - ws[1] - ws[2]
+		ss := []int{r.between(45, 98), r.between(45, 98), r.between(45, 98)}
+		x := r.between(30, 100)
+		t100 := ws[0]*ss[0] + ws[1]*ss[1] + ws[2]*ss[2] + wf*x
+		if t100%10 != 0 || wf < 25 {
+			return problem{}, false
+		}
+		target := frac(t100, 100)
+		// Treating the four parts as equal: 4T − the three scores.
+		naive := ratSub(ratMul(target, rat(4)), rat(ss[0]+ss[1]+ss[2]))
+		p := intProblem(fmt.Sprintf("A course is graded on three assignments worth %d%%, %d%% and %d%% and a final exam "+
+			"worth the rest. Tomas scored %d, %d and %d on the assignments. What must he score on the final exam for a "+
+			"course grade of exactly %s?", ws[0], ws[1], ws[2], ss[0], ss[1], ss[2], number(target, 1)), x)
+		if naive.IsInt() && naive.Cmp(rat(x)) != 0 {
+			p.decoys = append(p.decoys, naive.Num().String())
+		}
+		return p, true
+	}
+}
+
+// genSequenceTerm: a far term of an arithmetic or geometric sequence, the
+// sum of an arithmetic one, and a far term of a sequence whose differences
+// grow steadily.
+func genSequenceTerm(r *rng, level int) (problem, bool) {
+	switch level {
+	case 1:
+		a, d, n := r.between(-10, 30), r.between(2, 12), r.between(12, 40)
+		return intProblem(fmt.Sprintf("The arithmetic sequence %d, %d, %d, %d, … goes up by the same amount each time. What "+
+			"is its %s term?", a, a+d, a+2*d, a+3*d, ordinal(n)), a+(n-1)*d, a+n*d), true
+	case 2:
+		if r.chance(1, 2) {
+			a, q, n := r.between(2, 9), r.between(2, 3), r.between(6, 10)
+			want := a
+			for range n - 1 {
+				want *= q
+			}
+			return intProblem(fmt.Sprintf("Each term of the sequence %d, %d, %d, … is the one before multiplied by the same "+
+				"number. What is its %s term?", a, a*q, a*q*q, ordinal(n)), want, want*q), true
+		}
+		a, d, n := r.between(1, 20), r.between(2, 9), r.between(15, 40)
+		last := a + (n-1)*d
+		return intProblem(fmt.Sprintf("What is the sum of the first %d terms of the arithmetic sequence %d, %d, %d, …?",
+			n, a, a+d, a+2*d), n*(a+last)/2, (n-1)*(a+last)/2, n*(a+a+n*d)/2), true
+	default:
+		p, q, c := r.between(1, 4), r.between(-6, 6), r.between(-10, 10)
+		t := func(k int) int { return p*k*k + q*k + c }
+		n := r.between(15, 40)
+		var shown []string
+		for k := 1; k <= 5; k++ {
+			shown = append(shown, fmt.Sprint(t(k)))
+		}
+		linear := t(5) + (n-5)*(t(5)-t(4))
+		return intProblem(fmt.Sprintf("In the sequence %s, …, the differences between consecutive terms grow by the "+
+			"same amount each time. What is its %s term?", strings.Join(shown, ", "), ordinal(n)), t(n), linear, t(n+1)), true
+	}
+}
+
+// ordinal writes 1st, 2nd, 3rd, 11th, 22nd.
+func ordinal(n int) string {
+	suffix := "th"
+	if n%100 < 11 || n%100 > 13 {
+		switch n % 10 {
+		case 1:
+			suffix = "st"
+		case 2:
+			suffix = "nd"
+		case 3:
+			suffix = "rd"
+		}
+	}
+	return fmt.Sprint(n) + suffix
+}
+
+// genVennCount: survey counts by inclusion and exclusion, over two sets and
+// then three; every region is chosen first, so the answer is exact.
+func genVennCount(r *rng, level int) (problem, bool) {
+	switch level {
+	case 1:
+		a, b, both, none := r.between(3, 20), r.between(3, 20), r.between(1, 10), r.between(1, 12)
+		n, ta, tb := a+b+both+none, a+both, b+both
+		return intProblem(fmt.Sprintf("In a class of %d pupils, %d like tea, %d like coffee, and %d like both. How many "+
+			"like neither?", n, ta, tb, both), none, n-ta-tb, n-ta-tb+2*both), true
+	case 2:
+		a, b, both, none := r.between(10, 60), r.between(10, 60), r.between(5, 40), r.between(5, 30)
+		n, ta, tb := a+b+both+none, a+both, b+both
+		return intProblem(fmt.Sprintf("Of %d people surveyed, %d read the morning paper, %d read the evening paper and "+
+			"%d read neither. How many read both papers?", n, ta, tb, none), both, ta+tb-n, n-none), true
+	default:
+		// Regions: only A, only B, only C, AB only, AC only, BC only, all three.
+		var reg [7]int
+		for i := range reg {
+			reg[i] = r.between(2, 25)
+		}
+		none := r.between(0, 20)
+		a := reg[0] + reg[3] + reg[4] + reg[6]
+		b := reg[1] + reg[3] + reg[5] + reg[6]
+		c := reg[2] + reg[4] + reg[5] + reg[6]
+		ab, ac, bc := reg[3]+reg[6], reg[4]+reg[6], reg[5]+reg[6]
+		n := none
+		for _, x := range reg {
+			n += x
+		}
+		want := reg[0] + reg[1] + reg[2]
+		union := a + b + c - ab - ac - bc + reg[6]
+		return intProblem(fmt.Sprintf("Of %d students, %d take French, %d take German and %d take Spanish; %d take French "+
+			"and German, %d take French and Spanish, %d take German and Spanish, and %d take all three. How many take "+
+			"exactly one of the three languages?", n, a, b, c, ab, ac, bc, reg[6]), want, union,
+			a+b+c-2*(ab+ac+bc), n-none-want), true
+	}
 }

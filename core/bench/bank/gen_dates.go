@@ -2,6 +2,7 @@ package bank
 
 import (
 	"fmt"
+	"sort"
 	"time"
 )
 
@@ -105,15 +106,7 @@ func genDateAdd(r *rng, level int) (problem, bool) {
 // genWeekdayOffset: the weekday a number of days from a named weekday.
 func genWeekdayOffset(r *rng, level int) (problem, bool) {
 	from := time.Weekday(r.intn(7))
-	var n int
-	switch level {
-	case 1:
-		n = r.between(8, 40)
-	case 2:
-		n = r.between(100, 1000)
-	default:
-		n = r.between(1000, 100000)
-	}
+	n := r.byLevel(level, [3][2]int{{8, 40}, {100, 1000}, {1000, 100000}})
 	q := fmt.Sprintf("Today is a %s. What day of the week will it be %s days from now?", from, commas(n))
 	want := time.Weekday((int(from) + n) % 7)
 	if level > 1 && r.chance(1, 2) {
@@ -203,4 +196,70 @@ func genAgeOnDate(r *rng, level int) (problem, bool) {
 	naive := on.Year() - born.Year()
 	return intProblem(fmt.Sprintf("%s was born on %s. How old, in completed years, is %s on %s?",
 		name, longDate(born), name, longDate(on)), years, naive), true
+}
+
+// weekdayDate writes "Tuesday 3 March 2031".
+func weekdayDate(t time.Time) string { return t.Weekday().String() + " " + longDate(t) }
+
+func isWeekend(t time.Time) bool { return t.Weekday() == time.Saturday || t.Weekday() == time.Sunday }
+
+// genWorkingDays: the weekdays (Monday to Friday) in a span of dates,
+// both ends counted, and at level 3 less the listed holidays that fall on
+// weekdays.
+func genWorkingDays(r *rng, level int) (problem, bool) {
+	a := randomDay(r, day(2026, time.January, 1), 365*20)
+	span := r.byLevel(level, [3][2]int{{9, 30}, {60, 200}, {150, 365}})
+	b := a.AddDate(0, 0, span)
+	var holidays []time.Time
+	if level == 3 {
+		seen := map[int]bool{}
+		for len(holidays) < 4 {
+			off := r.between(1, span-1)
+			if !seen[off] {
+				seen[off] = true
+				holidays = append(holidays, a.AddDate(0, 0, off))
+			}
+		}
+		sort.Slice(holidays, func(i, j int) bool { return holidays[i].Before(holidays[j]) })
+	}
+	closed := map[time.Time]bool{}
+	weekendHolidays := 0
+	for _, h := range holidays {
+		closed[h] = true
+		if isWeekend(h) {
+			weekendHolidays++
+		}
+	}
+	if level == 3 && (weekendHolidays == 0 || weekendHolidays == len(holidays)) {
+		return problem{}, false
+	}
+	want, weekdaysOnly := 0, 0
+	for t := a; !t.After(b); t = t.AddDate(0, 0, 1) {
+		if !isWeekend(t) {
+			weekdaysOnly++
+			if !closed[t] {
+				want++
+			}
+		}
+	}
+	if want == 0 {
+		return problem{}, false
+	}
+	from, to := longDate(a), longDate(b)
+	if level == 1 {
+		from, to = weekdayDate(a), weekdayDate(b)
+	}
+	q := fmt.Sprintf("How many weekdays (Monday to Friday) are there from %s to %s, counting both of those dates?", from, to)
+	decoys := []int{span + 1, (span + 1) * 5 / 7}
+	if level == 3 {
+		var hs []string
+		for _, h := range holidays {
+			hs = append(hs, longDate(h))
+		}
+		q = fmt.Sprintf("An office opens Monday to Friday, except on public holidays; a holiday that falls on a weekend "+
+			"is not moved to another day. The public holidays from %s to %s are %s. On how many days is the office open "+
+			"in that period, counting both of those dates?", from, to, listing(hs))
+		decoys = append(decoys, weekdaysOnly, weekdaysOnly-len(holidays))
+	}
+	return intProblem(q, want, decoys...), true
 }

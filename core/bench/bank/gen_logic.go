@@ -2,6 +2,7 @@ package bank
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -763,5 +764,168 @@ func genCulprit(r *rng, level int) (problem, bool) {
 			pr.decoys = append(pr.decoys, nm)
 		}
 	}
+	return pr, true
+}
+
+// ---- Latin squares ----
+
+// latinPuzzle is a Latin square with blanks (0): every row and column must
+// hold 1..n once. The question asks for the cell (row, col), or for the
+// whole row read as a number when col is -1.
+type latinPuzzle struct {
+	n        int
+	givens   [][]int
+	row, col int
+}
+
+// latinSolve counts the completions of grid, up to limit, filling blanks in
+// reading order; it leaves grid as it found it and keeps the first
+// completion in first.
+func latinSolve(grid [][]int, limit int) (count int, first [][]int) {
+	n := len(grid)
+	var rec func(cell int)
+	rec = func(cell int) {
+		if count >= limit {
+			return
+		}
+		if cell == n*n {
+			count++
+			if first == nil {
+				first = make([][]int, n)
+				for i := range grid {
+					first[i] = append([]int(nil), grid[i]...)
+				}
+			}
+			return
+		}
+		i, j := cell/n, cell%n
+		if grid[i][j] != 0 {
+			rec(cell + 1)
+			return
+		}
+		for v := 1; v <= n; v++ {
+			ok := true
+			for k := range n {
+				if grid[i][k] == v || grid[k][j] == v {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				grid[i][j] = v
+				rec(cell + 1)
+				grid[i][j] = 0
+			}
+		}
+	}
+	rec(0)
+	return count, first
+}
+
+// randomLatin is a Latin square of order n: the cyclic square with its
+// rows, columns and symbols permuted by the stream.
+func randomLatin(r *rng, n int) [][]int {
+	rows, cols, syms := r.perm(n), r.perm(n), r.perm(n)
+	out := make([][]int, n)
+	for i := range out {
+		out[i] = make([]int, n)
+		for j := range out[i] {
+			out[i][j] = syms[(rows[i]+cols[j])%n] + 1
+		}
+	}
+	return out
+}
+
+func (p latinPuzzle) text() string {
+	var rows []string
+	for i, row := range p.givens {
+		cells := make([]string, len(row))
+		for j, v := range row {
+			cells[j] = "."
+			if v != 0 {
+				cells[j] = strconv.Itoa(v)
+			}
+		}
+		rows = append(rows, fmt.Sprintf("row %d [%s]", i+1, strings.Join(cells, " ")))
+	}
+	return strings.Join(rows, "; ")
+}
+
+// genLatin: a Latin square with blanks, checked to have one completion;
+// the light level asks for one cell, the others for a whole row.
+func genLatin(r *rng, level int) (problem, bool) {
+	n := 4
+	if level == 3 {
+		n = 5
+	}
+	sol := randomLatin(r, n)
+	grid := make([][]int, n)
+	for i := range sol {
+		grid[i] = append([]int(nil), sol[i]...)
+	}
+	blanks, maxBlanks := 0, map[int]int{1: 7, 2: 16, 3: 25}[level]
+	for _, c := range r.perm(n * n) {
+		if blanks == maxBlanks {
+			break
+		}
+		i, j := c/n, c%n
+		v := grid[i][j]
+		grid[i][j] = 0
+		if k, _ := latinSolve(grid, 2); k != 1 {
+			grid[i][j] = v
+			continue
+		}
+		blanks++
+	}
+	p := latinPuzzle{n: n, givens: grid, col: -1}
+	rowBlanks := func(i int) []int {
+		var js []int
+		for j := range n {
+			if grid[i][j] == 0 {
+				js = append(js, j)
+			}
+		}
+		return js
+	}
+	q := fmt.Sprintf("Complete this %d×%d grid so that every row and every column holds each of the numbers 1 to %d "+
+		"exactly once. The grid, row by row with dots for blanks: %s.", n, n, n, p.text())
+	var pr problem
+	if level == 1 {
+		c := r.intn(n * n)
+		for grid[c/n][c%n] != 0 {
+			c = (c + 1) % (n * n)
+		}
+		p.row, p.col = c/n, c%n
+		var others []int
+		for v := 1; v <= n; v++ {
+			others = append(others, v)
+		}
+		pr = intProblem(fmt.Sprintf("%s What number goes in row %d, column %d?", q, p.row+1, p.col+1),
+			sol[p.row][p.col], others...)
+	} else {
+		p.row = -1
+		for _, i := range r.perm(n) {
+			if len(rowBlanks(i)) >= level && (p.row < 0 || len(rowBlanks(i)) > len(rowBlanks(p.row))) {
+				p.row = i
+			}
+		}
+		if p.row < 0 {
+			return problem{}, false
+		}
+		digits := func(row []int) int {
+			v := 0
+			for _, d := range row {
+				v = v*10 + d
+			}
+			return v
+		}
+		// Two of the row's blanks swapped, and the row above or below.
+		js := rowBlanks(p.row)
+		swapped := append([]int(nil), sol[p.row]...)
+		swapped[js[0]], swapped[js[1]] = swapped[js[1]], swapped[js[0]]
+		pr = intProblem(fmt.Sprintf("%s Give row %d once completed, its %d numbers read left to right as one "+
+			"%d-digit number.", q, p.row+1, n, n), digits(sol[p.row]), digits(swapped), digits(sol[(p.row+1)%n]))
+	}
+	pr.spec = p
 	return pr, true
 }

@@ -747,3 +747,154 @@ func genGridPaths(r *rng, level int) (problem, bool) {
 	q += " How many different routes can the courier take?"
 	return intProblem(q, want, binom(w+h, w)), true
 }
+
+// ---- meeting rooms ----
+
+// roomsPuzzle is a day of meetings, in half-hours after 08:00, that must be
+// given rooms; a room needs gap half-hours free between two meetings.
+type roomsPuzzle struct {
+	start, end []int
+	gap        int
+}
+
+// clash reports whether meetings i and j cannot share a room.
+func (p roomsPuzzle) clash(i, j int) bool {
+	return p.start[i] < p.end[j]+p.gap && p.start[j] < p.end[i]+p.gap
+}
+
+// rooms is the fewest rooms: the most meetings in use at one moment, each
+// holding its room until its gap is over.
+func (p roomsPuzzle) rooms() int {
+	best := 0
+	for t := 0; t <= 40; t++ {
+		busy := 0
+		for i := range p.start {
+			if p.start[i] <= t && t < p.end[i]+p.gap {
+				busy++
+			}
+		}
+		best = max(best, busy)
+	}
+	return best
+}
+
+// genRooms: the fewest meeting rooms for a day's bookings; at level 3 a
+// room is cleaned for half an hour after each meeting.
+func genRooms(r *rng, level int) (problem, bool) {
+	n := map[int]int{1: 4, 2: 6, 3: 9}[level]
+	p := roomsPuzzle{}
+	if level == 3 {
+		p.gap = 1
+	}
+	var list []string
+	for i := range n {
+		s := r.between(0, 16)
+		e := s + r.between(1, 2+level)
+		p.start, p.end = append(p.start, s), append(p.end, e)
+		list = append(list, fmt.Sprintf("%s from %s to %s", taskTitles[i], clock(s), clock(e)))
+	}
+	want := p.rooms()
+	// The slip of counting every meeting that clashes with the busiest one.
+	most := 0
+	for i := range n {
+		k := 1
+		for j := range n {
+			if j != i && p.clash(i, j) {
+				k++
+			}
+		}
+		most = max(most, k)
+	}
+	decoys := []int{most}
+	if level == 3 {
+		decoys = append(decoys, roomsPuzzle{start: p.start, end: p.end}.rooms())
+	}
+	if want < 2 || level > 1 && most == want || level == 3 && decoys[1] == want {
+		return problem{}, false
+	}
+	rule := "A meeting may start in a room at the moment the previous one there ends."
+	if p.gap > 0 {
+		rule = "After each meeting its room is cleaned for 30 minutes before the next meeting may start in it."
+	}
+	q := fmt.Sprintf("These meetings are booked for one day: %s. Each meeting needs a room of its own for its whole length. "+
+		"%s What is the fewest rooms that can hold all the meetings?", strings.Join(list, "; "), rule)
+	pr := intProblem(q, want, decoys...)
+	pr.spec = p
+	return pr, true
+}
+
+// taskTitles name the meetings.
+var taskTitles = []string{"budget review", "design review", "hiring panel", "sales call", "stand-up", "training",
+	"board briefing", "vendor demo", "retrospective"}
+
+// ---- round trips ----
+
+// tourPuzzle is a complete road table between towns; a round trip starts
+// and ends at town 0 and visits every other town once.
+type tourPuzzle struct {
+	names []string
+	dist  [][]int
+}
+
+func (p tourPuzzle) length(order []int) int {
+	total, at := 0, 0
+	for _, v := range order {
+		total += p.dist[at][v+1]
+		at = v + 1
+	}
+	return total + p.dist[at][0]
+}
+
+// genRoundTrip: the shortest round trip through every town of a complete
+// road table, over every order of the towns.
+func genRoundTrip(r *rng, level int) (problem, bool) {
+	n := level + 3
+	p := tourPuzzle{names: sample(r, towns, n), dist: make([][]int, n)}
+	for i := range p.dist {
+		p.dist[i] = make([]int, n)
+	}
+	var roads []string
+	for i := range n {
+		for j := i + 1; j < n; j++ {
+			d := r.between(5, 10+10*level)
+			p.dist[i][j], p.dist[j][i] = d, d
+			roads = append(roads, fmt.Sprintf("%s–%s %d km", p.names[i], p.names[j], d))
+		}
+	}
+	var lengths []int
+	for _, order := range permutations(n - 1) {
+		lengths = append(lengths, p.length(order))
+	}
+	sort.Ints(lengths)
+	best, second := lengths[0], lengths[0]
+	for _, l := range lengths {
+		if l > best {
+			second = l
+			break
+		}
+	}
+	// Nearest neighbour: always on to the closest town not yet visited.
+	var greedy []int
+	seen := map[int]bool{0: true}
+	for at := 0; len(greedy) < n-1; {
+		next := -1
+		for v := 1; v < n; v++ {
+			if !seen[v] && (next < 0 || p.dist[at][v] < p.dist[at][next]) {
+				next = v
+			}
+		}
+		seen[next] = true
+		greedy = append(greedy, next-1)
+		at = next
+	}
+	nearest := p.length(greedy)
+	if level > 1 && nearest == best {
+		return problem{}, false
+	}
+	q := fmt.Sprintf("A courier starts in %s, must visit each of %s once, and returns to %s. Every pair of these towns is "+
+		"joined by one road, of these lengths: %s. What is the length, in km, of the shortest such round trip?",
+		p.names[0], listing(p.names[1:]), p.names[0], strings.Join(roads, "; "))
+	pr := intProblem(q, best, nearest, second)
+	pr.spec = p
+	return pr, true
+}

@@ -3,6 +3,8 @@ package bank
 import (
 	"fmt"
 	"math/big"
+	"sort"
+	"strings"
 )
 
 // Conversion families. The factors are the exact legal definitions (the
@@ -140,4 +142,129 @@ func genUnitRate(r *rng, level int) (problem, bool) {
 		return decimalProblem(fmt.Sprintf("Cheese sells for %s a pound. What is that price per kilogram, in dollars? "+
 			"Round to the cent.", money(cents)), want, 2, ratMul(frac(cents, 100), pound.base))
 	}
+}
+
+var romanDigits = []struct {
+	value  int
+	symbol string
+}{
+	{1000, "M"}, {900, "CM"}, {500, "D"}, {400, "CD"}, {100, "C"}, {90, "XC"},
+	{50, "L"}, {40, "XL"}, {10, "X"}, {9, "IX"}, {5, "V"}, {4, "IV"}, {1, "I"},
+}
+
+// romanNumeral writes 1 to 3999 in standard Roman numerals.
+func romanNumeral(n int) string {
+	var b strings.Builder
+	for _, d := range romanDigits {
+		for ; n >= d.value; n -= d.value {
+			b.WriteString(d.symbol)
+		}
+	}
+	return b.String()
+}
+
+// romanAdditive reads a numeral adding every symbol, the slip of a reader
+// who misses the subtractive pairs (XC read as 110).
+func romanAdditive(s string) int {
+	v := map[rune]int{'I': 1, 'V': 5, 'X': 10, 'L': 50, 'C': 100, 'D': 500, 'M': 1000}
+	n := 0
+	for _, c := range s {
+		n += v[c]
+	}
+	return n
+}
+
+// genRoman: Roman numerals read as numbers, and sums and differences of
+// two numerals.
+func genRoman(r *rng, level int) (problem, bool) {
+	switch level {
+	case 1:
+		n := r.between(14, 89)
+		s := romanNumeral(n)
+		return intProblem(fmt.Sprintf("Write the Roman numeral %s as an ordinary number.", s), n, romanAdditive(s)), true
+	case 2:
+		n := r.between(400, 3999)
+		s := romanNumeral(n)
+		if romanAdditive(s) == n {
+			return problem{}, false
+		}
+		return intProblem(fmt.Sprintf("Write the Roman numeral %s as an ordinary number.", s), n, romanAdditive(s)), true
+	default:
+		a, b := r.between(1000, 3999), r.between(100, 999)
+		sa, sb := romanNumeral(a), romanNumeral(b)
+		if romanAdditive(sa) == a && romanAdditive(sb) == b {
+			return problem{}, false
+		}
+		if r.chance(1, 2) {
+			return intProblem(fmt.Sprintf("Subtract the Roman numeral %s from the Roman numeral %s, and give the "+
+				"difference as an ordinary number.", sb, sa), a-b, romanAdditive(sa)-romanAdditive(sb)), true
+		}
+		return intProblem(fmt.Sprintf("Add the Roman numerals %s and %s, and give the sum as an ordinary number.", sa, sb),
+			a+b, romanAdditive(sa)+romanAdditive(sb)), true
+	}
+}
+
+// brands are the names unit-price questions compare: invented words, so
+// that none is read out of ordinary prose.
+var brands = []string{"Tolla", "Vimo", "Kerra", "Ostra", "Pelli", "Zunda"}
+
+// genUnitPrice: which pack is cheapest for its weight, with the packs
+// weighed in different units (and at level 3 one with extra free).
+func genUnitPrice(r *rng, level int) (problem, bool) {
+	n := level + 1
+	units := map[int][]measure{1: {gram}, 2: {gram, kg}, 3: {gram, kg, ounce, pound}}[level]
+	names := sample(r, brands, n)
+	var lines []string
+	perKg := make([]*big.Rat, n)
+	for i := range n {
+		u := pick(r, units)
+		var amount *big.Rat
+		switch u {
+		case gram:
+			amount = rat(r.between(4, 40) * 25)
+		case kg:
+			amount = frac(r.between(5, 30), 10)
+		case ounce:
+			amount = rat(r.between(6, 40))
+		default:
+			amount = frac(r.between(2, 10), 2)
+		}
+		weight := ratMul(amount, u.base) // kilograms
+		// $6 to $14 a kilogram, so the packs are close.
+		price := ratMul(weight, rat(r.between(600, 1400)))
+		cents := int(new(big.Int).Quo(price.Num(), price.Denom()).Int64())
+		if cents < 50 {
+			return problem{}, false
+		}
+		name := u.plural
+		extra := 0 // per cent more at the same price
+		if level == 3 && i == 0 {
+			extra = pick(r, []int{20, 25, 50})
+			weight = ratMul(weight, frac(100+extra, 100))
+		}
+		if amount.Cmp(rat(1)) == 0 {
+			name = u.name
+		}
+		line := fmt.Sprintf("%s sells %s %s for %s", names[i], number(amount, 2), name, money(cents))
+		if extra > 0 {
+			line += fmt.Sprintf(", and this week the pack holds %d%% extra free", extra)
+		}
+		lines = append(lines, line)
+		perKg[i] = ratQuo(frac(cents, 100), weight)
+	}
+	order := r.perm(n)
+	sort.SliceStable(order, func(i, j int) bool { return perKg[order[i]].Cmp(perKg[order[j]]) < 0 })
+	best, next := order[0], order[1]
+	// The cheapest must win by at least 3%, so that no honest rounding of
+	// the unit prices changes the answer.
+	if ratMul(perKg[best], frac(103, 100)).Cmp(perKg[next]) > 0 {
+		return problem{}, false
+	}
+	q := fmt.Sprintf("The same coffee comes in packs from different brands: %s. Which brand gives the most coffee for the "+
+		"money, that is the lowest price per kilogram?", strings.Join(lines, "; "))
+	p := problem{question: q + " " + askFor("<brand>"), answer: names[best], check: choiceCheck(names, names[best])}
+	for _, i := range order[1:] {
+		p.decoys = append(p.decoys, names[i])
+	}
+	return p, true
 }

@@ -2,6 +2,7 @@ package bank
 
 import (
 	"fmt"
+	"math/big"
 )
 
 // Templated word problems: work rates, travel, mixtures, ages and coins.
@@ -230,4 +231,125 @@ func times(k int) string {
 		return "twice"
 	}
 	return numberWord(k) + " times"
+}
+
+// ceilDiv is the least whole number at or above a/b, for positive a and b.
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// ceilRat is the least whole number at or above v.
+func ceilRat(v *big.Rat) int {
+	q := new(big.Int).Quo(v.Num(), v.Denom()) // truncates toward zero
+	if v.Sign() > 0 && !v.IsInt() {
+		q.Add(q, big.NewInt(1))
+	}
+	return int(q.Int64())
+}
+
+// genPaintTins: how much paint to buy for walls, with openings, coats and
+// tin sizes; at level 3 the cheapest mix of two tin sizes.
+func genPaintTins(r *rng, level int) (problem, bool) {
+	switch level {
+	case 1:
+		w, h, c := r.between(3, 12), r.between(2, 3), r.between(5, 12)
+		if w*h%c == 0 {
+			return problem{}, false
+		}
+		return intProblem(fmt.Sprintf("A wall is %d m wide and %d m high. One litre of paint covers %d m², and paint is sold "+
+			"in 1-litre tins. How many tins are needed for one coat?", w, h, c), ceilDiv(w*h, c), w*h/c), true
+	case 2:
+		l, w := r.between(3, 8), r.between(3, 6)
+		h := frac(r.between(24, 30), 10)
+		win := r.between(2, 5)
+		c := r.between(8, 14)
+		walls := ratMul(rat(2*(l+w)), h)
+		area := ratSub(walls, rat(2+win)) // a 2 m² door and the window
+		litres := ratQuo(ratMul(area, rat(2)), rat(c))
+		tins := ratQuo(litres, frac(5, 2))
+		if tins.IsInt() {
+			return problem{}, false
+		}
+		oneCoat := ceilRat(ratQuo(ratQuo(area, rat(c)), frac(5, 2)))
+		noOpenings := ceilRat(ratQuo(ratQuo(ratMul(walls, rat(2)), rat(c)), frac(5, 2)))
+		floor := ceilRat(tins) - 1
+		return intProblem(fmt.Sprintf("A room is %d m long and %d m wide, and its walls are %s m high. The walls have a door "+
+			"of 2 m² and a window of %d m², which are not painted. The walls get two coats; one litre of paint covers %d m² "+
+			"per coat, and paint comes in 2.5-litre tins. How many tins are needed?", l, w, number(h, 1), win, c),
+			ceilRat(tins), oneCoat, noOpenings, floor), true
+	default:
+		l, w := r.between(3, 8), r.between(3, 6)
+		h := frac(r.between(24, 30), 10)
+		c := r.between(8, 14)
+		area := ratAdd(ratMul(rat(2*(l+w)), h), rat(l*w)) // walls and ceiling
+		need := ratQuo(ratMul(area, rat(2)), rat(c))      // litres
+		big5, small := r.between(25, 45)*100, r.between(7, 12)*100
+		if big5 >= 5*small || need.IsInt() {
+			return problem{}, false
+		}
+		best := -1
+		for k := 0; k <= ceilRat(ratQuo(need, rat(5))); k++ {
+			rest := ratSub(need, rat(5*k))
+			ones := 0
+			if rest.Sign() > 0 {
+				ones = ceilRat(rest)
+			}
+			if cost := k*big5 + ones*small; best < 0 || cost < best {
+				best = cost
+			}
+		}
+		allBig := ceilRat(ratQuo(need, rat(5))) * big5
+		allSmall := ceilRat(need) * small
+		exact := ratMul(need, frac(big5, 5))
+		exactCents := int(new(big.Int).Quo(exact.Num(), exact.Denom()).Int64())
+		return moneyProblem(fmt.Sprintf("A room is %d m long and %d m wide, with walls %s m high. Its four walls and its "+
+			"ceiling get two coats of paint (ignore the door and window). One litre covers %d m² per coat. Paint comes in "+
+			"5-litre tins at %s and 1-litre tins at %s. What is the least it can cost to buy enough paint?",
+			l, w, number(h, 1), c, money(big5), money(small)), best, allBig, allSmall, exactCents), true
+	}
+}
+
+// genBreakEven: how many units cover fixed costs, then a profit target,
+// then a profit target after a platform's fees.
+func genBreakEven(r *rng, level int) (problem, bool) {
+	name := pick(r, people)
+	switch level {
+	case 1:
+		f, c := r.between(20, 200)*10, r.between(2, 20)
+		p := c + r.between(3, 15)
+		if f%(p-c) == 0 {
+			return problem{}, false
+		}
+		return intProblem(fmt.Sprintf("%s pays $%s to rent a market stall for the season. Each candle costs $%d to make and "+
+			"sells for $%d. How many candles must be sold to cover the rent?", name, commas(f), c, p),
+			ceilDiv(f, p-c), f/(p-c), ceilDiv(f, p)), true
+	case 2:
+		f, c := r.between(50, 500)*10, r.between(5, 40)
+		p := c + r.between(4, 25)
+		t := r.between(10, 100) * 50
+		if (f+t)%(p-c) == 0 {
+			return problem{}, false
+		}
+		return intProblem(fmt.Sprintf("A workshop spends $%s a month on rent and tools. Each chair costs $%d in wood and "+
+			"sells for $%d. How many chairs must it sell in a month to make a profit of at least $%s?",
+			commas(f), c, p, commas(t)), ceilDiv(f+t, p-c), ceilDiv(t, p-c), ceilDiv(f, p-c), ceilDiv(f+t, p)), true
+	default:
+		f := r.between(20, 300) * 10
+		c := r.between(200, 3000)                       // cents
+		price := c + r.between(300, 3000)               // cents
+		pct, fee := r.between(3, 15), r.between(20, 90) // per cent of the price, cents per sale
+		t := r.between(10, 200) * 50
+		margin := ratSub(ratSub(rat(price), ratMul(rat(price), frac(pct, 100))), rat(fee+c)) // cents
+		if margin.Sign() <= 0 {
+			return problem{}, false
+		}
+		goal := rat((f + t) * 100)
+		if ratQuo(goal, margin).IsInt() {
+			return problem{}, false
+		}
+		noPct := ceilRat(ratQuo(goal, ratSub(rat(price), rat(fee+c))))
+		noFee := ceilRat(ratQuo(goal, ratSub(ratSub(rat(price), ratMul(rat(price), frac(pct, 100))), rat(c))))
+		return intProblem(fmt.Sprintf("%s sells prints online. Each print costs %s to make and sells for %s; the platform "+
+			"keeps %d%% of each sale's price plus %s per sale. The fixed costs are $%s a month. How many prints must be "+
+			"sold in a month to make a profit of at least $%s?", name, money(c), money(price), pct, money(fee), commas(f),
+			commas(t)), ceilRat(ratQuo(goal, margin)), noPct, noFee), true
+	}
 }

@@ -3,6 +3,7 @@ package bank
 import (
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -249,13 +250,148 @@ func TestEveryPuzzleHasExactlyOneSolution(t *testing.T) {
 				} else {
 					require.Equal(t, strconv.Itoa(d), it.Answer, it.ID)
 				}
+			case latinPuzzle:
+				n, row := latinCompletions(p)
+				require.Equal(t, 1, n, it.ID)
+				want := 0
+				for j, v := range row {
+					if p.col < 0 || j == p.col {
+						want = want*10 + v
+					}
+				}
+				require.Equal(t, strconv.Itoa(want), it.Answer, it.ID)
+			case roomsPuzzle:
+				k, _ := strconv.Atoi(it.Answer)
+				require.True(t, roomsFit(p, k), "%s: %d rooms do not hold the meetings", it.ID, k)
+				require.False(t, roomsFit(p, k-1), "%s: %d rooms already hold the meetings", it.ID, k-1)
+			case tourPuzzle:
+				require.Equal(t, strconv.Itoa(shortestTour(p)), it.Answer, it.ID)
 			default:
 				continue
 			}
 			checked[it.Family]++
 		}
 	}
-	for _, f := range []string{"knights", "logic-grid", "race-order", "timetable", "culprit", "path-length", "path-route"} {
+	for _, f := range []string{"knights", "logic-grid", "race-order", "timetable", "culprit", "path-length", "path-route",
+		"latin-square", "rooms", "round-trip"} {
 		require.Equal(t, 3*PerFamily, checked[f], "family %s", f)
 	}
+}
+
+// latinSquares lists every Latin square of order n (symbols 1..n), row by
+// row from every permutation, keeping a row only when no column repeats.
+func latinSquares(n int) [][][]int {
+	perms := heapPerms(n)
+	var out [][][]int
+	rows := make([][]int, 0, n)
+	var rec func()
+	rec = func() {
+		if len(rows) == n {
+			sq := make([][]int, n)
+			for i, r := range rows {
+				sq[i] = make([]int, n)
+				for j, v := range r {
+					sq[i][j] = v + 1
+				}
+			}
+			out = append(out, sq)
+			return
+		}
+		for _, p := range perms {
+			ok := true
+			for _, r := range rows {
+				for j := range n {
+					ok = ok && r[j] != p[j]
+				}
+			}
+			if ok {
+				rows = append(rows, p)
+				rec()
+				rows = rows[:len(rows)-1]
+			}
+		}
+	}
+	rec()
+	return out
+}
+
+// latinByOrder lists the squares of orders 4 and 5 once, on first use.
+var latinByOrder = sync.OnceValue(func() map[int][][][]int {
+	return map[int][][][]int{4: latinSquares(4), 5: latinSquares(5)}
+})
+
+func TestLatinSquaresAreCounted(t *testing.T) {
+	t.Parallel()
+	require.Len(t, latinByOrder()[4], 576)
+	require.Len(t, latinByOrder()[5], 161280)
+}
+
+// latinCompletions counts the Latin squares that agree with every given,
+// and returns the asked row of the last one.
+func latinCompletions(p latinPuzzle) (int, []int) {
+	count := 0
+	var row []int
+	for _, sq := range latinByOrder()[p.n] {
+		ok := true
+		for i := range p.n {
+			for j := range p.n {
+				ok = ok && (p.givens[i][j] == 0 || p.givens[i][j] == sq[i][j])
+			}
+		}
+		if ok {
+			count++
+			row = sq[p.row]
+		}
+	}
+	return count, row
+}
+
+// roomsFit tries every assignment of the meetings to k rooms.
+func roomsFit(p roomsPuzzle, k int) bool {
+	n := len(p.start)
+	if k <= 0 {
+		return n == 0
+	}
+	room := make([]int, n)
+	for {
+		ok := true
+		for i := 0; i < n && ok; i++ {
+			for j := i + 1; j < n && ok; j++ {
+				overlap := p.start[i] < p.end[j]+p.gap && p.start[j] < p.end[i]+p.gap
+				ok = !(room[i] == room[j] && overlap)
+			}
+		}
+		if ok {
+			return true
+		}
+		i := 0
+		for i < n {
+			room[i]++
+			if room[i] < k {
+				break
+			}
+			room[i] = 0
+			i++
+		}
+		if i == n {
+			return false
+		}
+	}
+}
+
+// shortestTour tries every order of every town, the start included, and
+// keeps the orders that begin at town 0.
+func shortestTour(p tourPuzzle) int {
+	best := inf
+	for _, order := range heapPerms(len(p.names)) {
+		if order[0] != 0 {
+			continue
+		}
+		total := 0
+		for i := range order {
+			total += p.dist[order[i]][order[(i+1)%len(order)]]
+		}
+		best = min(best, total)
+	}
+	return best
 }

@@ -49,6 +49,13 @@ func (r *rng) intn(n int) int {
 // between returns a uniform integer in [lo, hi].
 func (r *rng) between(lo, hi int) int { return lo + r.intn(hi-lo+1) }
 
+// byLevel returns a uniform integer in the range a level selects: ranges[0]
+// for level 1, ranges[1] for 2, ranges[2] for 3.
+func (r *rng) byLevel(level int, ranges [3][2]int) int {
+	lr := ranges[min(max(level, 1), 3)-1]
+	return r.between(lr[0], lr[1])
+}
+
 // chance is true with probability num/den.
 func (r *rng) chance(num, den int) bool { return r.intn(den) < num }
 
