@@ -288,9 +288,11 @@ const runOutSchema = `{"type": "object", "required": ["ok"], "properties": {
 	"requires_listing": {"type": "boolean", "description": "A certification's dry run: the mode must be listed before it can be certified."},
 	"batch": {"type": "object", "description": "Poll: the batch.", "required": ["id", "kind", "status", "progress"], "properties": {
 		"id": {"type": "string"}, "kind": {"type": "string", "enum": ["test", "certify"]},
-		"status": {"type": "string", "enum": ["queued", "running", "complete", "failed"]},
+		"status": {"type": "string", "enum": ["queued", "running", "complete", "failed", "cancelled"]},
 		"progress": {"type": "object", "properties": {"total": {"type": "integer"}, "answered": {"type": "integer"},
-			"judged": {"type": "integer"}, "failed": {"type": "integer"}}},
+			"judged": {"type": "integer"}, "failed": {"type": "integer"}, "cancelled": {"type": "integer"}}},
+		"billed_usd": {"type": "number", "description": "What the launch charged."},
+		"refunded_usd": {"type": "number", "description": "What was given back: the prices of questions given up on or cancelled, or all of a failed batch's charge."},
 		"result": {"description": "Once complete: the run's figures (the win rate W against the baseline and its interval, …); null before."},
 		"failure": {"type": ["string", "null"]}}},
 	"certification": {"type": "object", "description": "Poll of a complete certification: the verdict.", "properties": {
@@ -326,7 +328,7 @@ func (h *Handler) runTools() []*tool {
 					"counting every tier. Price: each question at the mode's standard surcharge for its band, 25% off, " +
 					"charged up front to your balance; dry_run: true answers total_cost_usd and estimated_minutes and " +
 					"starts and charges nothing. A run takes minutes (estimated_minutes): the launch answers at once with " +
-					"batch_id; call run_test again with batch_id alone to poll it until batch.status is complete (or failed), " +
+					"batch_id; call run_test again with batch_id alone to poll it until batch.status is complete (or failed, or cancelled: DELETE on the REST poll URL cancels), " +
 					"then read batch.result. " + keyedLaunch(core.CodeTestLaunchLimitExceeded),
 				InputSchema: schema(`{"type": "object", "properties": {
 					"model": {"type": "string", "description": "One of your organisation's own modes, by id (acme-panl) or ticker (ACME:PANL); @vN tests that version, none the latest release. Required to launch."},
@@ -360,7 +362,7 @@ func (h *Handler) runTools() []*tool {
 					"the marketplace (its listing approved) to launch (listing_required otherwise); dry_run: true answers " +
 					"the quote and requires_listing, and starts and charges nothing. The launch answers at once with " +
 					"batch_id; call certify_mode again with batch_id alone to poll it until batch.status is complete (or " +
-					"failed): certification then holds the verdict. " + keyedLaunch(core.CodeCertifyLaunchLimitExceeded),
+					"failed, or cancelled over REST): certification then holds the verdict. " + keyedLaunch(core.CodeCertifyLaunchLimitExceeded),
 				InputSchema: schema(`{"type": "object", "properties": {
 					"model": {"type": "string", "description": "One of your organisation's own modes, by id (acme-panl) or ticker (ACME:PANL); @vN certifies that version, none the latest release. Required to launch."},
 					"dry_run": ` + dryRunSchema + `,

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -325,15 +326,56 @@ func TestGoSDKRunTools(t *testing.T) {
 	require.Equal(t, "queued", polled.Batch.Status)
 	require.Equal(t, 6, polled.Batch.Progress["total"])
 
+	// Cancelled over REST, the batch polls as cancelled, refunded in full,
+	// and the poll's answer still fits the tool's declared outputSchema,
+	// which clients such as the TypeScript SDK check.
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, tb.base+"/v1/tests?batch_id="+launched.BatchID, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "run_test", Arguments: map[string]any{"batch_id": launched.BatchID}})
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+	requireFitsSchema(t, schemas["run_test"], res.StructuredContent)
+	var cancelled struct {
+		Batch struct {
+			Status      string         `json:"status"`
+			Progress    map[string]int `json:"progress"`
+			RefundedUSD float64        `json:"refunded_usd"`
+		} `json:"batch"`
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &cancelled))
+	require.Equal(t, "cancelled", cancelled.Batch.Status)
+	require.Equal(t, 6, cancelled.Batch.Progress["cancelled"])
+	require.InDelta(t, *launched.BilledUSD, cancelled.Batch.RefundedUSD, 1e-9)
+
 	_, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "certify_mode", Arguments: map[string]any{"dry_run": true}})
 	var rpcErr *jsonrpc.Error
 	require.True(t, errors.As(err, &rpcErr), "%v", err)
 	require.Equal(t, int64(-32602), rpcErr.Code)
-	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "certify_mode", Arguments: map[string]any{"model": "acme-panl"}})
+	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "certify_mode", Arguments: map[string]any{"model": "acme-panl"}})
 	require.NoError(t, err)
 	require.True(t, res.IsError)
 	require.Contains(t, res.Content[0].(*sdk.TextContent).Text, `"code":"listing_required"`)
 	var quoted acceptance
 	structured(ctx, t, cs, "certify_mode", map[string]any{"model": "acme-panl", "dry_run": true}, &quoted)
 	require.True(t, *quoted.RequiresListing)
+}
+
+// requireFitsSchema checks that v validates against the JSON Schema schema
+// (a tool's outputSchema as a client lists it).
+func requireFitsSchema(t *testing.T, schema, v any) {
+	t.Helper()
+	raw, err := json.Marshal(schema)
+	require.NoError(t, err)
+	var s jsonschema.Schema
+	require.NoError(t, json.Unmarshal(raw, &s))
+	resolved, err := s.Resolve(nil)
+	require.NoError(t, err)
+	require.NoError(t, resolved.Validate(v))
 }
