@@ -78,6 +78,29 @@ func (q *QuestionQueue) EnqueueQuestions(ctx context.Context, tx pgx.Tx, batchID
 	return nil
 }
 
+// CancelQuestions implements pgstore.QuestionQueue: every job of the
+// batch's questions that has not ended is cancelled in tx (River's
+// JobCancelTx). One still waiting is never worked; one running has its
+// context cancelled by the replica working it, told after tx commits.
+func (q *QuestionQueue) CancelQuestions(ctx context.Context, tx pgx.Tx, batchID string) error {
+	rows, err := tx.Query(ctx, `SELECT id FROM river_job
+		WHERE kind = $1 AND args @> jsonb_build_object('batch_id', $2::text) AND finalized_at IS NULL`,
+		BenchQuestionArgs{}.Kind(), batchID)
+	if err != nil {
+		return fmt.Errorf("jobs: finding the question jobs of batch %s: %w", batchID, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return fmt.Errorf("jobs: finding the question jobs of batch %s: %w", batchID, err)
+	}
+	for _, id := range ids {
+		if _, err := q.client.JobCancelTx(ctx, tx, id); err != nil && !errors.Is(err, river.ErrNotFound) {
+			return fmt.Errorf("jobs: cancelling job %d of batch %s: %w", id, batchID, err)
+		}
+	}
+	return nil
+}
+
 // QuestionRunner runs benchmark questions; *runs.Executor is one.
 type QuestionRunner interface {
 	RunQuestion(ctx context.Context, batchID string, index int) error

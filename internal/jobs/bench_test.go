@@ -51,10 +51,16 @@ func (a *asked) count(m map[string]int, key string) int {
 type answerer struct {
 	asked *asked
 	fail  func(r *runs.AnswerRequest) error
+	// hold, when set (before any job runs), answers in its stead, with the
+	// job's context.
+	hold func(ctx context.Context, r *runs.AnswerRequest) error
 }
 
-func (a *answerer) Answer(_ context.Context, r *runs.AnswerRequest) (*runs.Answer, error) {
+func (a *answerer) Answer(ctx context.Context, r *runs.AnswerRequest) (*runs.Answer, error) {
 	a.asked.add(a.asked.answers, fmt.Sprintf("%d/%s", r.Question.Index, r.Side))
+	if a.hold != nil {
+		return nil, a.hold(ctx, r)
+	}
 	if a.fail != nil {
 		if err := a.fail(r); err != nil {
 			return nil, err
@@ -472,4 +478,61 @@ func TestTheSweepGivesUpAQuestionWhoseJobDied(t *testing.T) {
 	bt := b.batch(t, id)
 	require.Equal(t, runs.StatusComplete, bt.Status, "the batch finishes without the dead question")
 	require.Equal(t, runs.Progress{Total: 3, Answered: 2, Judged: 2, Failed: 1}, bt.Progress)
+}
+
+// Cancelling a batch cancels its questions' jobs: a job still waiting is
+// never worked, and the one in the middle of its question has its context
+// cancelled, so that a cancelled run stops asking providers.
+func TestCancellingABatchCancelsItsJobs(t *testing.T) {
+	t.Parallel()
+	b := setupBench(t)
+	org := b.org(t, "Acme", 0)
+	started, stopped := make(chan int, 3), make(chan error, 3)
+	b.mode.hold = func(ctx context.Context, r *runs.AnswerRequest) error {
+		started <- r.Question.Index
+		<-ctx.Done()
+		stopped <- ctx.Err()
+		return ctx.Err()
+	}
+	id := b.launch(t, org, runs.KindTest, 3, 1, runs.JudgeNovaPro)
+	b.runner(t, Config{Questions: b.exec, BenchWorkers: 1})
+	var first int
+	select {
+	case first = <-started:
+	case <-time.After(time.Minute):
+		t.Fatal("no question started")
+	}
+
+	_, err := b.batches.CancelBatch(b.ctx, org, id)
+	require.NoError(t, err)
+	select {
+	case err := <-stopped:
+		require.ErrorIs(t, err, context.Canceled, "the running question's context is cancelled")
+	case <-time.After(time.Minute):
+		t.Fatal("the running question was not stopped")
+	}
+	jobStates := func() map[string]int {
+		rows, err := b.pool.Query(b.ctx, `SELECT state::text, count(*)::int FROM river_job
+			WHERE kind = 'bench_question' AND args->>'batch_id' = $1 GROUP BY state`, id)
+		require.NoError(t, err)
+		out := map[string]int{}
+		for rows.Next() {
+			var st string
+			var n int
+			require.NoError(t, rows.Scan(&st, &n))
+			out[st] = n
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+	require.Eventually(t, func() bool { return jobStates()["cancelled"] == 3 }, time.Minute, 50*time.Millisecond,
+		"every job cancelled: %v", jobStates())
+	for i := range 3 {
+		if i != first {
+			require.Zero(t, b.asked.count(b.asked.answers, fmt.Sprintf("%d/mode", i)), "question %d never asked", i)
+		}
+	}
+	bt := b.batch(t, id)
+	require.Equal(t, runs.StatusCancelled, bt.Status)
+	require.Equal(t, 3, bt.Progress.Cancelled)
 }

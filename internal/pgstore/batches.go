@@ -41,6 +41,11 @@ func rq(name string) string {
 // internal/jobs implements it on River.
 type QuestionQueue interface {
 	EnqueueQuestions(ctx context.Context, tx pgx.Tx, batchID string, count int) error
+	// CancelQuestions cancels, inside tx, the jobs of the batch's questions
+	// that have not ended: a waiting job never runs, and a running one has
+	// its context cancelled once tx commits, so that a cancelled batch stops
+	// asking providers.
+	CancelQuestions(ctx context.Context, tx pgx.Tx, batchID string) error
 }
 
 // Batches implements runs.LaunchStore and runs.RunStore on a pgx pool. It
@@ -633,6 +638,11 @@ func (s *Batches) CancelBatch(ctx context.Context, orgID, batchID string) (*runs
 		}
 		if _, err := tx.Exec(ctx, rq("CountCancelled"), batchID, n); err != nil {
 			return translate(err)
+		}
+		if s.queue != nil {
+			if err := s.queue.CancelQuestions(ctx, tx, batchID); err != nil {
+				return err
+			}
 		}
 		return refund(ctx, tx, batchID, core.Micros(prices))
 	})
