@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -104,4 +105,45 @@ func launchMedium(ctx context.Context, b *pgstore.Batches, orgID, id string, n i
 		Quote: &runs.Quote{Total: n, Cost: cost},
 	}})
 	return err
+}
+
+// Trial credit a launch spent and a refund gives back after the trial has
+// expired is trial credit again: the trial reopens with it, and the next
+// expiry pass deducts it as it deducted the rest, so a cancelled run never
+// turns expiring trial credit into balance that stays.
+func TestARefundAfterTheTrialExpiredIsDeductedByTheNextPass(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, b, orgID := batchesOrg(t)
+	store := pgstore.New(pool)
+	balance := func() *core.Balance {
+		t.Helper()
+		bal, err := store.GetBalance(ctx, orgID)
+		require.NoError(t, err)
+		return bal
+	}
+	grant := balance().TrialRemaining
+	require.Positive(t, grant)
+	id := "5d1c9c1e-0000-4000-8000-0000000000bb"
+	require.NoError(t, launchMedium(ctx, b, orgID, id, 2, core.USD(1)))
+	require.Equal(t, grant-core.USD(2), balance().TrialRemaining, "the launch spent trial credit")
+
+	later := &pgstore.ExpireTrialsParams{At: time.Now().Add(core.TrialPeriod + time.Hour)}
+	e, err := store.ExpireTrial(ctx, orgID, later)
+	require.NoError(t, err)
+	require.Equal(t, grant-core.USD(2), e.Deducted, "the unused trial credit expires")
+	require.Zero(t, balance().Balance)
+
+	_, err = b.CancelBatch(ctx, orgID, id)
+	require.NoError(t, err)
+	bal := balance()
+	require.Equal(t, core.USD(2), bal.Balance, "the cancel refunds both questions")
+	require.Equal(t, core.USD(2), bal.TrialRemaining, "as trial credit, the trial reopened")
+
+	e, err = store.ExpireTrial(ctx, orgID, later)
+	require.NoError(t, err)
+	require.Equal(t, core.USD(2), e.Deducted, "the next pass deducts what the refund gave back")
+	bal = balance()
+	require.Zero(t, bal.Balance)
+	require.Zero(t, bal.TrialRemaining)
 }
