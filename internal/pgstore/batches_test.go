@@ -147,3 +147,49 @@ func TestARefundAfterTheTrialExpiredIsDeductedByTheNextPass(t *testing.T) {
 	require.Zero(t, bal.Balance)
 	require.Zero(t, bal.TrialRemaining)
 }
+
+// Migration 0016 gives the questions of batches launched before it their
+// share of the charge: a test question its bucket's quoted price, a
+// certification's question an even split whose first ones carry the
+// remainder, so that every batch's shares add up to its charge.
+func TestQuestionPricesAreFilledInForEarlierBatches(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgtest.NewEmptyDatabase(t))
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	require.NoError(t, pgstore.MigrateTo(ctx, pool, 15))
+	org, _, err := pgstore.New(pool).CreateOrg(ctx, &core.CreateOrgParams{Name: "Before"})
+	require.NoError(t, err)
+
+	insert := func(id, kind string, attempt *int, billed int64, quote string, buckets ...string) {
+		t.Helper()
+		_, err := pool.Exec(ctx, `INSERT INTO batches (id, org_id, kind, model, mode_id, mode_key, mode_version,
+			mode_config_hash, plan, protocol, judges, judge_repeats, draw_seed, bank_version, quote, billed_micros,
+			attempt, total) VALUES ($1, $2, $3, 'acme-panl', 'acme-panl', 'panl', 1, 'h', '{}', 'pairwise',
+			'{nova_pro}', 1, 7, 'v1', $4, $5, $6, $7)`, id, org.ID, kind, quote, billed, attempt, len(buckets))
+		require.NoError(t, err)
+		for i, b := range buckets {
+			_, err := pool.Exec(ctx, `INSERT INTO batch_questions (batch_id, index, bucket, tier, question_id)
+				VALUES ($1, $2, $3, 'plus', 'q')`, id, i, b)
+			require.NoError(t, err)
+		}
+	}
+	test, certify := "5d1c9c1e-0000-4000-8000-0000000000c1", "5d1c9c1e-0000-4000-8000-0000000000c2"
+	insert(test, "test", nil, 112_500, `{"buckets": {"light": {"per_question_micros": 37500}, "medium": {"per_question_micros": 75000}}}`,
+		"light", "medium")
+	one := 1
+	insert(certify, "certify", &one, 1000, `{"buckets": {}}`, "light", "medium", "hard")
+
+	require.NoError(t, pgstore.Migrate(ctx, pool))
+	prices := func(id string) []int64 {
+		t.Helper()
+		rows, err := pool.Query(ctx, `SELECT price_micros FROM batch_questions WHERE batch_id = $1 ORDER BY index`, id)
+		require.NoError(t, err)
+		out, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		require.NoError(t, err)
+		return out
+	}
+	require.Equal(t, []int64{37_500, 75_000}, prices(test), "each bucket's quoted price")
+	require.Equal(t, []int64{334, 333, 333}, prices(certify), "1000 µ$ over three, the first carrying the remainder")
+}
