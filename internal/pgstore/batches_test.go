@@ -155,10 +155,7 @@ func TestARefundAfterTheTrialExpiredIsDeductedByTheNextPass(t *testing.T) {
 func TestQuestionPricesAreFilledInForEarlierBatches(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.NewEmptyDatabase(t))
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	require.NoError(t, pgstore.MigrateTo(ctx, pool, 15))
+	pool := poolMigratedTo(t, 15)
 	org, _, err := pgstore.New(pool).CreateOrg(ctx, &core.CreateOrgParams{Name: "Before"})
 	require.NoError(t, err)
 
