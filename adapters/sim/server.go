@@ -57,6 +57,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: listening on %s: %w", cfg.Addr, err)
 	}
+	// Every answer looks its question up in the question bank. The lookup
+	// is built here, once per process, and not by the first answer, which
+	// would take its tens of milliseconds as latency nobody sampled.
+	bankItems()
 	s := &Server{
 		cfg:       cfg,
 		log:       cfg.Logger,
