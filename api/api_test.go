@@ -46,6 +46,8 @@ type setupOpts struct {
 	available func(engineID string) bool
 	// launches stands between the run service and the batch store.
 	launches func(runs.LaunchStore) runs.LaunchStore
+	// judgeWorking reports whether a judge's engine works now; nil: all do.
+	judgeWorking func(runs.Judge) bool
 }
 
 // enterpriseMode is a system mode limited to organisations on plan
@@ -75,7 +77,7 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 	if ready == nil {
 		ready = store.Ready
 	}
-	pt := &parts{store: store, authz: authz, catalog: catalog, ready: ready, limits: o.cfg, available: o.available, launches: o.launches,
+	pt := &parts{store: store, authz: authz, catalog: catalog, ready: ready, limits: o.cfg, available: o.available, launches: o.launches, judgeWorking: o.judgeWorking,
 		logger: slog.New(slog.NewJSONHandler(logs, nil)), registry: prometheus.NewRegistry()}
 	h, _ := pt.serve(t)
 	srv := newServer(t, h)

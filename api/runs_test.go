@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/bench/execute"
 	"github.com/conclavehq/conclave/core/bench/runs"
 	"github.com/conclavehq/conclave/core/storetest"
 	"github.com/conclavehq/conclave/internal/pgstore"
@@ -636,4 +637,37 @@ func (standIn) Score(_ context.Context, b *runs.Batch, qs []*runs.Question) (*ru
 			Gates: []runs.Gate{{Name: "valid_judgments", Passed: true}}}
 	}
 	return out, nil
+}
+
+// A judge whose engine failed its last calls is provider_unavailable at
+// launch (409, param judges), and nothing is charged; a dry run still
+// quotes, and a run naming only working judges launches.
+func TestLaunchRefusesAJudgeWithoutAWorkingEngine(t *testing.T) {
+	t.Parallel()
+	health := execute.NewHealth(nil)
+	engines := map[runs.Judge]string{runs.JudgeNovaPro: "sim/nova-pro", runs.JudgeMistralLarge: "sim/mistral-large",
+		runs.JudgeLlama4Maverick: "sim/llama4-maverick"}
+	rb := setupRuns(t, func(o *setupOpts) {
+		o.judgeWorking = func(j runs.Judge) bool { return health.Working(engines[j]) }
+	})
+	for range execute.DownAfter {
+		health.Record("sim/nova-pro", false)
+	}
+	before := rb.money(t, rb.acme.ID)
+
+	r := rb.launch(t, "/v1/tests", rb.key, `{"model":"acme-panl","buckets":{"light":1}}`)
+	requireError(t, r, 409, core.CodeProviderUnavailable, "api_error")
+	require.Equal(t, "judges", obj(r.body["error"])["param"])
+	require.Contains(t, obj(r.body["error"])["message"], "nova_pro")
+	require.Equal(t, before, rb.money(t, rb.acme.ID), "a refused launch charges nothing")
+
+	r = rb.launch(t, "/v1/tests", rb.key, `{"model":"acme-panl","buckets":{"light":1},"dry_run":true}`)
+	require.Equal(t, 200, r.status, r.raw)
+
+	r = rb.launch(t, "/v1/tests", rb.key, `{"model":"acme-panl","buckets":{"light":1},"judges":["mistral_large","llama4_maverick"]}`)
+	require.Equal(t, 200, r.status, r.raw)
+
+	health.Record("sim/nova-pro", true)
+	r = rb.launch(t, "/v1/tests", rb.key, `{"model":"acme-panl","buckets":{"light":1}}`)
+	require.Equal(t, 200, r.status, "an answer puts the judge back: %s", r.raw)
 }

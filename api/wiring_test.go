@@ -59,6 +59,8 @@ type parts struct {
 	// launches stands between the run service and the batch store (a
 	// test's faulty store); nil: the store itself.
 	launches func(runs.LaunchStore) runs.LaunchStore
+	// judgeWorking reports whether a judge's engine works now; nil: all do.
+	judgeWorking func(runs.Judge) bool
 	// uncontracted leaves the exchanges unchecked against the OpenAPI
 	// document, which describes the whole API: for a handler that serves
 	// less of it (withoutModes).
@@ -114,7 +116,7 @@ func (p *parts) serve(t testing.TB) (http.Handler, *calls.Service) {
 	}
 	benchRuns, err := runs.NewService(runs.Config{TestLaunchesPerDay: l.TestLaunches, CertifyLaunchesPerDay: l.CertifyLaunches,
 		ActivationAllowance: l.ActivationAllowance, Pace: testPace}, runs.Deps{
-		Access: acc, Modes: svc, Store: launches, Bank: testBank{}, Logger: p.logger,
+		Access: acc, Modes: svc, Store: launches, Bank: testBank{}, Logger: p.logger, JudgeWorking: p.judgeWorking,
 	})
 	require.NoError(t, err)
 	h, err := api.New(api.Config{MaxBodyBytes: l.MaxBodyBytes}, api.Deps{

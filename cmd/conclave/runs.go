@@ -43,11 +43,13 @@ func newBench(cfg *config.Config, catalog *core.Catalog, db *database, g *gatewa
 			return nil, fmt.Errorf("judges: no engine for the judge %s (the configuration's judges block names each judge's engine)", j)
 		}
 	}
+	health := execute.NewHealth(nil)
 	launch, err := runs.NewService(runs.Config{
 		TestLaunchesPerDay: cfg.Limits.TestLaunchesPerDay, CertifyLaunchesPerDay: cfg.Limits.CertifyLaunchesPerDay,
 		Lease: cfg.Limits.Lease, ActivationAllowance: core.Micros(cfg.Limits.ActivationAllowanceUSD),
 		Pace: runs.Pace{Workers: cfg.Jobs.BenchWorkers, QuestionTime: cfg.Jobs.BenchQuestionTime},
-	}, runs.Deps{Access: g.acc, Modes: g.svc, Store: batches, Bank: execute.Bank{}, Logger: log})
+	}, runs.Deps{Access: g.acc, Modes: g.svc, Store: batches, Bank: execute.Bank{}, Logger: log,
+		JudgeWorking: func(j runs.Judge) bool { return health.Working(judges[j]) }})
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +57,7 @@ func newBench(cfg *config.Config, catalog *core.Catalog, db *database, g *gatewa
 		Store:    batches,
 		Mode:     &execute.ModeAnswerer{Versions: db.store, Engine: engine},
 		Baseline: &execute.BaselineAnswerer{Versions: db.store, Catalog: catalog, Caller: g.prov},
-		Panel: &execute.Panel{Catalog: catalog, Caller: g.prov, Engines: judges, Protocols: map[runs.Protocol]core.Protocol{
+		Panel: &execute.Panel{Catalog: catalog, Caller: g.prov, Engines: judges, Health: health, Protocols: map[runs.Protocol]core.Protocol{
 			runs.ProtocolPairwise: pairwise.New(), runs.ProtocolPlurality: plurality.New(),
 		}},
 		Scorer:    &execute.Scorer{Catalog: catalog, Engines: judges},

@@ -191,6 +191,8 @@ type Panel struct {
 	// Engines are the judges' engines by judge name (the configuration's
 	// judges block).
 	Engines map[runs.Judge]string
+	// Health, when set, records whether each judge call was answered.
+	Health *Health
 
 	once sync.Once
 	anon *Anonymiser // built from Catalog on first use
@@ -266,6 +268,9 @@ func (p *Panel) Judge(ctx context.Context, r *runs.JudgeRequest) (*runs.Ruling, 
 	for attempt := 1; attempt <= 2; attempt++ {
 		ans, err := p.Caller.Call(ctx, e.ID, "", &core.SeatRequest{Model: e.Model, System: prompt.System,
 			Messages: []core.Message{{Role: core.RoleUser, Content: prompt.User}}, Temperature: &zero, JSONOutput: prompt.JSONOutput})
+		if p.Health != nil && ctx.Err() == nil {
+			p.Health.Record(e.ID, err == nil && ans != nil && ans.Error == nil)
+		}
 		if err != nil {
 			return nil, err
 		}

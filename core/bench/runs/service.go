@@ -125,6 +125,10 @@ type Deps struct {
 	Store LaunchStore
 	// Bank draws the questions. Required.
 	Bank Bank
+	// JudgeWorking reports whether a judge's engine is working now; a
+	// launch needing a judge that is not is provider_unavailable. Nil
+	// means every judge works.
+	JudgeWorking func(Judge) bool
 	// Logger defaults to a logger that discards.
 	Logger *slog.Logger
 }
@@ -302,6 +306,13 @@ func (s *Service) prepare(ctx context.Context, p *access.Principal, plan *Plan) 
 	}
 	if plan.DryRun {
 		return acc, nil, nil
+	}
+	for _, j := range plan.Judges {
+		if s.d.JudgeWorking != nil && !s.d.JudgeWorking(j) {
+			return nil, nil, core.Errorf(core.CodeProviderUnavailable,
+				"The judge %s has no working engine right now: its recent calls failed. Launch again in a few minutes%s.",
+				j, otherJudges(plan.Kind)).WithParam("judges")
+		}
 	}
 	b := &Batch{
 		OrgID: p.Org.ID, Kind: plan.Kind, Model: plan.Model, ModeID: mode.ID, ModeKey: mode.Key,
@@ -599,3 +610,12 @@ func ValidUUID(s string) bool {
 }
 
 var _ ModeResolver = (*calls.Service)(nil)
+
+// otherJudges is the provider_unavailable message's hint for a test run,
+// which may name other judges; a certification needs all three.
+func otherJudges(k Kind) string {
+	if k == KindTest {
+		return ", or name other judges"
+	}
+	return ""
+}
