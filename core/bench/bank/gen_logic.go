@@ -593,23 +593,7 @@ func (p orderPuzzle) text(cl orderClue) string {
 
 // count counts the orders (as place vectors) the clues allow.
 func (p orderPuzzle) count(clues []orderClue, limit int) int {
-	found := 0
-	for _, place := range permutations(len(p.names)) {
-		ok := true
-		for _, cl := range clues {
-			if !cl.holds(place) {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			found++
-			if found >= limit {
-				return found
-			}
-		}
-	}
-	return found
+	return countArrangements(len(p.names), clues, limit)
 }
 
 func randomOrderClue(r *rng, n int, place []int) (orderClue, bool) {
@@ -639,25 +623,14 @@ func genRanking(r *rng, level int) (problem, bool) {
 		return problem{}, false
 	}
 	p.clues, p.ask = clues, -1
-	order := make([]string, n)
-	for x, pl := range place {
-		order[pl] = p.names[x]
-	}
-	var lines []string
-	for _, cl := range clues {
-		lines = append(lines, p.text(cl))
-	}
-	intro := fmt.Sprintf("%s ran a race. There were no ties. %s", capital(listing(p.names)), strings.Join(lines, " "))
+	order := byPlace(p.names, place)
+	intro := fmt.Sprintf("%s ran a race. There were no ties. %s", capital(listing(p.names)), strings.Join(texts(clues, p.text), " "))
 	if level == 3 {
 		pr := problem{
 			question: intro + " What was the finishing order, from first to last? " + askFor("<names, first to last>"),
 			answer:   strings.Join(order, ", "), check: orderCheck(p.names, order), spec: p,
 		}
-		for i := 0; i+1 < n; i++ {
-			d := append([]string(nil), order...)
-			d[i], d[i+1] = d[i+1], d[i]
-			pr.decoys = append(pr.decoys, strings.Join(d, ", "))
-		}
+		pr.decoys = adjacentSwaps(order)
 		return pr, true
 	}
 	at := r.intn(n)
@@ -928,4 +901,60 @@ func genLatin(r *rng, level int) (problem, bool) {
 	}
 	pr.spec = p
 	return pr, true
+}
+
+// arrangementClue is a clue about an arrangement of n things to n places
+// (at[x] is thing x's place): a finishing order, a schedule of slots.
+type arrangementClue interface{ holds(at []int) bool }
+
+// countArrangements counts the arrangements of n things every clue
+// allows, stopping at limit: the brute-force check that a puzzle has
+// exactly one solution.
+func countArrangements[C arrangementClue](n int, clues []C, limit int) int {
+	found := 0
+	for _, at := range permutations(n) {
+		ok := true
+		for _, cl := range clues {
+			if !cl.holds(at) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			if found++; found >= limit {
+				return found
+			}
+		}
+	}
+	return found
+}
+
+// byPlace lists names by the place each holds: names[x] at at[x].
+func byPlace(names []string, at []int) []string {
+	out := make([]string, len(names))
+	for x, pl := range at {
+		out[pl] = names[x]
+	}
+	return out
+}
+
+// texts is each clue's sentence, in order.
+func texts[C any](clues []C, text func(C) string) []string {
+	out := make([]string, 0, len(clues))
+	for _, cl := range clues {
+		out = append(out, text(cl))
+	}
+	return out
+}
+
+// adjacentSwaps are an order's near misses, as an answer writes an order:
+// the order with one pair of neighbours swapped, for each pair.
+func adjacentSwaps(order []string) []string {
+	var out []string
+	for i := 0; i+1 < len(order); i++ {
+		d := append([]string(nil), order...)
+		d[i], d[i+1] = d[i+1], d[i]
+		out = append(out, strings.Join(d, ", "))
+	}
+	return out
 }

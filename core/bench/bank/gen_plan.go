@@ -301,23 +301,9 @@ func (p slotPuzzle) text(cl slotClue) string {
 	}
 }
 
+// count counts the schedules (as slot vectors) the clues allow.
 func (p slotPuzzle) count(clues []slotClue, limit int) int {
-	found := 0
-	for _, at := range permutations(len(p.names)) {
-		ok := true
-		for _, cl := range clues {
-			if !cl.holds(at) {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			if found++; found >= limit {
-				return found
-			}
-		}
-	}
-	return found
+	return countArrangements(len(p.names), clues, limit)
 }
 
 func randomSlotClue(r *rng, n int, at []int) (slotClue, bool) {
@@ -343,14 +329,8 @@ func genSlots(r *rng, level int) (problem, bool) {
 		return problem{}, false
 	}
 	p.clues, p.ask = clues, -1
-	order := make([]string, n)
-	for x, s := range at {
-		order[s] = p.names[x]
-	}
-	var lines []string
-	for _, cl := range clues {
-		lines = append(lines, p.text(cl))
-	}
+	order := byPlace(p.names, at)
+	lines := texts(clues, p.text)
 	intro := fmt.Sprintf("A committee must hold %s design reviews — %s — in %s one-hour slots starting at %s, %s. "+
 		"%s", numberWord(n), listing(p.names), numberWord(n), listing(p.times), "one review per slot",
 		strings.Join(lines, " "))
@@ -359,11 +339,7 @@ func genSlots(r *rng, level int) (problem, bool) {
 			question: intro + " In what order must the reviews be held? " + askFor("<reviews, first slot to last>"),
 			answer:   strings.Join(order, ", "), check: orderCheck(p.names, order), spec: p,
 		}
-		for i := 0; i+1 < n; i++ {
-			d := append([]string(nil), order...)
-			d[i], d[i+1] = d[i+1], d[i]
-			pr.decoys = append(pr.decoys, strings.Join(d, ", "))
-		}
+		pr.decoys = adjacentSwaps(order)
 		return pr, true
 	}
 	s := r.intn(n)
