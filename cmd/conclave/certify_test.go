@@ -18,6 +18,7 @@ import (
 
 	"github.com/conclavehq/conclave/core/bench/bank"
 	"github.com/conclavehq/conclave/core/modes/modestest"
+	"github.com/conclavehq/conclave/internal/localpg"
 	"github.com/conclavehq/conclave/internal/pgtest"
 )
 
@@ -362,4 +363,78 @@ func TestStudentQuantile975(t *testing.T) {
 	require.InDelta(t, math.Tan(0.475*math.Pi), studentQuantile975(1), 1e-9)
 	require.InDelta(t, 2.228138851986, studentQuantile975(10), 1e-9)
 	require.InDelta(t, 1.959963984540, studentQuantile975(1e7), 1e-6)
+}
+
+// A PostgreSQL restart in the middle of a certification loses no question
+// and judges none twice: the replica's jobs fail their writes while the
+// database is down, River retries them once it is back, and each retry
+// asks only for what was not recorded. The batch completes with every
+// judgment — 150 × 3 × 2 — recorded once, and one charge.
+func TestCertifySurvivesAPostgresRestart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// A cluster of its own, which this test stops and starts; the server
+	// may run as another OS user, which must traverse the directory.
+	root, err := os.MkdirTemp("", "cclcert")
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(root, 0o711))
+	t.Cleanup(func() { _ = os.RemoveAll(root) })
+	dir := filepath.Join(root, "pg")
+	cache, _ := localpg.DefaultInitCache("")
+	start := func() *localpg.Cluster {
+		pg, err := localpg.Start(ctx, localpg.Config{Dir: dir, Database: "conclave", Fast: true, InitCache: cache})
+		require.NoError(t, err)
+		return pg
+	}
+	pg := start()
+	t.Cleanup(func() { _ = pg.Stop() })
+	env := []string{"DATABASE_URL=" + pg.URL()}
+	a := startServe(t, t.TempDir(), env, "--config", certifyConfig(t, "quick", 0.01, 1.5, 8, 20*time.Second))
+	defer a.stop(t)
+	org, key := listedMode(t, env, a.base)
+	id := launchCertify(t, a.base, key)
+
+	restarted := false
+	done := waitBatch(t, a.base, key, id, 6*time.Minute, func(batch map[string]any) {
+		if restarted {
+			return
+		}
+		if judged, _ := progressOf(batch); judged >= 10 && judged < 120 {
+			require.NoError(t, pg.Stop())
+			time.Sleep(2 * time.Second) // the replica's writes fail meanwhile
+			pg = start()
+			// The replica reconnects by itself: its polls answer again.
+			require.Eventually(t, func() bool {
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+"/v1/certify?batch_id="+id, nil)
+				require.NoError(t, err)
+				req.Header.Set("Authorization", "Bearer "+key)
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					return false
+				}
+				_ = res.Body.Close()
+				return res.StatusCode == http.StatusOK
+			}, time.Minute, 100*time.Millisecond, "the replica answers again after the restart")
+			restarted = true
+			t.Logf("PostgreSQL restarted with %d questions judged", judged)
+		}
+	})
+	require.True(t, restarted, "the batch finished before PostgreSQL could be restarted mid-run")
+	batch := done["batch"].(map[string]any)
+	require.Equal(t, "complete", batch["status"], "%v\nstderr:\n%s", batch, a.stderr)
+	judged, failed := progressOf(batch)
+	require.Equal(t, 150, judged, "no question lost: %v", batch["progress"])
+	require.Zero(t, failed)
+
+	conn, err := pgx.Connect(ctx, pg.URL())
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var rows, keys int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT (index, judge, repeat))
+		FROM batch_judgments WHERE batch_id = $1`, id).Scan(&rows, &keys))
+	require.Equal(t, 150*3*2, rows)
+	require.Equal(t, rows, keys, "no judgment duplicated")
+	n, charged := certifyCharges(t, conn, org)
+	require.Equal(t, 1, n, "one certify_charge posting")
+	require.Equal(t, int64(50_000_000), charged)
 }
