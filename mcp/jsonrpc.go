@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -78,17 +79,18 @@ func errorOf(id json.RawMessage, code int, msg string, data any) *response {
 // (for a message the server need not answer) a client's response. It
 // returns the error response for an element that is none of them.
 func decodeMessage(raw json.RawMessage) (*message, *response) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+	if firstByte(raw) != '{' {
 		return nil, errorOf(nil, codeInvalidRequest, "Invalid Request: each message must be a JSON object.", nil)
 	}
 	var m message
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, errorOf(nil, codeInvalidRequest, "Invalid Request: a member has the wrong type.", nil)
 	}
-	_, m.hasID = fields["id"]
+	// A present id, null included, decodes to its raw bytes; only an
+	// absent one leaves it nil.
+	m.hasID = m.ID != nil
 	if m.hasID && !validID(m.ID) {
-		return nil, errorOf(nil, codeInvalidRequest, "Invalid Request: id must be a string or a number.", nil)
+		return nil, errorOf(nil, codeInvalidRequest, fmt.Sprintf("Invalid Request: id must be a string or a number, of at most %d bytes.", maxIDBytes), nil)
 	}
 	if m.JSONRPC != "2.0" {
 		return nil, errorOf(m.ID, codeInvalidRequest, `Invalid Request: jsonrpc must be "2.0".`, nil)
@@ -103,10 +105,15 @@ func decodeMessage(raw json.RawMessage) (*message, *response) {
 	return &m, nil
 }
 
-// validID reports whether id is a JSON string or number.
+// maxIDBytes bounds a request id as sent (a string's quotes and escapes
+// included): every answer echoes it.
+const maxIDBytes = 128
+
+// validID reports whether id is a JSON string or number of at most
+// maxIDBytes.
 func validID(id json.RawMessage) bool {
 	id = bytes.TrimSpace(id)
-	if len(id) == 0 {
+	if len(id) == 0 || len(id) > maxIDBytes {
 		return false
 	}
 	if id[0] == '"' {

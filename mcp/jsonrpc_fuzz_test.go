@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 )
@@ -47,6 +48,41 @@ func FuzzDecodeMessage(f *testing.F) {
 		}
 		if m.Method == nil && m.hasID {
 			t.Fatalf("a message without a method must not be answered: %q", raw)
+		}
+	})
+}
+
+// FuzzArrayElements: for any valid JSON array, the elements the batch walks
+// are exactly the elements encoding/json decodes, byte for byte up to the
+// space around them, in order.
+func FuzzArrayElements(f *testing.F) {
+	for _, seed := range []string{
+		`[]`, `[ ]`, `[1]`, `[1,2,3]`, ` [ "a" , "b,]" ] `, `["\"]", "\\"]`, `[{"a":[1,{"b":"]}"}]},[],{}]`,
+		`[null,true,false,-1.5e3,"\u005d"]`, "[\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\t,\r\n7\n]",
+		`[[[[]]],[[],[]]]`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var want []json.RawMessage
+		if firstByte(raw) != '[' || json.Unmarshal(raw, &want) != nil {
+			return // serveBatch walks only a valid array
+		}
+		elems := arrayElements(raw)
+		var got []json.RawMessage
+		for e, ok := elems.next(); ok; e, ok = elems.next() {
+			got = append(got, e)
+			if len(got) > len(want) {
+				break
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%q: walked %d elements, want %d (%q)", raw, len(got), len(want), got)
+		}
+		for i := range want {
+			if string(bytes.TrimSpace(want[i])) != string(got[i]) {
+				t.Fatalf("%q: element %d is %q, want %q", raw, i, got[i], want[i])
+			}
 		}
 	})
 }

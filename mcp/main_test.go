@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,6 +76,21 @@ type setupOpts struct {
 	noAuthoring  bool                // serve the tools without mode authoring (Deps.Modes nil)
 	noRuns       bool                // serve the tools without benchmark runs (Deps.Runs nil)
 	testLaunches int                 // the run service's daily test launches; 0 its default
+	answerBytes  int64               // the tool server's MaxBatchAnswerBytes; 0 its default
+	// admits, when set, counts the trips to the store's admission (the
+	// rate of reads and the admission of calls).
+	admits *atomic.Int64
+}
+
+// countedAdmission is the store, counting its admissions.
+type countedAdmission struct {
+	*pgstore.Store
+	n *atomic.Int64
+}
+
+func (c countedAdmission) Admit(ctx context.Context, p *core.AdmitParams) (*core.AdmitResult, error) {
+	c.n.Add(1)
+	return c.Store.Admit(ctx, p)
 }
 
 func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
@@ -103,10 +119,14 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 	engine, err := deliberate.New(deliberate.Config{Catalog: catalog, Caller: prov, Judge: direct.New(),
 		Seed: func() int64 { return 7 }, HedgeAfter: -1})
 	require.NoError(t, err)
-	acc, err := access.New(access.Config{RPM: o.rpm}, store, authz, store)
+	var admission core.Admission = store
+	if o.admits != nil {
+		admission = countedAdmission{Store: store, n: o.admits}
+	}
+	acc, err := access.New(access.Config{RPM: o.rpm}, store, authz, admission)
 	require.NoError(t, err)
 	svc, err := calls.New(calls.Config{RepeatWait: o.repeatWait}, calls.Deps{
-		Access: acc, Admission: store, Receipts: store, Outcomes: store,
+		Access: acc, Admission: admission, Receipts: store, Outcomes: store,
 		Catalog: catalog, Modes: core.NewAuthoredModeSource(catalog, store), Deliberator: engine, TokensOver: tokens.Over,
 	})
 	require.NoError(t, err)
@@ -122,7 +142,7 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 	queue, err := jobs.NewQuestionQueue(pool, 0)
 	require.NoError(t, err)
 	benchRuns, err := runs.NewService(runs.Config{TestLaunchesPerDay: o.testLaunches}, runs.Deps{
-		Access: acc, Modes: svc, Store: pgstore.NewBatches(pool, queue), Bank: execute.Bank{},
+		Access: acc, Modes: svc, Store: pgstore.NewBatches(pool, queue), Bank: execute.Bank{}, Catalog: catalog,
 	})
 	require.NoError(t, err)
 	if o.noRuns {
@@ -135,7 +155,7 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 	rest, err := api.New(api.Config{}, api.Deps{Access: acc, Calls: svc, Runs: benchRuns, Ready: store.Ready})
 	require.NoError(t, err)
 	tools, err := mcp.New(mcp.Config{BaseURL: base, AuthorizationServers: []string{issuer}, MaxBodyBytes: o.maxBodyBytes,
-		ProgressInterval: o.progressGap},
+		ProgressInterval: o.progressGap, MaxBatchAnswerBytes: o.answerBytes},
 		mcp.Deps{Access: acc, Calls: svc, Modes: authoring, Runs: benchRuns})
 	require.NoError(t, err)
 	mcp.SetDispatchSpy(tools, func(method string) {

@@ -30,7 +30,8 @@ func (h *Handler) streams(r *http.Request, m *message) bool {
 	if json.Unmarshal(m.Params, &cp) != nil || cp.Name == nil || *cp.Name != "deliberate" {
 		return false
 	}
-	return present(cp.Meta.ProgressToken) && h.calls.Deliberates()
+	// A token that is not one answers -32602 in plain JSON (parseCall).
+	return present(cp.Meta.ProgressToken) && cp.Meta.progressTokenProblem() == "" && h.calls.Deliberates()
 }
 
 func acceptsEventStream(r *http.Request) bool {

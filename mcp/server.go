@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/conclavehq/conclave/core"
@@ -49,6 +48,13 @@ type Config struct {
 	// run; the calls past it get batch_too_large. Defaults to 8, the spec's
 	// limit.
 	MaxSelfAnswered int
+	// MaxBatchMessages is how many messages of one batch run; every request
+	// past it gets batch_too_large, unrun. Defaults to 64.
+	MaxBatchMessages int
+	// MaxBatchAnswerBytes bounds the answers of a batch's messages that
+	// ran: once that many bytes of answer are written, each further answer
+	// is replaced by a short batch_too_large. Defaults to 4 MiB.
+	MaxBatchAnswerBytes int64
 	// Version is the server version reported by initialize. Defaults to
 	// "dev".
 	Version string
@@ -65,6 +71,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxSelfAnswered == 0 {
 		c.MaxSelfAnswered = 8
+	}
+	if c.MaxBatchMessages == 0 {
+		c.MaxBatchMessages = 64
+	}
+	if c.MaxBatchAnswerBytes == 0 {
+		c.MaxBatchAnswerBytes = 4 << 20
 	}
 	if c.Version == "" {
 		c.Version = "dev"
@@ -93,6 +105,10 @@ func (c Config) validate() error {
 		return errors.New("mcp: MaxBodyBytes cannot be negative")
 	case c.MaxSelfAnswered < 0:
 		return errors.New("mcp: MaxSelfAnswered cannot be negative")
+	case c.MaxBatchMessages < 0:
+		return errors.New("mcp: MaxBatchMessages cannot be negative")
+	case c.MaxBatchAnswerBytes < 0:
+		return errors.New("mcp: MaxBatchAnswerBytes cannot be negative")
 	case c.ProgressInterval < 0:
 		return errors.New("mcp: ProgressInterval cannot be negative")
 	}
@@ -130,6 +146,8 @@ type Handler struct {
 	started time.Time
 	// metadata is the protected-resource document, encoded once.
 	metadata []byte
+	// pastLimit answers a request past a batch's length limit.
+	pastLimit idTemplate
 	// onDispatch, when set (by tests), is told the method of every message
 	// the handler dispatches.
 	onDispatch func(method string)
@@ -159,6 +177,9 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		return nil, err
 	}
 	h.metadata = meta
+	if h.pastLimit, err = newIDTemplate(h.pastBatchLimit(nil)); err != nil {
+		return nil, err
+	}
 	return h, nil
 }
 
@@ -303,76 +324,6 @@ func (h *Handler) serveOne(w http.ResponseWriter, r *http.Request, p *access.Pri
 		return
 	}
 	writeJSON(w, http.StatusOK, h.dispatch(r.Context(), p, m, nil))
-}
-
-// serveBatch answers a body holding a batch: every element on its own, the
-// answers in the order of their requests, 202 when none needs one.
-func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request, p *access.Principal, body []byte) {
-	var elems []json.RawMessage
-	if err := json.Unmarshal(body, &elems); err != nil {
-		writeJSON(w, http.StatusBadRequest, errorOf(nil, codeParseError, "Parse error: the body is not valid JSON.", nil))
-		return
-	}
-	if len(elems) == 0 {
-		writeJSON(w, http.StatusBadRequest, errorOf(nil, codeInvalidRequest, "Invalid Request: the batch is empty.", nil))
-		return
-	}
-	out := make([]*response, len(elems))
-	selfAnswered := 0
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, maxParallel)
-	for i, raw := range elems {
-		m, bad := decodeMessage(raw)
-		switch {
-		case bad != nil:
-			out[i] = bad
-			continue
-		case !m.hasID:
-			h.notify(r.Context(), m)
-			continue
-		}
-		if h.tools.selfAnswered(m) {
-			selfAnswered++
-			if selfAnswered > h.cfg.MaxSelfAnswered {
-				out[i] = h.batchTooLarge(m.ID)
-				continue
-			}
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			out[i] = h.dispatch(r.Context(), p, m, nil)
-		}()
-	}
-	wg.Wait()
-	answers := make([]*response, 0, len(out))
-	for _, a := range out {
-		if a != nil {
-			answers = append(answers, a)
-		}
-	}
-	if len(answers) == 0 {
-		w.WriteHeader(http.StatusAccepted)
-		return
-	}
-	writeJSON(w, http.StatusOK, answers)
-}
-
-// maxParallel is how many messages of one batch run at once.
-const maxParallel = 8
-
-// batchTooLarge answers a call to a self-answered tool past the batch's
-// limit: it did not run.
-func (h *Handler) batchTooLarge(id json.RawMessage) *response {
-	msg := fmt.Sprintf("This batch holds more than %d calls to self-answered tools; this one did not run. Send it again in another batch.",
-		h.cfg.MaxSelfAnswered)
-	return errorOf(id, codeServerError, msg, selfAnsweredError{
-		HTTPStatus: core.InfoFor(core.CodeBatchTooLarge).Status,
-		Error:      selfAnsweredBody{Code: string(core.CodeBatchTooLarge), Message: msg},
-		Conclave:   map[string]any{"max_self_answered_calls": h.cfg.MaxSelfAnswered},
-	})
 }
 
 // notify handles a notification: the tool server is stateless, so there is

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -158,6 +159,28 @@ type callMeta struct {
 	IdempotencyKey *string         `json:"conclave/idempotency-key"`
 }
 
+// maxProgressTokenBytes bounds a string progressToken: every progress
+// notification echoes it.
+const maxProgressTokenBytes = 128
+
+// progressTokenProblem is what is wrong with the call's progressToken, or
+// "" when it is absent, a string of at most maxProgressTokenBytes or an
+// integer (one that fits in 64 bits).
+func (m callMeta) progressTokenProblem() string {
+	if !present(m.ProgressToken) {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(m.ProgressToken, &s) == nil {
+		if len(s) <= maxProgressTokenBytes {
+			return ""
+		}
+	} else if _, err := strconv.ParseInt(string(bytes.TrimSpace(m.ProgressToken)), 10, 64); err == nil {
+		return ""
+	}
+	return fmt.Sprintf("_meta.progressToken must be a string of at most %d bytes or an integer.", maxProgressTokenBytes)
+}
+
 type callParams struct {
 	Name      *string         `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
@@ -222,6 +245,9 @@ func (s *toolSet) parseCall(m *message) (*tool, *toolCall, *response) {
 	t, ok := s.byName[*cp.Name]
 	if !ok {
 		return invalid("unknown tool %q; tools/list names the tools.", *cp.Name)
+	}
+	if msg := cp.Meta.progressTokenProblem(); msg != "" {
+		return invalid("%s", msg)
 	}
 	c := &toolCall{name: *cp.Name, args: map[string]json.RawMessage{}, rawArgs: cp.Arguments, meta: cp.Meta}
 	if present(cp.Arguments) {

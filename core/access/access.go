@@ -123,10 +123,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*Principal, 
 	if org.Suspended() {
 		return p, core.Errorf(core.CodeOrgSuspended, "The organisation is suspended.")
 	}
-	if wait := s.refusedFor(key.ID); wait > 0 {
-		return p, rateLimited(s.RPM(p), wait)
-	}
-	return p, nil
+	return p, s.Spent(p)
 }
 
 // Decide asks the policy whether p may do action (on mode, at tier, when
@@ -204,6 +201,9 @@ func (s *Service) SlotLimit(p *Principal) int {
 // Billed calls and estimates spend their rate in their own admission
 // instead, in the same trip to the store.
 func (s *Service) Meter(ctx context.Context, p *Principal, requestID string) error {
+	if err := s.Spent(p); err != nil {
+		return err
+	}
 	perMinute := s.RPM(p)
 	adm, err := s.meter.Admit(ctx, &core.AdmitParams{KeyID: p.Key.ID, PerMinute: perMinute, OrgID: p.Org.ID, RequestID: requestID})
 	if err != nil {
@@ -211,6 +211,20 @@ func (s *Service) Meter(ctx context.Context, p *Principal, requestID string) err
 	}
 	if adm.Refused != nil {
 		return s.RateLimited(p, adm.RetryAfter)
+	}
+	return nil
+}
+
+// Spent answers rate_limit_exceeded, with no trip to the store, while p's
+// key's rate is known to be spent (a refusal's Retry-After has not
+// passed): a request made then could not fit. Nil otherwise. Every
+// admission that spends the key's rate asks it first, so a key past its
+// rate costs no database trip per request — nor per message of an MCP
+// batch, whose messages are admitted one by one after the request was
+// authenticated.
+func (s *Service) Spent(p *Principal) error {
+	if wait := s.refusedFor(p.Key.ID); wait > 0 {
+		return rateLimited(s.RPM(p), wait)
 	}
 	return nil
 }

@@ -151,6 +151,9 @@ func (s *Service) checkInput(ctx context.Context, p *access.Principal, messages 
 // Refused set to core.ErrClaimed. An admitted call holds a slot whose
 // lease this process keeps until release.
 func (s *Service) admit(ctx context.Context, p *access.Principal, c Call, ap *core.AdmitParams) (*core.AdmitResult, error) {
+	if err := s.d.Access.Spent(p); err != nil {
+		return nil, err
+	}
 	ap.KeyID, ap.OrgID, ap.RequestID, ap.Lease = p.Key.ID, p.Org.ID, c.RequestID, s.cfg.Lease
 	ap.PerMinute = s.d.Access.RPM(p)
 	ap.SlotLimit = s.d.Access.SlotLimit(p)
