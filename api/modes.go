@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"time"
@@ -228,13 +229,32 @@ func (h *handler) labInvite(invited bool) http.HandlerFunc {
 				"Name the organisation by its four-letter ticker.").WithParam("org"))
 			return
 		}
-		d, err := h.modes.SetLabInvite(r.Context(), principalOf(r.Context()), ref, org, invited)
+		li, err := h.modes.SetLabInvite(r.Context(), principalOf(r.Context()), ref, org, invited)
 		if err != nil {
 			writeError(w, r, inPath(err))
 			return
 		}
-		writeJSON(w, http.StatusOK, modeDetailOf(d))
+		writeJSON(w, http.StatusOK, labInviteOf(li))
 	}
+}
+
+// labInviteAnswer is the answer of PUT and DELETE
+// /v1/modes/{mode}/lab_invites/{org}: never whether an organisation has
+// the ticker.
+type labInviteAnswer struct {
+	OK      bool   `json:"ok"`
+	Mode    string `json:"mode"`
+	Org     string `json:"org"`
+	Invited bool   `json:"invited"`
+	Note    string `json:"note"`
+}
+
+func labInviteOf(li *modes.LabInvite) labInviteAnswer {
+	note := fmt.Sprintf("If an organisation has the ticker %s, it now reaches the lab versions of %s (@lab, @vN).", li.Org, li.ModeID)
+	if !li.Invited {
+		note = fmt.Sprintf("If an organisation with the ticker %s was invited to the lab versions of %s, it no longer is.", li.Org, li.ModeID)
+	}
+	return labInviteAnswer{OK: true, Mode: li.ModeID, Org: li.Org, Invited: li.Invited, Note: note}
 }
 
 // modeInPath is the mode {mode} names. The router matches on the escaped

@@ -40,8 +40,12 @@ func setupAuthoring(t *testing.T, opts ...func(*setupOpts)) *authoringBundle {
 	}
 }
 
-// panelSpec is the example of docs/modes.md (floor $0.01, recommended
-// $0.03) with its name and ticker, changed by edits.
+// panelSpec is the example of docs/modes.md, priced as conclave-standard
+// (light $0.05, medium $0.10, deep $0.15), with its name and ticker,
+// changed by edits. Its floor here is $0.04 (recommended $0.04): the test
+// floor of a mode an organisation owns, with no bench judges wired
+// (modes.TestFloor; the default judges make it $0.08); its panel share
+// alone is $0.01 (recommended $0.03).
 func panelSpec(name, ticker string, edits ...func(map[string]any)) map[string]any {
 	seat := func(engine, backup string) map[string]any { return map[string]any{"engine": engine, "backup": backup} }
 	s := map[string]any{
@@ -75,7 +79,7 @@ func panelSpec(name, ticker string, edits ...func(map[string]any)) map[string]an
 	return s
 }
 
-// cheap sets the light price under the floor ($0.01).
+// cheap sets the light price under the floor ($0.04).
 func cheap(s map[string]any) {
 	s["api_commercial"].(map[string]any)["q_surcharge_by_depth"].(map[string]any)["light"] = 0.005
 }
@@ -158,8 +162,8 @@ func TestValidateModeAnswersEveryRefusal(t *testing.T) {
 	require.Equal(t, true, good["ok"])
 	require.Equal(t, []any{}, good["refusals"], "an empty list, never null")
 	require.NotEmpty(t, good["mode_config_hash"])
-	require.Equal(t, 0.01, good["floor_usd"])
-	require.Equal(t, 0.03, good["recommended_usd"])
+	require.Equal(t, 0.04, good["floor_usd"])
+	require.Equal(t, 0.04, good["recommended_usd"])
 	r := ab.do(t, "GET", "/v1/modes", ab.key, "")
 	require.Empty(t, r.body["data"], "validating saves nothing")
 
@@ -178,9 +182,9 @@ func TestValidateModeAnswersEveryRefusal(t *testing.T) {
 	require.Equal(t, "PANA", taken["suggested_ticker"], "the first free ticker (docs/modes.md)")
 	floor := refusal(t, bad["refusals"], core.CodePriceBelowFloor)
 	require.Equal(t, "api_commercial.q_surcharge_by_depth.light", floor["path"])
-	require.Equal(t, 0.01, floor["floor_usd"])
-	require.Equal(t, 0.03, floor["recommended_usd"])
-	require.Equal(t, 0.01, bad["floor_usd"], "the floor is known when the spec decodes")
+	require.Equal(t, 0.04, floor["floor_usd"])
+	require.Equal(t, 0.04, floor["recommended_usd"])
+	require.Equal(t, 0.04, bad["floor_usd"], "the floor is known when the spec decodes")
 
 	// As a new draft of its own mode, a spec keeps the mode's ticker.
 	for _, id := range []string{"acme-panl", "ACME:PANL"} {
@@ -236,7 +240,7 @@ func TestSaveModeRefusesAnInvalidSpec(t *testing.T) {
 	require.Len(t, block, 2, "request_id and refusals: %s", r.raw)
 	require.ElementsMatch(t, []string{string(core.CodePriceBelowFloor), string(core.CodeTickerInvalid)},
 		refusalCodes(block["refusals"]))
-	require.Equal(t, 0.01, refusal(t, block["refusals"], core.CodePriceBelowFloor)["floor_usd"])
+	require.Equal(t, 0.04, refusal(t, block["refusals"], core.CodePriceBelowFloor)["floor_usd"])
 
 	list := ab.do(t, "GET", "/v1/modes", ab.key, "")
 	require.Equal(t, 200, list.status, list.raw)
@@ -533,30 +537,58 @@ func TestModeLabInvites(t *testing.T) {
 	ab.release(t, 200, "")
 	other := ab.org.Ticker
 	path := "/v1/modes/acme-panl/lab_invites/"
+	invites := func() any { return ab.do(t, "GET", "/v1/modes/acme-panl", ab.key, "").body["lab_invites"] }
 
 	for range 2 { // inviting again changes nothing
 		r := ab.do(t, "PUT", path+other, ab.key, "")
 		require.Equal(t, 200, r.status, r.raw)
-		require.Equal(t, []any{other}, r.body["lab_invites"])
-		require.Contains(t, obj(r.body["draft"]), "spec", "the mode in full")
+		require.Equal(t, true, r.body["ok"])
+		require.Equal(t, "acme-panl", r.body["mode"])
+		require.Equal(t, other, r.body["org"])
+		require.Equal(t, true, r.body["invited"])
 	}
-	require.Equal(t, []any{other}, ab.do(t, "GET", "/v1/modes/acme-panl", ab.key, "").body["lab_invites"])
+	require.Equal(t, []any{other}, invites())
 	r := ab.do(t, "PUT", path+strings.ToLower(other), ab.key, "")
 	require.Equal(t, 200, r.status, "a ticker in any case: %s", r.raw)
-	require.Equal(t, []any{other}, r.body["lab_invites"])
+	require.Equal(t, other, r.body["org"])
+	require.Equal(t, []any{other}, invites())
 
 	r = ab.do(t, "PUT", path+"acme", ab.key, "")
 	requireError(t, r, 400, core.CodeInvalidValue, "invalid_request_error")
 	requireParam(t, r, "org")
-	requireError(t, ab.do(t, "PUT", path+"ZZZZ", ab.key, ""), 400, core.CodeInvalidValue, "invalid_request_error")
+	// A ticker no organisation has is answered exactly as one that an
+	// organisation has — a fresh invitation and a repeat alike — but for
+	// the ticker it names, and is not recorded.
+	require.Equal(t, 200, ab.do(t, "DELETE", path+other, ab.key, "").status)
+	fresh := ab.do(t, "PUT", path+other, ab.key, "")
+	repeat := ab.do(t, "PUT", path+other, ab.key, "")
+	unknown := ab.do(t, "PUT", path+"ZZZZ", ab.key, "")
+	require.Equal(t, 200, unknown.status, unknown.raw)
+	require.Equal(t, fresh.raw, repeat.raw)
+	require.Equal(t, fresh.raw, strings.ReplaceAll(unknown.raw, "ZZZZ", other), "the answer tells whether an organisation has the ticker")
+	require.Equal(t, fresh.header.Get("Content-Type"), unknown.header.Get("Content-Type"))
+	require.Equal(t, []any{other}, invites(), "nothing is recorded for ZZZZ")
+	// What is not a ticker at all is refused, whether or not any
+	// organisation exists: a NUL byte is never sent to the database.
+	for _, bad := range []string{"ZZ", "ZZZZZ", "Z%00ZZ", "ZZ%20Z"} {
+		for _, method := range []string{"PUT", "DELETE"} {
+			r := ab.do(t, method, path+bad, ab.key, "")
+			requireError(t, r, 400, core.CodeInvalidValue, "invalid_request_error")
+			requireParam(t, r, "org")
+		}
+	}
 	requireError(t, ab.do(t, "PUT", "/v1/modes/acme-zzzz/lab_invites/"+other, ab.key, ""),
 		404, core.CodeModeNotFound, "invalid_request_error")
 
 	for range 2 { // withdrawing one that does not exist changes nothing
 		r := ab.do(t, "DELETE", path+other, ab.key, "")
 		require.Equal(t, 200, r.status, r.raw)
-		require.Equal(t, []any{}, r.body["lab_invites"])
+		require.Equal(t, false, r.body["invited"])
+		require.Equal(t, other, r.body["org"])
+		require.Equal(t, []any{}, invites())
 	}
+	gone := ab.do(t, "DELETE", path+"ZZZZ", ab.key, "")
+	require.Equal(t, ab.do(t, "DELETE", path+other, ab.key, "").raw, strings.ReplaceAll(gone.raw, "ZZZZ", other))
 }
 
 // Each /v1/modes request spends one request of the key's rate, whatever

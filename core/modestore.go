@@ -50,6 +50,10 @@ type SaveModeDraft struct {
 	Validated bool
 	// BaseRevision is the draft revision the draft replaces (0: none).
 	BaseRevision int64
+	// MaxModes, when positive, is the most modes the organisation may
+	// hold: a new mode past it is refused with conflict. A new draft of a
+	// mode it holds is not held back.
+	MaxModes int
 }
 
 // ReleaseMode releases a mode's draft as its next version.
@@ -75,8 +79,10 @@ type ReleaseMode struct {
 // use.
 type ModeStore interface {
 	// SaveModeDraft saves a draft: a new mode (name_taken, ticker_taken,
-	// org_owner_missing when no organisation holds it) or a new draft of
-	// one (conflict when it changes the ticker).
+	// org_owner_missing when no organisation holds it, conflict when the
+	// organisation already holds MaxModes) or a new draft of one (conflict
+	// when it changes the ticker). Of concurrent new modes of one
+	// organisation, no more are saved than MaxModes allows.
 	SaveModeDraft(ctx context.Context, p *SaveModeDraft) (*AuthoredMode, error)
 	// ReleaseMode releases the draft as the next version.
 	ReleaseMode(ctx context.Context, p *ReleaseMode) (*ModeVersion, error)
@@ -88,12 +94,17 @@ type ModeStore interface {
 	// ModeVersion reads one released version (ErrNotFound if none).
 	ModeVersion(ctx context.Context, modeID string, version int) (*ModeVersion, error)
 	// ModeVersions reads several released versions in one trip, in the
-	// order asked; a version that does not exist is ErrNotFound.
+	// order asked, for the listing of modes: each with its Mode and
+	// ConfigHash but no Spec (nil), which a listing does not show and
+	// which may be large. A version that does not exist is ErrNotFound.
 	ModeVersions(ctx context.Context, refs []ModeVersionRef) ([]*ModeVersion, error)
-	// ListAuthoredModes lists orgID's modes by ticker.
+	// ListAuthoredModes lists orgID's modes by ticker. A listed mode has
+	// no DraftSpec (nil): listings read the modes' state, not their
+	// drafts, which may be large; AuthoredMode reads one in full.
 	ListAuthoredModes(ctx context.Context, orgID string) ([]*AuthoredMode, error)
 	// ListPublishedModes lists every mode whose listing is approved and
-	// serves a published version, by ticker.
+	// serves a published version, by ticker, without DraftSpec as
+	// ListAuthoredModes.
 	ListPublishedModes(ctx context.Context) ([]*AuthoredMode, error)
 	// ChangeListing applies the author's listing action to orgID's mode:
 	// ActionRequestListing, or ActionPublish of a.Version, naming the
@@ -111,8 +122,10 @@ type ModeStore interface {
 	// SetLabInvite invites the organisation whose ticker is orgTicker to
 	// ownerOrgID's mode's lab versions, or withdraws the invitation
 	// (invited false; withdrawing one that does not exist is no error).
-	// mode_not_found for a mode ownerOrgID does not own, invalid_value for
-	// a ticker no other organisation has.
+	// mode_not_found for a mode ownerOrgID does not own. A ticker no other
+	// organisation has (none, or ownerOrgID's own) is no error, takes the
+	// same statements as any other and records nothing: the caller must
+	// not learn from the answer whether an organisation has the ticker.
 	SetLabInvite(ctx context.Context, ownerOrgID, modeID, orgTicker string, invited bool) error
 	// LabInvites lists the tickers of the organisations invited to the
 	// mode's lab, sorted.

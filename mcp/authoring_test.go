@@ -181,8 +181,8 @@ func TestValidateMode(t *testing.T) {
 	require.Empty(t, ok.Refusals)
 	require.NotNil(t, ok.ModeConfigHash)
 	require.NotEmpty(t, *ok.ModeConfigHash)
-	require.Equal(t, 0.01, *ok.FloorUSD)
-	require.Equal(t, 0.03, *ok.RecommendedUSD)
+	require.Equal(t, 0.04, *ok.FloorUSD, "the test floor (modes.TestFloor), with no bench judges wired")
+	require.Equal(t, 0.04, *ok.RecommendedUSD)
 
 	var saved savedMode
 	tb.succeed(t, key, "save_mode", map[string]any{"spec": panelSpec("Acme Review Panel", "PANL"), "release": true}, &saved)
@@ -207,8 +207,8 @@ func TestValidateMode(t *testing.T) {
 	tb.succeed(t, key, "validate_mode", map[string]any{"spec": cheap}, &below)
 	require.Equal(t, []string{"price_below_floor"}, refusalCodes(below.Refusals))
 	require.Equal(t, "api_commercial.q_surcharge_by_depth.light", below.Refusals[0].Path)
-	require.Equal(t, 0.01, *below.Refusals[0].FloorUSD)
-	require.Equal(t, 0.03, *below.Refusals[0].RecommendedUSD)
+	require.Equal(t, 0.04, *below.Refusals[0].FloorUSD)
+	require.Equal(t, 0.04, *below.Refusals[0].RecommendedUSD)
 
 	// price_override_not_allowed comes first, whatever else is refused.
 	override := panelSpec("Acme Override Panel", "OVER")
@@ -240,6 +240,10 @@ func TestSaveModeInvalidSavesNothing(t *testing.T) {
 	bad := panelSpec("Acme Review Panel", "PANL")
 	bad["max_rounds"] = 9
 	bad["seats_by_tier"].(map[string]any)["plus"].([]any)[0].(map[string]any)["engine"] = "sim/swift"
+	// Priced over the floor its rounds raise (five, the most counted), so
+	// that only the two rules above are broken.
+	price := map[string]any{"light": 0.20, "medium": 0.20, "deep": 0.20}
+	bad["api_commercial"].(map[string]any)["q_surcharge_by_depth"] = price
 	for _, release := range []bool{false, true} {
 		out := tb.fail(t, key, "save_mode", map[string]any{"spec": bad, "release": release}, 422, "mode_invalid")
 		var rs []refusal

@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -55,6 +56,27 @@ func NewModeValidator(ctx context.Context, cfg Config) (*ModeValidator, error) {
 	return v, nil
 }
 
+// modeInputValue is in as the policy reads it. The spec, already decoded
+// into plain JSON values, becomes Rego values directly; only the small rest
+// of the input goes through JSON, so that a large spec is not encoded and
+// decoded once more (the cost would grow with it).
+func modeInputValue(in *modes.Input) (ast.Value, error) {
+	rest := *in
+	rest.Spec = nil
+	b, err := json.Marshal(&rest)
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, err
+	}
+	doc["spec"] = in.Spec
+	return ast.InterfaceToValue(doc)
+}
+
 // Refusals evaluates the rules for one input. An undefined answer, or one
 // that is not a set of refusals each with a code, is an error: the caller
 // fails closed.
@@ -62,7 +84,11 @@ func (v *ModeValidator) Refusals(ctx context.Context, in *modes.Input) ([]modes.
 	if in == nil {
 		return nil, fmt.Errorf("policy: nil input")
 	}
-	rs, err := v.query.Eval(ctx, rego.EvalInput(in))
+	value, err := modeInputValue(in)
+	if err != nil {
+		return nil, fmt.Errorf("policy: encoding the input of %s: %w", ModeQuery, err)
+	}
+	rs, err := v.query.Eval(ctx, rego.EvalParsedInput(value))
 	if err != nil {
 		return nil, fmt.Errorf("policy: evaluating %s: %w", ModeQuery, err)
 	}

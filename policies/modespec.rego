@@ -5,7 +5,7 @@
 #
 #     {"spec": {…the spec as sent…},
 #      "engines": [{"id", "family", "max_tier", "available"}, …],
-#      "vocabulary": {"tiers": [lowest first], "staff_roles", "critiques", "depths", "max_rounds"},
+#      "vocabulary": {"tiers": [lowest first], "staff_roles", "critiques", "depths", "max_rounds", "max_seats"},
 #      "author": {"org_id", "org_ticker", "system"},
 #      "taken_tickers": ["OWNR:MODE", …],
 #      "floor": {"floor_usd", "recommended_usd"} or null}
@@ -20,6 +20,15 @@
 # Each rule is one `refusals contains …` block under the heading of its
 # group in docs/modes.md. To tighten a rule, edit its block or its data
 # table; to add one, add a block (docs/policies.md has a worked example).
+#
+# Go bounds what this policy is given (core/modes: at most 64 KiB, rows of
+# at most max_seats seats, a pool no longer than the engine catalogue, at
+# most 128 fields), so its cost is bounded only if no rule's cost grows
+# faster than the spec: no rule compares every element of a list with
+# every other (group by sorting or counting instead), and no partial
+# object rule (`p[k] := v if …`) is built from the spec, because OPA's cost
+# to build one grows with the square of its entries; an object
+# comprehension costs linear time.
 package conclave.modespec
 
 # ---------------------------------------------------------------------------
@@ -42,7 +51,9 @@ use_when_max := 500
 
 seats_min := 2
 
-seats_max := 6
+# The most seats a call convenes (core/modes.MaxSeats). Go refuses a longer
+# row before this policy runs, so this table can lower it, not raise it.
+seats_max := input.vocabulary.max_seats
 
 straggler_deadline_max_s := 300
 
@@ -94,7 +105,7 @@ lowest_tier := tiers[0]
 
 highest_tier := tiers[count(tiers) - 1]
 
-engines[e.id] := e if some e in input.engines
+engines := {e.id: e | some e in input.engines}
 
 taken := {t | some t in input.taken_tickers}
 
@@ -217,7 +228,9 @@ refusals contains refusal("name_bad_chars", "The name may hold only letters, dig
 }
 
 refusals contains refusal("name_edge_punctuation", "The name must start and end with a letter or a digit.", "name") if {
-	regex.match(sprintf("^%s|%s$", [name_punctuation, name_punctuation]), name)
+	name != ""
+	some edge in [substring(name, 0, 1), substring(name, count(name) - 1, 1)]
+	regex.match(sprintf("^%s$", [name_punctuation]), edge)
 }
 
 refusals contains refusal("name_reserved", sprintf("The name %q is reserved.", [name]), "name") if {
@@ -226,9 +239,17 @@ refusals contains refusal("name_reserved", sprintf("The name %q is reserved.", [
 
 reserved_name if lower(trim_space(name)) in reserved_names
 
+# name_words is the name in lower case with each run of characters other
+# than letters and digits made one space, and a space at each end: a
+# reserved word is then one search for " word ", whatever the name's
+# length, not a comparison per word of the name. Most names hold no
+# reserved word anywhere, which one search of the name finds first.
+name_words := concat("", [" ", regex.replace(lower(name), `[^\p{L}\p{N}]+`, " "), " "])
+
 reserved_name if {
-	some word in regex.split(`[^\p{L}\p{N}]+`, lower(name))
-	word in reserved_words
+	some word in reserved_words
+	contains(lower(name), word)
+	contains(name_words, concat("", [" ", word, " "]))
 }
 
 bad_type(obj, key) if {
@@ -297,10 +318,24 @@ refusals contains refusal("description_too_long", sprintf("The description has %
 	count(description) > description_max
 }
 
-bad_chars := `[<>\x{00}-\x{1F}\x{7F}]`
+# The characters no description or use_when may hold: <, > and the
+# control characters. A text is searched for each (a native search, about
+# twenty times faster than a regular expression over a long text).
+forbidden_chars := {
+	"<", ">", "\u007f",
+	"\u0000", "\u0001", "\u0002", "\u0003", "\u0004", "\u0005", "\u0006", "\u0007",
+	"\u0008", "\u0009", "\u000a", "\u000b", "\u000c", "\u000d", "\u000e", "\u000f",
+	"\u0010", "\u0011", "\u0012", "\u0013", "\u0014", "\u0015", "\u0016", "\u0017",
+	"\u0018", "\u0019", "\u001a", "\u001b", "\u001c", "\u001d", "\u001e", "\u001f",
+}
+
+has_forbidden_char(text) if {
+	some c in forbidden_chars
+	contains(text, c)
+}
 
 refusals contains refusal("description_bad_chars", "The description may not hold <, > or control characters.", "description") if {
-	regex.match(bad_chars, description)
+	has_forbidden_char(description)
 }
 
 use_when := spec.use_when if {
@@ -315,7 +350,7 @@ use_when_bad if not is_string(spec.use_when)
 
 use_when_bad if trim_space(use_when) == ""
 
-use_when_bad if regex.match(bad_chars, use_when)
+use_when_bad if has_forbidden_char(use_when)
 
 refusals contains refusal("use_when_too_long", sprintf("use_when has %d characters; the most is %d.", [count(use_when), use_when_max]), "use_when") if {
 	count(use_when) > use_when_max
@@ -374,13 +409,13 @@ refusals contains refusal("invalid_value", "Give deep or hard (the same band), n
 
 depth_path(d) := concat(".", ["api_commercial.q_surcharge_by_depth", d])
 
-# prices maps the path of every price the spec sets to its value.
-prices[depth_path(d)] := v if some d, v in by_depth
+# prices maps the path of every price the spec sets to its value. A price
+# for an unknown depth is refused as such, and not read.
+prices := object.union({depth_path(d): v | some d, v in by_depth; d in input.vocabulary.depths}, flat_prices)
 
-prices["api_commercial.q_surcharge_usd"] := commercial.q_surcharge_usd if has(commercial, "q_surcharge_usd")
-
-prices["api_commercial.q_surcharge_express_usd"] := commercial.q_surcharge_express_usd if {
-	has(commercial, "q_surcharge_express_usd")
+flat_prices := {concat(".", ["api_commercial", k]): commercial[k] |
+	some k in ["q_surcharge_usd", "q_surcharge_express_usd"]
+	has(commercial, k)
 }
 
 refusals contains refusal("invalid_value", "A price is a number of dollars, zero or more.", p) if {
@@ -571,20 +606,32 @@ refusals contains refusal("seat_engine_above_tier", sprintf("Engine %q fills sea
 	tier_rank[engines[ref.id].max_tier] < tier_rank[ref.tier]
 }
 
-refusals contains refusal("duplicate_seat_engine", sprintf("Engine %q already sits at %s.", [seat.engine, seat_path(r, first)]), concat(".", [seat_path(r, i), "engine"])) if {
+# A row's seats of each engine, found by sorting [engine, index] pairs: the
+# seats of one engine are then next to each other, its first seat first,
+# so one pass finds every later seat (comparing each seat with every
+# earlier one would cost the square of the row).
+refusals contains refusal("duplicate_seat_engine", sprintf("Engine %q already sits at %s.", [e, seat_path(r, firsts[e])]), concat(".", [seat_path(r, i), "engine"])) if {
 	some r in rows
-	some i, seat in r.seats
-	well_formed_seat(seat)
-	not is_auto(seat)
-	earlier := {j |
-		some j, other in r.seats
-		j < i
-		is_object(other)
-		other.engine == seat.engine
-	}
-	count(earlier) > 0
-	first := min(earlier)
+	seats := engine_seats(r)
+	firsts := {e: i | some k, [e, i] in seats; run_start(seats, k)}
+	some k, [e, i] in seats
+	not run_start(seats, k)
+	well_formed_seat(r.seats[i])
 }
+
+# engine_seats(r) are the sorted [engine, index] pairs of row r's seats that
+# name a fixed engine (a malformed seat too: it still takes the engine's
+# first place).
+engine_seats(r) := sort([[seat.engine, i] |
+	some i, seat in r.seats
+	is_object(seat)
+	seat.engine
+	not is_auto(seat)
+])
+
+run_start(_, 0)
+
+run_start(seats, k) if seats[k - 1][0] != seats[k][0]
 
 refusals contains refusal("single_family_row", sprintf("Every seat of this row is from the %s family; seat at least two families.", [fam]), r.path) if {
 	some r in rows
@@ -675,11 +722,19 @@ all_refs := (seat_refs | pool_refs) | staff_refs
 
 refusals contains refusal("auto_seats_mixed", "A row is all auto seats or all fixed engines.", r.path) if {
 	some r in rows
-	some a in r.seats
-	is_auto(a)
-	some f in r.seats
-	well_formed_seat(f)
-	not is_auto(f)
+	has_auto_seat(r)
+	has_fixed_seat(r)
+}
+
+has_auto_seat(r) if {
+	some seat in r.seats
+	is_auto(seat)
+}
+
+has_fixed_seat(r) if {
+	some seat in r.seats
+	well_formed_seat(seat)
+	not is_auto(seat)
 }
 
 refusals contains refusal("auto_seat_backup", "An auto seat takes its backup from the pool; remove backup.", concat(".", [seat_path(r, i), "backup"])) if {
@@ -731,7 +786,9 @@ diversity_fits if {
 # Staff.
 # ---------------------------------------------------------------------------
 
-staff := {role: st | some role, st in spec.staff; is_object(st)} if {
+# staff are the spec's known roles that are objects: an unknown role is
+# refused as such (staff_role_unknown), and what it holds is not read.
+staff := {role: st | some role, st in spec.staff; is_object(st); role in input.vocabulary.staff_roles} if {
 	is_object(spec.staff)
 } else := {}
 
@@ -747,6 +804,7 @@ refusals contains refusal("staff_role_unknown", sprintf("%q is not a staff role 
 
 refusals contains refusal("invalid_value", "A staff role is an object {engine, backup, tier}.", concat(".", ["staff", role])) if {
 	some role, st in spec.staff
+	role in input.vocabulary.staff_roles
 	not is_object(st)
 }
 

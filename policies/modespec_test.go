@@ -308,6 +308,8 @@ func TestStandardAsSpec(t *testing.T) {
 		s["name"] = "Standard"
 		s["ticker"] = "STND"
 		s.obj("seats_by_tier")["pro"] = jsonValue(t, proRow)
+		s["api_commercial"] = jsonValue(t, `{"price_tier": "standard",
+			"q_surcharge_by_depth": {"light": 0.05, "medium": 0.10, "deep": 0.15}, "q_surcharge_usd": 0.15}`)
 	})
 	got := b.validate(t, standard, modes.Author{OrgTicker: "CNCL", System: true}, nil)
 	require.Empty(t, got.refusals)

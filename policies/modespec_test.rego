@@ -27,6 +27,7 @@ vocabulary := {
 	"critiques": ["always", "deep", "never"],
 	"depths": ["light", "medium", "deep", "hard"],
 	"max_rounds": 5,
+	"max_seats": 6,
 }
 
 plus_row := [
@@ -189,6 +190,45 @@ test_seat_rules if {
 	codes(patch({"seats": plus_row, "min_tier": "plus"})) == {"seats_ambiguous"}
 }
 
+# Every later seat of an engine is refused, each naming the engine's first
+# seat; a malformed earlier seat of the engine counts as its first.
+test_duplicate_seat_engine_names_the_first_seat if {
+	a := {"engine": "sim/atlas", "backup": "sim/sonnet"}
+	rs := refusals(patch({"seats_by_tier": {"plus": [plus_row[1], a, plus_row[2], a, a]}}))
+	{[r.path, r.message] | some r in rs; r.code == "duplicate_seat_engine"} == {
+		["seats_by_tier.plus[3].engine", "Engine \"sim/atlas\" already sits at seats_by_tier.plus[1]."],
+		["seats_by_tier.plus[4].engine", "Engine \"sim/atlas\" already sits at seats_by_tier.plus[1]."],
+	}
+	malformed := refusals(patch({"seats_by_tier": {"plus": [{"engine": "sim/atlas", "spare": 1}, plus_row[1], a]}}))
+	{[r.code, r.path] | some r in malformed} == {
+		["invalid_value", "seats_by_tier.plus[0]"],
+		["duplicate_seat_engine", "seats_by_tier.plus[2].engine"],
+	}
+}
+
+# A row of vocabulary.max_seats seats passes the count; one more does not
+# (Go refuses it first, before the policy runs).
+test_seat_row_length_is_the_vocabulary_s if {
+	six := [plus_row[0], plus_row[1], plus_row[2], {"engine": "sim/opus"}, {"engine": "sim/gemini-pro"}, {"engine": "sim/atlas-frontier"}]
+	codes(patch({"seats_by_tier": {"plus": six}})) == set()
+	codes(patch({"seats_by_tier": {"plus": array.concat(six, [{"engine": "sim/swift"}])}})) == {"six_seats_required", "seat_engine_above_tier"}
+}
+
+# Many prices, each checked once.
+test_prices_by_depth_and_flat if {
+	rs := refusals(patch({"api_commercial": {
+		"q_surcharge_by_depth": {"light": 0.01, "medium": -1, "deep": 0.15, "easy": 0.2},
+		"q_surcharge_usd": 0.01,
+		"q_surcharge_express_usd": 0,
+	}}))
+	{[r.code, r.path] | some r in rs} == {
+		["price_below_floor", "api_commercial.q_surcharge_by_depth.light"],
+		["invalid_value", "api_commercial.q_surcharge_by_depth.medium"],
+		["invalid_value", "api_commercial.q_surcharge_by_depth.easy"],
+		["price_below_floor", "api_commercial.q_surcharge_usd"],
+	}
+}
+
 test_seat_rows_by_tier if {
 	codes(patch({"seats_by_tier": []})) == {"seats_by_tier_invalid"}
 	codes(patch({"seats_by_tier": {"plus": plus_row, "max": plus_row}})) == {"seat_tier_unknown"}
@@ -243,6 +283,8 @@ test_auto_rules if {
 	codes(object.remove(auto_spec, ["pool"])) == {"auto_needs_fixed_pool"}
 	codes(auto({"pool": ["auto"]})) == {"auto_needs_fixed_pool"}
 	codes(auto({"seats": [{"engine": "auto"}, {"engine": "sim/gemini-pro"}]})) == {"auto_seats_mixed"}
+	mixed := refusals(auto({"seats": [{"engine": "auto"}, {"engine": "sim/opus"}, {"engine": "auto"}, {"engine": "sim/gemini-pro"}]}))
+	[r.path | some r in mixed; r.code == "auto_seats_mixed"] == ["seats"]
 	codes(auto({"seats": [{"engine": "auto", "backup": "sim/atlas"}, {"engine": "auto"}]})) == {"auto_seat_backup"}
 
 	# sim/atlas stops at plus: two engines reach pro for two seats, and

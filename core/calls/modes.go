@@ -6,6 +6,7 @@ import (
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/carrier"
 )
 
 // ModeView is a mode as carriers list it: the mode, its mode_config_hash
@@ -22,6 +23,11 @@ type ModeView struct {
 // unknown mode or version, suffix_not_supported for a configured mode named
 // with a suffix, the policy's refusal otherwise.
 func (s *Service) ResolveMode(ctx context.Context, p *access.Principal, id, action string, tier core.Tier) (*core.Mode, error) {
+	if !carrier.Text(id) {
+		// No mode is named so, and the store cannot be asked: PostgreSQL
+		// refuses the text. Every carrier's model reaches this one check.
+		return nil, core.ModelNotFound()
+	}
 	m, err := s.d.Modes.ResolveMode(ctx, p.Org.ID, id)
 	var ce *core.Error
 	switch {

@@ -23,6 +23,11 @@ type Request struct {
 	// TakenTickers are the full tickers (OWNR:MODE) already in use by
 	// modes other than the one being validated.
 	TakenTickers []string
+	// Judging is the reference cost of the judging one test question buys
+	// (JudgingCost of the deployment's bench judges): a mode an
+	// organisation owns is floored to pay it (TestFloor). Zero counts no
+	// judging.
+	Judging core.Micros
 }
 
 // Author is who the spec is validated for.
@@ -68,9 +73,12 @@ type Vocabulary struct {
 	Critiques  []string    `json:"critiques"`
 	Depths     []string    `json:"depths"`
 	MaxRounds  int         `json:"max_rounds"`
+	// MaxSeats is the most seats a row may hold (MaxSeats); Go refuses a
+	// longer row before the policy runs.
+	MaxSeats int `json:"max_seats"`
 }
 
-// FloorFacts is the price floor of the spec (see Floor).
+// FloorFacts is the price floor of the spec (see Floor and TestFloor).
 type FloorFacts struct {
 	FloorUSD       core.Dollars `json:"floor_usd"`
 	RecommendedUSD core.Dollars `json:"recommended_usd"`
@@ -100,7 +108,7 @@ func NewInput(req Request) (*Input, *Refusal) {
 		in.TakenTickers = []string{}
 	}
 	if s, err := Decode(req.Spec); err == nil {
-		floor, recommended := Floor(s, req.Engines, req.available)
+		floor, recommended := floors(s, req)
 		in.Floor = &FloorFacts{FloorUSD: core.Dollars(floor), RecommendedUSD: core.Dollars(recommended)}
 	}
 	return in, nil
@@ -131,5 +139,6 @@ func vocabulary() Vocabulary {
 		Critiques:  slices.Clone(core.Critiques),
 		Depths:     depths,
 		MaxRounds:  core.MaxRounds,
+		MaxSeats:   MaxSeats,
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/carrier"
 )
 
 // Service is mode authoring, the same for every carrier: REST (/v1/modes)
@@ -38,14 +39,33 @@ type Deps struct {
 	// Available reports whether an engine can fill a seat now; nil means
 	// every engine can.
 	Available func(engineID string) bool
+	// Judging is the reference cost of the judging one test question buys:
+	// JudgingCost of the bench judges' engines (the configuration's judges)
+	// at the most repeats a test run may ask. The price floor of an
+	// organisation's mode pays it (TestFloor). Defaults to 0, no judging.
+	Judging core.Micros
+	// MaxModes is the most modes an organisation may hold
+	// (limits.modes_per_org): a new mode past it is conflict. Defaults to
+	// DefaultMaxModes.
+	MaxModes int
 	// Logger defaults to a logger that discards.
 	Logger *slog.Logger
 }
+
+// DefaultMaxModes is the most modes an organisation may hold unless
+// configured otherwise.
+const DefaultMaxModes = 100
 
 // NewService returns a Service, or an error naming what is missing.
 func NewService(d Deps) (*Service, error) {
 	if d.Access == nil || d.Store == nil || d.Catalog == nil || d.Policy == nil {
 		return nil, errors.New("modes: Access, Store, Catalog and Policy are required")
+	}
+	switch {
+	case d.MaxModes == 0:
+		d.MaxModes = DefaultMaxModes
+	case d.MaxModes < 0:
+		return nil, errors.New("modes: MaxModes must be positive")
 	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
@@ -85,21 +105,29 @@ func (s *Service) Validate(ctx context.Context, p *access.Principal, spec json.R
 }
 
 // check validates spec for p's organisation; ownID is the mode it is a
-// draft of ("" for a new one). The policy failing is validation_unavailable.
+// draft of ("" for a new one). A spec over MaxSpecBytes is
+// request_too_large, whatever is done with it; the policy failing is
+// validation_unavailable.
 func (s *Service) check(ctx context.Context, p *access.Principal, spec json.RawMessage, ownID string) (*Checked, error) {
+	if err := CheckSize(spec); err != nil {
+		return nil, err
+	}
+	if path, ok := carrier.JSONText(spec); !ok {
+		return nil, badText(path)
+	}
 	taken, err := s.takenTickers(ctx, p.Org.ID, ownID)
 	if err != nil {
 		return nil, err
 	}
 	engines := s.d.Catalog.Engines()
 	req := Request{Spec: spec, Engines: engines, Available: s.d.Available,
-		Author: Author{OrgID: p.Org.ID, OrgTicker: p.Org.Ticker}, TakenTickers: taken}
-	rs, m, err := Validate(ctx, s.d.Policy, req)
+		Author: Author{OrgID: p.Org.ID, OrgTicker: p.Org.Ticker}, TakenTickers: taken, Judging: s.d.Judging}
+	rs, m, in, err := validate(ctx, s.d.Policy, req)
 	if err != nil {
 		return nil, core.Errorf(core.CodeValidationUnavailable, "The spec could not be checked; nothing was saved. Retry shortly.").WithCause(err)
 	}
 	out := &Checked{Refusals: rs}
-	if in, _ := NewInput(req); in != nil {
+	if in != nil {
 		out.Floor = in.Floor
 	}
 	if m != nil {
@@ -163,7 +191,8 @@ type SaveRequest struct {
 	Revision int64
 	// KeepInvalid saves a spec that fails validation as an unvalidated
 	// draft (it cannot be released: draft_unvalidated) instead of refusing
-	// it with mode_invalid. Its name and ticker must still be usable.
+	// it with mode_invalid. Its name, ticker, description and use_when
+	// must still pass their rules (Unkeepable), and its size the cap.
 	KeepInvalid bool
 }
 
@@ -174,9 +203,11 @@ type Saved struct {
 }
 
 // Save saves a draft. A spec that fails validation is mode_invalid and
-// nothing is saved, unless KeepInvalid. A save without a spec is
-// invalid_request, or draft_required when it names a mode (a save always
-// carries a spec; a release is asked for apart).
+// nothing is saved, unless KeepInvalid; a spec kept invalid whose listing
+// fields break their rules is refused with the first such refusal's code
+// (Unkeepable). A save without a spec is invalid_request, or
+// draft_required when it names a mode (a save always carries a spec; a
+// release is asked for apart). A new mode past MaxModes is conflict.
 func (s *Service) Save(ctx context.Context, p *access.Principal, req SaveRequest) (*Saved, error) {
 	if len(req.Spec) == 0 || string(req.Spec) == "null" {
 		if req.ModeRef != "" {
@@ -206,11 +237,16 @@ func (s *Service) Save(ctx context.Context, p *access.Principal, req SaveRequest
 	if err != nil {
 		return nil, err
 	}
-	if !checked.OK() && !req.KeepInvalid {
-		return nil, Invalid(checked.Refusals)
+	if !checked.OK() {
+		if !req.KeepInvalid {
+			return nil, Invalid(checked.Refusals)
+		}
+		if rs := Unkeepable(req.Spec, checked.Refusals); len(rs) > 0 {
+			return nil, refusalError(rs, "A draft kept invalid still keeps its listing fields to their rules (%s); nothing was saved.")
+		}
 	}
 	am, err := s.d.Store.SaveModeDraft(ctx, &core.SaveModeDraft{OrgID: p.Org.ID, ModeID: ownID, Name: name, Ticker: ticker,
-		Spec: req.Spec, Validated: checked.OK(), BaseRevision: req.Revision})
+		Spec: req.Spec, Validated: checked.OK(), BaseRevision: req.Revision, MaxModes: s.d.MaxModes})
 	if err != nil {
 		return nil, storeFailure(err, core.CodeSaveUnavailable, "The draft could not be saved; nothing changed. Retry shortly.")
 	}
@@ -263,18 +299,24 @@ func (s *Service) Release(ctx context.Context, p *access.Principal, modeRef stri
 	return &Released{Mode: now, Version: v}, nil
 }
 
-// recheckFailure is a stored draft that no longer passes: its first
-// refusal's code (a check without a code of its own, invalid_value, is
-// invalid_request), with every refusal. The facts the first refusal
-// carries (price_below_floor's floor_usd and recommended_usd, ticker_taken's
-// suggested_ticker) are in the Detail too, beside the code they explain.
+// recheckFailure is a stored draft that no longer passes (refusalError).
 func recheckFailure(rs []Refusal) *core.Error {
+	return refusalError(rs, "The draft no longer passes validation (%s); nothing was released. Save a corrected draft.")
+}
+
+// refusalError answers refusals as an error: the first refusal's code (a
+// check without a code of its own, invalid_value, is invalid_request) and
+// path, a message of format around the first refusal's, and every refusal.
+// The facts the first refusal carries (price_below_floor's floor_usd and
+// recommended_usd, ticker_taken's suggested_ticker) are in the Detail too,
+// beside the code they explain.
+func refusalError(rs []Refusal, format string) *core.Error {
 	first := rs[0]
 	code := first.Code
 	if code == core.CodeInvalidValue {
 		code = core.CodeInvalidRequest
 	}
-	e := core.Errorf(code, "The draft no longer passes validation (%s); nothing was released. Save a corrected draft.", first.Message)
+	e := core.Errorf(code, format, first.Message)
 	if first.Path != "" {
 		e = e.WithParam(first.Path)
 	}
@@ -384,19 +426,35 @@ func (s *Service) Publish(ctx context.Context, p *access.Principal, req PublishR
 }
 
 // SetLabInvite invites the organisation with ticker orgTicker to the
-// caller's mode's lab versions, or withdraws the invitation.
-func (s *Service) SetLabInvite(ctx context.Context, p *access.Principal, modeRef, orgTicker string, invited bool) (*Detail, error) {
+// caller's mode's lab versions, or withdraws the invitation. A ticker no
+// organisation has is answered as one that an organisation has, and
+// nothing is recorded for it: the answer does not tell whether the
+// organisation exists (only a ticker's form, which is public, is checked).
+func (s *Service) SetLabInvite(ctx context.Context, p *access.Principal, modeRef, orgTicker string, invited bool) (*LabInvite, error) {
 	am, err := s.own(ctx, p, modeRef, core.ActionModesWrite)
 	if err != nil {
 		return nil, err
 	}
-	if strings.EqualFold(orgTicker, p.Org.Ticker) {
+	orgTicker = strings.ToUpper(orgTicker)
+	if !core.ValidTicker(orgTicker) {
+		return nil, core.Errorf(core.CodeInvalidValue, "Name the organisation by its four-letter ticker.").WithParam("org")
+	}
+	if orgTicker == p.Org.Ticker {
 		return nil, core.Errorf(core.CodeInvalidValue, "Your own organisation always reaches its modes' lab versions.").WithParam("org")
 	}
-	if err := s.d.Store.SetLabInvite(ctx, p.Org.ID, am.ID, strings.ToUpper(orgTicker), invited); err != nil {
+	if err := s.d.Store.SetLabInvite(ctx, p.Org.ID, am.ID, orgTicker, invited); err != nil {
 		return nil, storeFailure(err, core.CodeSaveUnavailable, "The invitation could not be saved; nothing changed. Retry shortly.")
 	}
-	return s.detail(ctx, am)
+	return &LabInvite{ModeID: am.ID, Org: orgTicker, Invited: invited}, nil
+}
+
+// LabInvite is what an invitation (or its withdrawal) answers: the same
+// for a ticker no organisation has as for one that an organisation has,
+// so that it tells nobody which tickers are taken.
+type LabInvite struct {
+	ModeID  string
+	Org     string // the ticker, upper-case
+	Invited bool
 }
 
 // own finds the mode modeRef names (its id or ticker, with no suffix) and
@@ -404,6 +462,10 @@ func (s *Service) SetLabInvite(ctx context.Context, p *access.Principal, modeRef
 // forbidden for a configured mode or another organisation's (the policy),
 // mode_not_allowed for a key limited to other modes.
 func (s *Service) own(ctx context.Context, p *access.Principal, modeRef, action string) (*core.AuthoredMode, error) {
+	if !carrier.Text(modeRef) {
+		// No mode is named so (and the store could not be asked).
+		return nil, core.Errorf(core.CodeModeNotFound, "No mode %q is owned by or available to your organisation.", modeRef).WithParam("mode_id")
+	}
 	ref, suffix, _, _ := core.SplitModeSuffix(modeRef)
 	if suffix != "" {
 		return nil, core.Errorf(core.CodeSuffixNotSupported, "Name the mode as it stands, without the @%s suffix: authoring acts on the mode, not one of its versions.", suffix).WithParam("mode_id")
@@ -456,4 +518,16 @@ func storeFailure(err error, code core.Code, msg string) error {
 
 func readFailure(err error) error {
 	return core.Errorf(core.CodeServiceUnavailable, "The mode could not be read. Retry shortly.").WithCause(err)
+}
+
+// badText refuses a spec one of whose strings (at path within it) holds a
+// NUL or bytes that are not UTF-8 (carrier.JSONText): the database cannot
+// keep it, whatever is done with it.
+func badText(path string) *core.Error {
+	param := "spec"
+	if path != "" {
+		param += "." + path
+	}
+	return core.Errorf(core.CodeInvalidValue, "%s holds a NUL character (\\u0000) or bytes that are not UTF-8, "+
+		"which a mode cannot keep; remove them.", param).WithParam(param)
 }

@@ -23,7 +23,8 @@ type ModeStores interface {
 // RunModeStore is the section of core.ModeStore: every transition of the
 // lifecycle (docs/modes.md, "Lifecycle") and every code that refuses one,
 // name and ticker uniqueness, immutable versions read one or several at a
-// time, lab invitations, and two replicas releasing one draft at once. replica returns a second store over the
+// time, lab invitations, the cap of modes per organisation, and two
+// replicas releasing one draft at once. replica returns a second store over the
 // same database as s, through its own connections.
 func RunModeStore[S ModeStores](t *testing.T, newStore func(t *testing.T) S, replica func(t *testing.T, s S) S) {
 	ctx := context.Background()
@@ -319,11 +320,16 @@ func RunModeStore[S ModeStores](t *testing.T, newStore func(t *testing.T) S, rep
 		require.True(t, invited(gamma.ID))
 		require.False(t, invited(acme.ID), "the owner is not invited: it owns the mode")
 
-		// A ticker no other organisation has: invalid_value, nothing saved.
-		err := s.SetLabInvite(ctx, acme.ID, m.ID, "ZZZZ", true)
-		requireCode(t, err, core.CodeInvalidValue)
-		err = s.SetLabInvite(ctx, acme.ID, m.ID, acme.Ticker, true)
-		requireCode(t, err, core.CodeInvalidValue)
+		// A ticker no other organisation has (none has it, or it is the
+		// owner's) is answered as any other and records nothing: an
+		// organisation that takes the ticker later is not invited.
+		require.NoError(t, s.SetLabInvite(ctx, acme.ID, m.ID, "ZZZZ", true))
+		require.NoError(t, s.SetLabInvite(ctx, acme.ID, m.ID, acme.Ticker, true))
+		require.Equal(t, want, invites())
+		require.False(t, invited(acme.ID))
+		late, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Zulu", Ticker: "ZZZZ"})
+		require.NoError(t, err)
+		require.False(t, invited(late.ID), "nothing was recorded for the ticker before its organisation existed")
 		require.Equal(t, want, invites())
 		// Only the owner invites to its mode.
 		err = s.SetLabInvite(ctx, beta.ID, m.ID, gamma.Ticker, false)
@@ -351,6 +357,72 @@ func RunModeStore[S ModeStores](t *testing.T, newStore func(t *testing.T) S, rep
 		ok, err := s.LabInvited(ctx, other.ID, gamma.ID)
 		require.NoError(t, err)
 		require.False(t, ok)
+	})
+
+	t.Run("ModesPerOrganisation", func(t *testing.T) {
+		t.Parallel()
+		s, acme := newOrg(t, newStore, "Acme")
+		capped := func(name, ticker string) *core.SaveModeDraft {
+			p := draft(acme.ID, name, ticker, false)
+			p.MaxModes = 2
+			return p
+		}
+		first, err := s.SaveModeDraft(ctx, capped("First Panel", "FRST"))
+		require.NoError(t, err)
+		_, err = s.SaveModeDraft(ctx, capped("Second Panel", "SCND"))
+		require.NoError(t, err)
+		_, err = s.SaveModeDraft(ctx, capped("Third Panel", "THRD"))
+		requireCode(t, err, core.CodeConflict)
+		require.Contains(t, core.AsError(err).Message, "2 modes")
+
+		// A new draft of a mode it holds is not a new mode; another
+		// organisation has its own count; no cap, no refusal.
+		p := capped("First Panel Renamed", "FRST")
+		p.ModeID, p.BaseRevision = first.ID, first.DraftRevision
+		_, err = s.SaveModeDraft(ctx, p)
+		require.NoError(t, err)
+		other := createOrg(t, s, "Other")
+		p = draft(other.ID, "Third Panel", "THRD", false)
+		p.MaxModes = 2
+		_, err = s.SaveModeDraft(ctx, p)
+		require.NoError(t, err)
+		_, err = s.SaveModeDraft(ctx, draft(acme.ID, "Third Panel", "THRD", false))
+		require.NoError(t, err)
+		list, err := s.ListAuthoredModes(ctx, acme.ID)
+		require.NoError(t, err)
+		require.Len(t, list, 3)
+
+		// Racing new modes, through two replicas, never pass the cap.
+		r := replica(t, s)
+		race := createOrg(t, s, "Race")
+		const racers = 8
+		errs := make([]error, racers)
+		var start, done sync.WaitGroup
+		start.Add(1)
+		for i := range racers {
+			done.Add(1)
+			go func() {
+				defer done.Done()
+				p := draft(race.ID, fmt.Sprintf("Racing Panel %c", 'A'+i), fmt.Sprintf("RAC%c", 'A'+i), true)
+				p.MaxModes = 3
+				start.Wait()
+				_, errs[i] = []S{s, r}[i%2].SaveModeDraft(ctx, p)
+			}()
+		}
+		start.Done()
+		done.Wait()
+		saved := 0
+		for _, err := range errs {
+			if err == nil {
+				saved++
+				continue
+			}
+			requireCode(t, err, core.CodeConflict)
+		}
+		require.Equal(t, 3, saved, "exactly the cap's modes are saved")
+		list, err = s.ListAuthoredModes(ctx, race.ID)
+		require.NoError(t, err)
+		require.Len(t, list, 3)
 	})
 
 	t.Run("TwoReplicasReleaseOneDraft", func(t *testing.T) {

@@ -56,23 +56,60 @@ func scanAuthoredMode(row pgx.Row) (*core.AuthoredMode, error) {
 func scanAuthoredModeRaw(row pgx.Row) (*core.AuthoredMode, error) {
 	var m core.AuthoredMode
 	var spec []byte
-	err := row.Scan(&m.ID, &m.OrgID, &m.Ticker, &m.Name, &m.DraftRevision, &m.Draft, &m.DraftValidated,
-		&m.LatestVersion, &m.Listing, &m.ListingRevision, &m.CertifiedVersion, &m.PublishedVersion,
-		&spec, &m.DraftSavedAt, &m.CreatedAt)
-	if err != nil {
+	if err := row.Scan(authoredModeDest(&m, &spec)...); err != nil {
 		return nil, err
 	}
 	m.DraftSpec = json.RawMessage(spec)
 	return &m, nil
 }
 
-func scanModeVersion(row pgx.Row) (*core.ModeVersion, error) {
-	var v core.ModeVersion
-	var spec, mode []byte
-	if err := row.Scan(&v.ModeID, &v.Version, &spec, &mode, &v.ConfigHash, &v.ReleasedAt); err != nil {
+// scanListedMode reads a listing's row: every column but the draft's spec,
+// which can be as large as a spec may be and which no listing shows; the
+// mode's DraftSpec is nil.
+func scanListedMode(row pgx.Row) (*core.AuthoredMode, error) {
+	var m core.AuthoredMode
+	if err := row.Scan(authoredModeDest(&m, nil)...); err != nil {
 		return nil, translate(err)
 	}
+	return &m, nil
+}
+
+// authoredModeDest is where an authored_modes row is read into, in the
+// queries' column order; spec nil leaves out the draft's spec.
+func authoredModeDest(m *core.AuthoredMode, spec *[]byte) []any {
+	dest := []any{&m.ID, &m.OrgID, &m.Ticker, &m.Name, &m.DraftRevision, &m.Draft, &m.DraftValidated,
+		&m.LatestVersion, &m.Listing, &m.ListingRevision, &m.CertifiedVersion, &m.PublishedVersion}
+	if spec != nil {
+		dest = append(dest, spec)
+	}
+	return append(dest, &m.DraftSavedAt, &m.CreatedAt)
+}
+
+func scanModeVersion(row pgx.Row) (*core.ModeVersion, error) {
+	var spec []byte
+	v, err := scanVersion(row, &spec)
+	if err != nil {
+		return nil, err
+	}
 	v.Spec = json.RawMessage(spec)
+	return v, nil
+}
+
+// scanListedVersion reads a version for the listing of modes: its mode,
+// not its spec (nil).
+func scanListedVersion(row pgx.Row) (*core.ModeVersion, error) { return scanVersion(row, nil) }
+
+// scanVersion reads a mode_versions row; spec nil leaves out the spec.
+func scanVersion(row pgx.Row, spec *[]byte) (*core.ModeVersion, error) {
+	var v core.ModeVersion
+	var mode []byte
+	dest := []any{&v.ModeID, &v.Version}
+	if spec != nil {
+		dest = append(dest, spec)
+	}
+	if err := row.Scan(append(dest, &mode, &v.ConfigHash, &v.ReleasedAt)...); err != nil {
+		return nil, translate(err)
+	}
 	v.Mode = new(core.Mode)
 	if err := json.Unmarshal(mode, v.Mode); err != nil {
 		return nil, fmt.Errorf("pgstore: mode version %s/%d: %w", v.ModeID, v.Version, err)
@@ -96,6 +133,11 @@ func modeWriteError(err error, ticker, name string) error {
 			return core.Errorf(core.CodeTickerInvalid, "the ticker is exactly four letters A to Z").WithParam("ticker")
 		case pgErr.Code == "23514" && pgErr.ConstraintName == "authored_modes_name_check":
 			return core.Errorf(core.CodeNameTooShort, "the mode needs a name").WithParam("name")
+		// program_limit_exceeded: the name is too long for the index of
+		// names (about 2,700 bytes), which only a policy without the name
+		// rules lets through.
+		case pgErr.Code == "54000":
+			return core.Errorf(core.CodeNameTooLong, "the name is too long to store").WithParam("name")
 		}
 	}
 	return translate(err)
@@ -137,6 +179,17 @@ func (s *Store) createAuthoredMode(ctx context.Context, p *core.SaveModeDraft) (
 				return core.Errorf(core.CodeOrgOwnerMissing, "no organisation %q to own the mode", p.OrgID)
 			}
 			return translate(err)
+		}
+		if p.MaxModes > 0 {
+			var held int
+			if err := tx.QueryRow(ctx, mq("CountAuthoredModes"), p.OrgID).Scan(&held); err != nil {
+				return translate(err)
+			}
+			if held >= p.MaxModes {
+				return core.Errorf(core.CodeConflict, "Your organisation holds %d modes, and may hold at most %d; nothing was saved. "+
+					"Modes are not deleted: save this spec as a new draft of one of your modes (name it in mode_id), "+
+					"or ask the operator to raise the limit.", held, p.MaxModes)
+			}
 		}
 		ticker := orgTicker + ":" + p.Ticker
 		id := strings.ToLower(orgTicker) + "-" + strings.ToLower(p.Ticker)
@@ -281,7 +334,7 @@ func (s *Store) ModeVersions(ctx context.Context, refs []core.ModeVersionRef) ([
 	defer rows.Close()
 	out := make([]*core.ModeVersion, 0, len(refs))
 	for rows.Next() {
-		v, err := scanModeVersion(rows)
+		v, err := scanListedVersion(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -301,14 +354,11 @@ func (s *Store) SetLabInvite(ctx context.Context, ownerOrgID, modeID, orgTicker 
 	if _, err := s.AuthoredMode(ctx, ownerOrgID, modeID); err != nil {
 		return err
 	}
-	if !invited {
-		_, err := s.pool.Exec(ctx, mq("UninviteFromLab"), modeID, orgTicker)
-		return translate(err)
-	}
-	var orgID string
-	err := s.pool.QueryRow(ctx, mq("InviteToLab"), modeID, ownerOrgID, orgTicker).Scan(&orgID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return core.Errorf(core.CodeInvalidValue, "no other organisation has the ticker %q", orgTicker).WithParam("org")
+	var err error
+	if invited {
+		_, err = s.pool.Exec(ctx, mq("InviteToLab"), modeID, ownerOrgID, orgTicker)
+	} else {
+		_, err = s.pool.Exec(ctx, mq("UninviteFromLab"), modeID, orgTicker)
 	}
 	return translate(err)
 }
@@ -351,7 +401,7 @@ func (s *Store) listAuthoredModes(ctx context.Context, query string, args ...any
 	defer rows.Close()
 	var out []*core.AuthoredMode
 	for rows.Next() {
-		m, err := scanAuthoredMode(rows)
+		m, err := scanListedMode(rows)
 		if err != nil {
 			return nil, err
 		}

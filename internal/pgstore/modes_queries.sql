@@ -1,8 +1,15 @@
 -- Named queries of organisations' own modes (modes.go). Every column list
--- of authored_modes is the one scanMode reads, in its order.
+-- of authored_modes is the one scanAuthoredMode reads, in its order, but
+-- a listing's, which leaves out the draft's spec (scanListedMode).
 
 -- name: OrgTicker
-SELECT ticker FROM orgs WHERE id = $1;
+-- Locks the organisation's row (not against the inserts that refer to it)
+-- while a new mode is saved, so that two new modes of one organisation are
+-- counted against its cap one after the other.
+SELECT ticker FROM orgs WHERE id = $1 FOR NO KEY UPDATE;
+
+-- name: CountAuthoredModes
+SELECT count(*) FROM authored_modes WHERE org_id = $1;
 
 -- name: InsertAuthoredMode
 INSERT INTO authored_modes (id, org_id, ticker, name, draft_revision, draft_state, draft_validated, draft_spec,
@@ -22,13 +29,16 @@ SELECT id, org_id, ticker, name, draft_revision, draft_state, draft_validated, l
   FROM authored_modes WHERE id = $1 OR ticker = $1;
 
 -- name: AuthoredModesOfOrg
+-- A listing: every column but the draft's spec, which no listing shows
+-- (scanListedMode reads these).
 SELECT id, org_id, ticker, name, draft_revision, draft_state, draft_validated, latest_version, listing_state,
-       listing_revision, certified_version, published_version, draft_spec, draft_saved_at, created_at
+       listing_revision, certified_version, published_version, draft_saved_at, created_at
   FROM authored_modes WHERE org_id = $1 ORDER BY ticker;
 
 -- name: PublishedAuthoredModes
+-- A listing, as AuthoredModesOfOrg.
 SELECT id, org_id, ticker, name, draft_revision, draft_state, draft_validated, latest_version, listing_state,
-       listing_revision, certified_version, published_version, draft_spec, draft_saved_at, created_at
+       listing_revision, certified_version, published_version, draft_saved_at, created_at
   FROM authored_modes WHERE listing_state = 'approved' AND published_version > 0 ORDER BY ticker;
 
 -- name: UpdateAuthoredMode
@@ -57,21 +67,25 @@ SELECT mode_id, version, spec, mode, config_hash, released_at
   FROM mode_versions WHERE mode_id = $1 AND version = $2;
 
 -- name: ModeVersions
--- Several versions in one trip: $1 and $2 are parallel arrays of mode ids
--- and versions; the answer is in their order.
-SELECT v.mode_id, v.version, v.spec, v.mode, v.config_hash, v.released_at
+-- Several versions in one trip, for the listing of modes: $1 and $2 are
+-- parallel arrays of mode ids and versions; the answer is in their order.
+-- Every column but the released spec, which the listing does not show
+-- (scanListedVersion reads these).
+SELECT v.mode_id, v.version, v.mode, v.config_hash, v.released_at
   FROM unnest($1::text[], $2::integer[]) WITH ORDINALITY AS want (mode_id, version, n)
   JOIN mode_versions v ON v.mode_id = want.mode_id AND v.version = want.version
  ORDER BY want.n;
 
 -- name: InviteToLab
--- Invites the organisation with ticker $3 to mode $1 of organisation $2;
--- no row when the mode is not $2's or no other organisation has the ticker.
+-- Invites the organisation with ticker $3 to mode $1 of organisation $2.
+-- The same one statement whether or not another organisation has the
+-- ticker, and no error either way: a ticker no other organisation has
+-- inserts nothing, and an invitation already there is left as it is (no
+-- write, as for a ticker no organisation has).
 INSERT INTO mode_lab_invites (mode_id, org_id)
 SELECT m.id, o.id FROM authored_modes m, orgs o
  WHERE m.id = $1 AND m.org_id = $2 AND o.ticker = $3 AND o.id <> $2
-ON CONFLICT (mode_id, org_id) DO UPDATE SET invited_at = mode_lab_invites.invited_at
-RETURNING org_id;
+ON CONFLICT (mode_id, org_id) DO NOTHING;
 
 -- name: UninviteFromLab
 DELETE FROM mode_lab_invites i USING orgs o

@@ -20,8 +20,11 @@ import (
 	"github.com/conclavehq/conclave/core/modes"
 )
 
-// ValidSpec is a fixed panel at the experience and plus tiers, priced like
-// the built-in standard mode; it passes for Acme.
+// ValidSpec is a fixed panel at the experience and plus tiers; it passes
+// for Acme. It is priced above the floor (modes.TestFloor) of every
+// variant the corpus makes of it, with the default configuration's bench
+// judges too ($0.19 at most; $0.08 for ValidSpec itself), so that a case
+// breaks its own rule and not the floor besides.
 const ValidSpec = `{
   "name": "Acme Review Panel",
   "ticker": "PANL",
@@ -52,8 +55,8 @@ const ValidSpec = `{
   "cost_ceiling_usd": 1.5,
   "api_commercial": {
     "price_tier": "standard",
-    "q_surcharge_by_depth": {"light": 0.05, "medium": 0.10, "deep": 0.15},
-    "q_surcharge_usd": 0.15
+    "q_surcharge_by_depth": {"light": 0.20, "medium": 0.25, "deep": 0.30},
+    "q_surcharge_usd": 0.30
   }
 }`
 
@@ -264,7 +267,7 @@ func Cases() []Case {
 			SuggestedTicker: "PANB"},
 		{Code: core.CodePriceBelowFloor, Path: "api_commercial.q_surcharge_by_depth.light", Spec: base.raw(func(s spec) {
 			s.obj("api_commercial", "q_surcharge_by_depth")["light"] = 0.005
-		}), FloorUSD: "0.01", RecommendedUSD: "0.03"},
+		}), FloorUSD: "0.04", RecommendedUSD: "0.04"},
 	}
 	// Acme authors every case that names no author (org_required's
 	// author, with no organisation, is named).
