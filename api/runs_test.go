@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,6 +40,18 @@ func (testBank) Draw(seed int64, counts map[runs.Bucket]int) ([]runs.DrawnQuesti
 // runsBundle is ACME with its released mode acme-panl (light $0.05,
 // medium $0.10, deep $0.15), and the bundle's own organisation, another
 // organisation to ACME.
+//
+// A test question of acme-panl costs 75% of a call's standard price: its
+// surcharge, plus the reference question's projected token charge (1,000
+// tokens in and 500 out per engine call, each seat at the dearer of its
+// engine and backup) and the 5% fee on it. At plus a round's three seats
+// cost 7,500 + 10,500 + 10,500 µ$ and its judge 10,500, the classifier
+// and the synthesis 450 + 10,500 once: 49,950 µ$ for one round (light and
+// medium; fee 2,498), 88,950 for the deep question's two (fee 4,448). At
+// experience the seats cost 1,550 + 1,550 + 10,500: 35,050 µ$ (fee 1,753).
+// So a question costs, at plus: light (50,000 + 52,448) × 75% = 76,836 µ$,
+// medium 114,336, hard (150,000 + 93,398) × 75% = 182,548; light at
+// experience 65,102.
 type runsBundle struct {
 	*authoringBundle
 }
@@ -144,10 +158,11 @@ func TestTestDryRunThenLaunch(t *testing.T) {
 	r := rb.launch(t, "/v1/tests", rb.key, fmt.Sprintf(body, `,"dry_run":true`))
 	require.Equal(t, 200, r.status, r.raw)
 	require.Equal(t, true, r.body["dry_run"])
-	require.Equal(t, 0.2625, num(r.body["total_cost_usd"]), "2 × 0.0375 + 0.075 + 0.1125")
+	require.Equal(t, 0.450556, num(r.body["total_cost_usd"]), "2 × 0.076836 + 0.114336 + 0.182548")
 	require.Equal(t, 4.0, num(r.body["total_questions"]))
 	require.Equal(t, 2.0, num(r.body["estimated_minutes"]), "4 questions, 2 at a time, a minute each (testPace)")
-	require.Equal(t, map[string]any{"questions": 2.0, "price_per_question_usd": 0.0375, "cost_usd": 0.075}, obj(r.body["per_bucket"])["light"])
+	require.Equal(t, map[string]any{"questions": 2.0, "price_per_question_usd": 0.076836, "cost_usd": 0.153672},
+		obj(r.body["per_bucket"])["light"])
 	require.NotContains(t, r.body, "batch_id")
 	require.NotContains(t, r.body, "billed_usd")
 	require.Equal(t, "panl", r.body["mode_key"])
@@ -156,12 +171,12 @@ func TestTestDryRunThenLaunch(t *testing.T) {
 	r = rb.launch(t, "/v1/tests", rb.key, fmt.Sprintf(body, ""))
 	require.Equal(t, 200, r.status, r.raw)
 	require.Equal(t, false, r.body["dry_run"])
-	require.Equal(t, 0.2625, num(r.body["billed_usd"]))
+	require.Equal(t, 0.450556, num(r.body["billed_usd"]))
 	require.NotContains(t, r.body, "total_cost_usd")
 	id := r.body["batch_id"].(string)
 	require.True(t, runs.ValidUUID(id))
 	require.Equal(t, "/v1/tests?batch_id="+id, r.body["status_url"])
-	rb.requireCharged(t, rb.acme.ID, before, core.PostingTestCharge, 262_500)
+	rb.requireCharged(t, rb.acme.ID, before, core.PostingTestCharge, 450_556)
 	require.Equal(t, 2.0, num(r.body["estimated_minutes"]))
 	again := rb.launch(t, "/v1/tests", rb.key, fmt.Sprintf(body, `,"dry_run":true`))
 	require.Equal(t, 4.0, num(again.body["estimated_minutes"]), "behind the 4 questions just launched")
@@ -183,7 +198,7 @@ func TestTestDryRunThenLaunch(t *testing.T) {
 		"buckets": map[string]any{"light": 2.0, "medium": 1.0, "hard": 1.0}, "tiers": []any{"plus"}, "punch_up": false,
 		"judges": []any{"nova_pro", "mistral_large", "llama4_maverick"}, "judge_repeats": 1.0, "judging_protocol": "pairwise",
 	}, b["request"])
-	require.Equal(t, 0.2625, num(b["billed_usd"]))
+	require.Equal(t, 0.450556, num(b["billed_usd"]))
 	require.Nil(t, b["attempt"])
 	require.Nil(t, b["result"])
 	require.Equal(t, "test-bank-1", b["bank_version"])
@@ -194,7 +209,11 @@ func TestTestDryRunThenLaunch(t *testing.T) {
 		"judges":["mistral_large"],"judge_repeats":2,"judging_protocol":"plurality"}`)
 	require.Equal(t, 200, r.status, r.raw)
 	require.Equal(t, 6.0, num(r.body["total_questions"]))
-	rb.requireCharged(t, rb.acme.ID, before, core.PostingTestCharge, 6*37_500)
+	require.Equal(t, map[string]any{"questions": 6.0, "cost_usd": 0.425814, "per_tier": map[string]any{
+		"experience": map[string]any{"questions": 3.0, "price_per_question_usd": 0.065102, "cost_usd": 0.195306},
+		"plus":       map[string]any{"questions": 3.0, "price_per_question_usd": 0.076836, "cost_usd": 0.230508},
+	}}, obj(r.body["per_bucket"])["light"], "a tier's price each")
+	rb.requireCharged(t, rb.acme.ID, before, core.PostingTestCharge, 3*65_102+3*76_836)
 	p = rb.do(t, "GET", r.body["status_url"].(string), rb.key, "")
 	require.Equal(t, 200, p.status, p.raw)
 	require.Equal(t, map[string]any{
@@ -256,7 +275,7 @@ func TestLaunchIdempotency(t *testing.T) {
 	require.Equal(t, 200, again.status, again.raw)
 	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
 	require.JSONEq(t, first.raw, again.raw, "the same acceptance")
-	rb.requireCharged(t, rb.acme.ID, before, core.PostingTestCharge, 150_000)
+	rb.requireCharged(t, rb.acme.ID, before, core.PostingTestCharge, 2*114_336)
 	charged := rb.money(t, rb.acme.ID)
 
 	// The key with another body, on the other endpoint, from another API
@@ -273,16 +292,16 @@ func TestLaunchIdempotency(t *testing.T) {
 
 	// A refused launch leaves its key free: the key launches once the
 	// refusal is fixed.
-	big := `{"model":"acme-panl","buckets":{"light":100,"medium":100,"hard":100}}` // $22.50
+	big := `{"model":"acme-panl","buckets":{"light":100,"medium":100,"hard":100}}` // $37.372
 	requireError(t, rb.launch(t, "/v1/tests", rb.key, big, "Idempotency-Key", "k2"), 402,
 		core.CodeInsufficientBalance, "invalid_request_error")
 	require.Equal(t, charged, rb.money(t, rb.acme.ID), "a refused launch charges nothing")
-	_, err = rb.store.AddFunds(context.Background(), &core.AddFundsParams{OrgID: rb.acme.ID, Amount: core.USD(20)})
+	_, err = rb.store.AddFunds(context.Background(), &core.AddFundsParams{OrgID: rb.acme.ID, Amount: core.USD(40)})
 	require.NoError(t, err)
 	funded := rb.money(t, rb.acme.ID)
 	r = rb.launch(t, "/v1/tests", rb.key, big, "Idempotency-Key", "k2")
 	require.Equal(t, 200, r.status, r.raw)
-	rb.requireCharged(t, rb.acme.ID, funded, core.PostingTestCharge, 22_500_000)
+	rb.requireCharged(t, rb.acme.ID, funded, core.PostingTestCharge, 100*(76_836+114_336+182_548))
 }
 
 // The daily launch limits: 429 with Retry-After 3600 past them, charging
@@ -494,9 +513,9 @@ func TestCancelTestRun(t *testing.T) {
 	require.NotNil(t, b["finished_at"])
 	require.Equal(t, map[string]any{"total": 4.0, "answered": 1.0, "judged": 1.0, "failed": 0.0, "cancelled": 3.0}, b["progress"])
 	require.Equal(t, map[string]any{"total": 2.0, "answered": 1.0, "judged": 1.0, "failed": 0.0, "cancelled": 1.0}, obj(b["per_bucket"])["light"])
-	require.Equal(t, 0.2625, num(b["billed_usd"]))
-	require.Equal(t, 0.225, num(b["refunded_usd"]), "0.0375 + 0.075 + 0.1125: the three questions not judged")
-	rb.requireCharged(t, rb.acme.ID, before, core.PostingTestRefund, -225_000)
+	require.Equal(t, 0.450556, num(b["billed_usd"]))
+	require.Equal(t, 0.37372, num(b["refunded_usd"]), "0.076836 + 0.114336 + 0.182548: the three questions not answered")
+	rb.requireCharged(t, rb.acme.ID, before, core.PostingTestRefund, -373_720)
 	cancelled := rb.money(t, rb.acme.ID)
 
 	again := rb.do(t, "DELETE", "/v1/tests?batch_id="+id, rb.key, "")
@@ -565,11 +584,11 @@ func TestFailedQuestionRefunded(t *testing.T) {
 	before := rb.money(t, rb.acme.ID)
 	runToEnd(t, rb.executorWith(t, failingMode{1: true}, standIn{}), id, 2)
 
-	rb.requireCharged(t, rb.acme.ID, before, core.PostingTestRefund, -112_500)
+	rb.requireCharged(t, rb.acme.ID, before, core.PostingTestRefund, -182_548)
 	b := obj(rb.do(t, "GET", "/v1/tests?batch_id="+id, rb.key, "").body["batch"])
 	require.Equal(t, "complete", b["status"])
 	require.Equal(t, map[string]any{"total": 2.0, "answered": 1.0, "judged": 1.0, "failed": 1.0, "cancelled": 0.0}, b["progress"])
-	require.Equal(t, 0.1125, num(b["refunded_usd"]), "the hard question's price")
+	require.Equal(t, 0.182548, num(b["refunded_usd"]), "the hard question's price")
 }
 
 // A batch that fails is refunded in full: every question failed (each
@@ -587,8 +606,8 @@ func TestFailedBatchRefunded(t *testing.T) {
 	runToEnd(t, rb.executorWith(t, failingMode{0: true, 1: true}, standIn{}), id, 2)
 	b := obj(rb.do(t, "GET", "/v1/tests?batch_id="+id, rb.key, "").body["batch"])
 	require.Equal(t, "failed", b["status"])
-	require.Equal(t, 0.1125, num(b["refunded_usd"]))
-	require.Equal(t, before.Balance+112_500, rb.money(t, rb.acme.ID).Balance, "the whole charge back")
+	require.Equal(t, 0.191172, num(b["refunded_usd"]))
+	require.Equal(t, before.Balance+191_172, rb.money(t, rb.acme.ID).Balance, "the whole charge back")
 	require.Len(t, rb.money(t, rb.acme.ID).Postings, len(before.Postings)+2, "one refund per question")
 
 	r = rb.launch(t, "/v1/tests", rb.key, body)
@@ -601,12 +620,12 @@ func TestFailedBatchRefunded(t *testing.T) {
 	b = obj(rb.do(t, "GET", "/v1/tests?batch_id="+id, rb.key, "").body["batch"])
 	require.Equal(t, "failed", b["status"])
 	require.Equal(t, "the batch could not be scored", b["failure"])
-	require.Equal(t, 0.1125, num(b["refunded_usd"]))
-	require.Equal(t, judged.Balance+112_500, rb.money(t, rb.acme.ID).Balance)
+	require.Equal(t, 0.191172, num(b["refunded_usd"]))
+	require.Equal(t, judged.Balance+191_172, rb.money(t, rb.acme.ID).Balance)
 	ps := rb.money(t, rb.acme.ID).Postings
 	require.Len(t, ps, len(judged.Postings)+2, "the failed question's refund, then the rest as the batch failed")
-	storetest.RequireCharged(t, rb.store, rb.acme.ID, storetest.Money{Balance: judged.Balance + 75_000, Postings: ps[:len(ps)-1]},
-		core.PostingTestRefund, -37_500)
+	storetest.RequireCharged(t, rb.store, rb.acme.ID,
+		storetest.Money{Balance: judged.Balance + 114_336, Postings: ps[:len(ps)-1]}, core.PostingTestRefund, -76_836)
 }
 
 type standIn struct{}
@@ -670,4 +689,142 @@ func TestLaunchRefusesAJudgeWithoutAWorkingEngine(t *testing.T) {
 	health.Record("sim/nova-pro", true)
 	r = rb.launch(t, "/v1/tests", rb.key, `{"model":"acme-panl","buckets":{"light":1}}`)
 	require.Equal(t, 200, r.status, "an answer puts the judge back: %s", r.raw)
+}
+
+// A key limited to named modes sees only the batches of those modes: the
+// poll and the cancel of another mode's batch are batch_not_found, word
+// for word an unknown id's answer, and cancel nothing; a key limited to
+// the batch's mode, by id or by ticker, polls it.
+func TestBatchOfAnotherModeIsNotFound(t *testing.T) {
+	t.Parallel()
+	rb := setupRuns(t)
+	rb.save(t, 201, map[string]any{"spec": panelSpec("Acme Other Panel", "OTHR")})
+	require.Equal(t, 200, rb.do(t, "POST", "/v1/modes/acme-othr/release", rb.key, "").status)
+	r := rb.launch(t, "/v1/tests", rb.key, `{"model":"acme-panl","buckets":{"light":1}}`)
+	require.Equal(t, 200, r.status, r.raw)
+	id := r.body["batch_id"].(string)
+	before := rb.money(t, rb.acme.ID)
+
+	other := rb.newKey(t, &core.CreateKeyParams{OrgID: rb.acme.ID, Modes: []string{"acme-othr"}})
+	unknown := "00000000-0000-4000-8000-000000000000"
+	for _, method := range []string{"GET", "DELETE"} {
+		hidden := rb.do(t, method, "/v1/tests?batch_id="+id, other, "")
+		requireError(t, hidden, 404, core.CodeBatchNotFound, "invalid_request_error")
+		none := rb.do(t, method, "/v1/tests?batch_id="+unknown, other, "")
+		requireError(t, none, 404, core.CodeBatchNotFound, "invalid_request_error")
+		require.Equal(t, strings.ReplaceAll(obj(none.body["error"])["message"].(string), unknown, id),
+			obj(hidden.body["error"])["message"], "%s: the answer of an unknown id", method)
+		require.Equal(t, obj(none.body["error"])["param"], obj(hidden.body["error"])["param"])
+	}
+	require.Equal(t, before, rb.money(t, rb.acme.ID), "nothing refunded")
+
+	for _, modes := range [][]string{{"acme-panl"}, {"ACME:PANL"}} {
+		own := rb.newKey(t, &core.CreateKeyParams{OrgID: rb.acme.ID, Modes: modes})
+		p := rb.do(t, "GET", "/v1/tests?batch_id="+id, own, "")
+		require.Equal(t, 200, p.status, "%v: %s", modes, p.raw)
+		require.Equal(t, "queued", obj(p.body["batch"])["status"], "the other key's cancel cancelled nothing")
+	}
+	own := rb.newKey(t, &core.CreateKeyParams{OrgID: rb.acme.ID, Modes: []string{"acme-panl"}})
+	c := rb.do(t, "DELETE", "/v1/tests?batch_id="+id, own, "")
+	require.Equal(t, 200, c.status, c.raw)
+	require.Equal(t, "cancelled", obj(c.body["batch"])["status"])
+
+	// A certification alike.
+	rb.approve(t)
+	_, err := rb.store.AddFunds(context.Background(), &core.AddFundsParams{OrgID: rb.acme.ID, Amount: core.USD(100)})
+	require.NoError(t, err)
+	r = rb.launch(t, "/v1/certify", rb.key, `{"model":"acme-panl"}`)
+	require.Equal(t, 200, r.status, r.raw)
+	cert := r.body["batch_id"].(string)
+	for _, method := range []string{"GET", "DELETE"} {
+		requireError(t, rb.do(t, method, "/v1/certify?batch_id="+cert, other, ""), 404, core.CodeBatchNotFound,
+			"invalid_request_error")
+	}
+	require.Equal(t, "queued", obj(rb.do(t, "GET", "/v1/certify?batch_id="+cert, rb.key, "").body["batch"])["status"])
+}
+
+// A cancel never refunds a question that has an answer: launched, one
+// question judged, one answered by the mode only and one by both sides
+// (their jobs mid-question), the cancel refunds exactly the prices of the
+// questions nothing was answered to. The answered questions run to their
+// end, judged and charged; the batch stays cancelled and is never scored.
+func TestCancelRefundsOnlyUnansweredQuestions(t *testing.T) {
+	t.Parallel()
+	rb := setupRuns(t)
+	ctx := context.Background()
+	r := rb.launch(t, "/v1/tests", rb.key, `{"model":"acme-panl","buckets":{"light":3,"medium":1,"hard":1}}`)
+	require.Equal(t, 200, r.status, r.raw)
+	id := r.body["batch_id"].(string)
+	price := map[string]core.Micros{}
+	for b, q := range obj(r.body["per_bucket"]) {
+		price[b] = core.Micros(math.Round(num(obj(q)["price_per_question_usd"]) * 1e6))
+	}
+	// Questions 0–2 are light, 3 medium, 4 hard (the bank draws in bucket
+	// order).
+	exec, store := rb.executor(t), pgstore.NewBatches(rb.store.Pool(), nil)
+	require.NoError(t, exec.RunQuestion(ctx, id, 0))
+	_, err := store.RecordAnswer(ctx, id, 1, runs.SideMode, &runs.Answer{Text: "the mode's answer", Engine: "acme-panl"})
+	require.NoError(t, err)
+	for _, side := range []runs.Side{runs.SideMode, runs.SideBaseline} {
+		_, err := store.RecordAnswer(ctx, id, 3, side, &runs.Answer{Text: string(side) + "'s answer", Engine: string(side)})
+		require.NoError(t, err)
+	}
+	p := obj(rb.do(t, "GET", "/v1/tests?batch_id="+id, rb.key, "").body["batch"])
+	require.Greater(t, num(obj(p["progress"])["answered"]), num(obj(p["progress"])["judged"]), "answered > judged")
+	before := rb.money(t, rb.acme.ID)
+
+	c := rb.do(t, "DELETE", "/v1/tests?batch_id="+id, rb.key, "")
+	require.Equal(t, 200, c.status, c.raw)
+	b := obj(c.body["batch"])
+	require.Equal(t, "cancelled", b["status"])
+	unanswered := price["light"] + price["hard"] // questions 2 and 4
+	require.Equal(t, unanswered, core.Micros(math.Round(num(b["refunded_usd"])*1e6)))
+	rb.requireCharged(t, rb.acme.ID, before, core.PostingTestRefund, -unanswered)
+	require.Equal(t, map[string]any{"total": 5.0, "answered": 2.0, "judged": 1.0, "failed": 0.0, "cancelled": 2.0},
+		b["progress"])
+	cancelled := rb.money(t, rb.acme.ID)
+
+	// The answered questions' jobs finish them; the others' record nothing.
+	for i := 1; i < 5; i++ {
+		require.NoError(t, exec.RunQuestion(ctx, id, i))
+	}
+	p = obj(rb.do(t, "GET", "/v1/tests?batch_id="+id, rb.key, "").body["batch"])
+	require.Equal(t, "cancelled", p["status"])
+	require.Equal(t, map[string]any{"total": 5.0, "answered": 3.0, "judged": 3.0, "failed": 0.0, "cancelled": 2.0},
+		p["progress"])
+	require.Nil(t, p["result"], "a cancelled batch is never scored")
+	require.Equal(t, b["refunded_usd"], p["refunded_usd"])
+	require.Equal(t, cancelled, rb.money(t, rb.acme.ID), "the answered questions stay charged")
+	q, err := store.Question(ctx, id, 1)
+	require.NoError(t, err)
+	require.Equal(t, runs.QuestionJudged, q.State)
+	require.Len(t, q.Judgments, 3)
+}
+
+// A mode an organisation owns is floored so that its test questions pay
+// what they cost: acme-panl priced $0.03 for light questions clears its
+// panel's share ($0.01) but not the test floor ($0.04 here, where no bench
+// judges are wired: its deep question's deliberation, 88,950 µ$, and its
+// baseline's answer on sim/sonnet, 10,500, need a standard price of
+// 132,600, so a surcharge of 132,600 − 88,950 − 4,448 = 39,202 µ$), and is
+// refused with price_below_floor; at the floor it saves.
+func TestAModeUnderTheTestFloorIsRefused(t *testing.T) {
+	t.Parallel()
+	ab := setupAuthoring(t)
+	priced := func(light float64) func(map[string]any) {
+		return func(s map[string]any) {
+			s["api_commercial"].(map[string]any)["q_surcharge_by_depth"].(map[string]any)["light"] = light
+		}
+	}
+	spec := panelSpec("Acme Review Panel", "PANL", priced(0.03))
+	r := ab.do(t, "POST", "/v1/modes", ab.key, jsonOf(t, map[string]any{"spec": spec}))
+	requireError(t, r, 422, core.CodeModeInvalid, "invalid_request_error")
+	refusals := obj(r.body["conclave"])["refusals"]
+	require.Equal(t, []string{string(core.CodePriceBelowFloor)}, refusalCodes(refusals))
+	below := refusal(t, refusals, core.CodePriceBelowFloor)
+	require.Equal(t, "api_commercial.q_surcharge_by_depth.light", below["path"])
+	require.Equal(t, 0.04, below["floor_usd"])
+	require.Equal(t, 0.04, below["recommended_usd"])
+
+	ab.save(t, 201, map[string]any{"spec": panelSpec("Acme Review Panel", "PANL", priced(0.04))})
 }

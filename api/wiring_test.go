@@ -116,7 +116,8 @@ func (p *parts) serve(t testing.TB) (http.Handler, *calls.Service) {
 	}
 	benchRuns, err := runs.NewService(runs.Config{TestLaunchesPerDay: l.TestLaunches, CertifyLaunchesPerDay: l.CertifyLaunches,
 		ActivationAllowance: l.ActivationAllowance, Pace: testPace}, runs.Deps{
-		Access: acc, Modes: svc, Store: launches, Bank: testBank{}, Logger: p.logger, JudgeWorking: p.judgeWorking,
+		Access: acc, Modes: svc, Store: launches, Bank: testBank{}, Catalog: p.catalog, Logger: p.logger,
+		JudgeWorking: p.judgeWorking,
 	})
 	require.NoError(t, err)
 	h, err := api.New(api.Config{MaxBodyBytes: l.MaxBodyBytes}, api.Deps{

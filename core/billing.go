@@ -185,16 +185,30 @@ func ComputeBill(in BillInput) Bill {
 const TestDiscountPPM int64 = 250_000
 
 // TestQuestionPrice is the price of one question of a test run whose
-// standard price is standard: the mode's surcharge for the question's band
-// (Pricing.DepthPrice), 25% off. The discount is rounded up to the
-// micro-dollar, so the price rounds down: at most one micro-dollar per
-// question in the caller's favour, and a run's total is exactly its
-// questions' prices added up.
+// standard price is standard — what a call of the question's depth to the
+// mode at its tier is projected to bill, surcharge, token charge and
+// platform fee (core/modes.StandardPrice) — 25% off. The discount is
+// rounded up to the micro-dollar, so the price rounds down: at most one
+// micro-dollar per question in the caller's favour, and a run's total is
+// exactly its questions' prices added up.
 func TestQuestionPrice(standard Micros) Micros {
 	if standard <= 0 {
 		return 0
 	}
 	return standard - Micros(ceilDiv(int64(standard)*TestDiscountPPM, ppm))
+}
+
+// TestStandardFor is the least standard price whose test question price
+// (TestQuestionPrice) is at least cost: what a call must bill for a test
+// question sold 25% off it to pay cost. TestQuestionPrice(p) is
+// ⌊p·(1 − d)⌋ (d the discount), at least cost exactly when p ≥
+// cost/(1 − d), so this is ⌈cost·10⁶/(10⁶ − TestDiscountPPM)⌉. A cost of
+// zero or less needs none.
+func TestStandardFor(cost Micros) Micros {
+	if cost <= 0 {
+		return 0
+	}
+	return Micros(ceilDiv(int64(cost)*ppm, ppm-TestDiscountPPM))
 }
 
 // CertificationPrice is the flat price of a certification run: $50.

@@ -160,6 +160,18 @@ type Deliberation struct {
 	HedgePercentile float64 `json:"hedge_percentile,omitempty"`
 }
 
+// Rounds is the most rounds a panel call classified at depth may run: the
+// mode's MaxRounds (at least one) when its critique policy runs critique
+// at that depth — always, or deep on a deep question — else one. The
+// deliberation engine plans a call's rounds with it, and a test run's
+// question is priced with it; this is the one rule.
+func (d Deliberation) Rounds(depth Depth) int {
+	if d.Critique == CritiqueAlways || d.Critique == CritiqueDeep && depth == DepthDeep {
+		return max(1, d.MaxRounds)
+	}
+	return 1
+}
+
 // Pricing is what a mode charges on top of tokens.
 type Pricing struct {
 	// SurchargeByDepth is what most calls are billed; preferred when set.

@@ -289,7 +289,14 @@ func TestGoSDKRunTools(t *testing.T) {
 		"tiers": []string{"free", "plus"}, "dry_run": true}, &quote)
 	require.True(t, quote.DryRun)
 	require.Equal(t, 6, quote.TotalQuestions, "each question at each tier")
-	require.InDelta(t, 2*0.0375+4*0.1125, *quote.TotalCostUSD, 1e-9)
+	// A question's price at its tier (api/runs_test.go's runsBundle works
+	// them out): light $0.065102 at free and $0.076836 at plus, hard
+	// $0.159081 and $0.182548.
+	require.InDelta(t, 0.065102+0.076836+2*0.159081+2*0.182548, *quote.TotalCostUSD, 1e-9)
+	require.Equal(t, map[string]any{"questions": 2.0, "cost_usd": 0.141938, "per_tier": map[string]any{
+		"experience": map[string]any{"questions": 1.0, "price_per_question_usd": 0.065102, "cost_usd": 0.065102},
+		"plus":       map[string]any{"questions": 1.0, "price_per_question_usd": 0.076836, "cost_usd": 0.076836},
+	}}, quote.PerBucket["light"], "each tier's price")
 
 	call := &sdk.CallToolParams{Name: "run_test", Arguments: args, Meta: sdk.Meta{"conclave/idempotency-key": "sdk-run-1"}}
 	first, err := cs.CallTool(ctx, call)

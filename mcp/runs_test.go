@@ -18,7 +18,9 @@ import (
 
 // acmePanel creates the organisation Acme with a live key and has it save
 // and release acme-panl through the tool server: light $0.05, medium $0.10,
-// deep $0.15, so that a test question costs $0.0375, $0.075 or $0.1125.
+// deep $0.15, so that a test question at plus costs 75% of that and of the
+// projected token charge and fee of a call of its depth: $0.076836,
+// $0.114336 or $0.182548 (api/runs_test.go's runsBundle works them out).
 func (tb *testBundle) acmePanel(t *testing.T) (*core.Org, string) {
 	t.Helper()
 	org, key := tb.newOrg(t, "Acme", "ACME")
@@ -30,19 +32,19 @@ func (tb *testBundle) acmePanel(t *testing.T) (*core.Org, string) {
 
 // acceptance is a launch's answer (wire.Acceptance).
 type acceptance struct {
-	OK               bool                          `json:"ok"`
-	DryRun           bool                          `json:"dry_run"`
-	BatchID          string                        `json:"batch_id"`
-	Model            string                        `json:"model"`
-	ModeKey          string                        `json:"mode_key"`
-	TotalQuestions   int                           `json:"total_questions"`
-	PerBucket        map[string]map[string]float64 `json:"per_bucket"`
-	TotalCostUSD     *float64                      `json:"total_cost_usd"`
-	BilledUSD        *float64                      `json:"billed_usd"`
-	EstimatedMinutes int                           `json:"estimated_minutes"`
-	StatusURL        string                        `json:"status_url"`
-	Note             string                        `json:"note"`
-	RequiresListing  *bool                         `json:"requires_listing"`
+	OK               bool                      `json:"ok"`
+	DryRun           bool                      `json:"dry_run"`
+	BatchID          string                    `json:"batch_id"`
+	Model            string                    `json:"model"`
+	ModeKey          string                    `json:"mode_key"`
+	TotalQuestions   int                       `json:"total_questions"`
+	PerBucket        map[string]map[string]any `json:"per_bucket"`
+	TotalCostUSD     *float64                  `json:"total_cost_usd"`
+	BilledUSD        *float64                  `json:"billed_usd"`
+	EstimatedMinutes int                       `json:"estimated_minutes"`
+	StatusURL        string                    `json:"status_url"`
+	Note             string                    `json:"note"`
+	RequiresListing  *bool                     `json:"requires_listing"`
 }
 
 // launch calls tool with args and meta (nil for none), which must succeed
@@ -173,12 +175,13 @@ func TestRunTestLaunchAndPoll(t *testing.T) {
 
 	quote, res := tb.launch(t, key, "run_test", map[string]any{"model": "acme-panl", "questions": questions, "dry_run": true}, nil)
 	require.True(t, quote.DryRun)
-	require.Equal(t, 0.2625, *quote.TotalCostUSD, "2 × 0.0375 + 0.075 + 0.1125")
+	require.Equal(t, 0.450556, *quote.TotalCostUSD, "2 × 0.076836 + 0.114336 + 0.182548")
 	require.Nil(t, quote.BilledUSD)
 	require.Empty(t, quote.BatchID)
 	require.Equal(t, 4, quote.TotalQuestions)
 	require.Equal(t, 4, quote.EstimatedMinutes)
-	require.Equal(t, map[string]float64{"questions": 2, "price_per_question_usd": 0.0375, "cost_usd": 0.075}, quote.PerBucket["light"])
+	require.Equal(t, map[string]any{"questions": 2.0, "price_per_question_usd": 0.076836, "cost_usd": 0.153672},
+		quote.PerBucket["light"])
 	require.Equal(t, "panl", quote.ModeKey)
 	require.False(t, replayed(res))
 	require.Equal(t, before, tb.money(t, org.ID), "a dry run charges nothing")
@@ -190,10 +193,10 @@ func TestRunTestLaunchAndPoll(t *testing.T) {
 	require.False(t, a.DryRun)
 	require.False(t, replayed(first))
 	require.True(t, runs.ValidUUID(a.BatchID), a.BatchID)
-	require.Equal(t, 0.2625, *a.BilledUSD)
+	require.Equal(t, 0.450556, *a.BilledUSD)
 	require.Nil(t, a.TotalCostUSD)
 	require.Equal(t, "/v1/tests?batch_id="+a.BatchID, a.StatusURL)
-	tb.requireCharged(t, org.ID, before, core.PostingTestCharge, 262_500)
+	tb.requireCharged(t, org.ID, before, core.PostingTestCharge, 450_556)
 	charged := tb.money(t, org.ID)
 
 	// The same launch, its defaults written out: the same answer, once.
@@ -235,7 +238,7 @@ func TestRunTestLaunchAndPoll(t *testing.T) {
 	require.Equal(t, map[string]any{"questions": map[string]any{"easy": 2.0, "medium": 1.0, "hard": 1.0}, "tiers": []any{"plus"},
 		"punch_up": false, "judges": []any{"nova_pro", "mistral_large", "llama4_maverick"}, "judge_repeats": 1.0,
 		"judging_protocol": "pairwise"}, b["request"])
-	require.Equal(t, 0.2625, b["billed_usd"])
+	require.Equal(t, 0.450556, b["billed_usd"])
 	require.Nil(t, b["result"])
 	require.Nil(t, b["started_at"])
 
@@ -273,7 +276,7 @@ func TestRunTestDerivedKey(t *testing.T) {
 
 	a, first := tb.launch(t, key, "run_test", args, nil)
 	require.False(t, replayed(first))
-	tb.requireCharged(t, org.ID, before, core.PostingTestCharge, 150_000)
+	tb.requireCharged(t, org.ID, before, core.PostingTestCharge, 2*114_336)
 	charged := tb.money(t, org.ID)
 	again, res := tb.launch(t, key, "run_test", map[string]any{"buckets": map[string]any{"medium": 2}, "model": "acme-panl", "judges": nil}, nil)
 	require.True(t, replayed(res))
@@ -289,6 +292,10 @@ func TestRunTestDerivedKey(t *testing.T) {
 	require.NotContains(t, rest.raw, a.BatchID)
 
 	ids := map[string]bool{a.BatchID: true}
+	// medium is a medium question's price: $0.114336 on the first release,
+	// $0.106067 on the second's two seats at plus (its round 18,000 µ$
+	// instead of 28,500: (0.10 + 0.03945 + 0.001973) × 75%).
+	medium := core.Micros(114_336)
 	fresh := func(k string, args map[string]any) {
 		t.Helper()
 		before := tb.money(t, org.ID)
@@ -296,7 +303,7 @@ func TestRunTestDerivedKey(t *testing.T) {
 		require.False(t, replayed(res))
 		require.False(t, ids[b.BatchID], "a new batch")
 		ids[b.BatchID] = true
-		tb.requireCharged(t, org.ID, before, core.PostingTestCharge, 150_000)
+		tb.requireCharged(t, org.ID, before, core.PostingTestCharge, 2*medium)
 	}
 	fresh(key, map[string]any{"model": "acme-panl", "buckets": map[string]any{"medium": 2}, "judges": []string{"nova_pro"}})
 	fresh(tb.newKey(t, org.ID), args)
@@ -307,6 +314,7 @@ func TestRunTestDerivedKey(t *testing.T) {
 	tb.succeed(t, key, "save_mode", map[string]any{"spec": twoSeatPlus(panelSpec("Acme Review Panel", "PANL")), "mode_id": "acme-panl",
 		"release": true}, &saved)
 	require.Equal(t, 2, saved.Version.Version)
+	medium = 106_067
 	fresh(key, args)
 
 	// Past the lapse the same call launches again; within it, the batch
@@ -346,7 +354,7 @@ func TestRunTestDerivedKeyStopped(t *testing.T) {
 	// Its own key launches it at once.
 	b, _ := tb.launch(t, key, "run_test", args, map[string]any{"conclave/idempotency-key": "after-the-crash"})
 	require.NotEqual(t, a.BatchID, b.BatchID)
-	tb.requireCharged(t, org.ID, before, core.PostingTestCharge, 37_500)
+	tb.requireCharged(t, org.ID, before, core.PostingTestCharge, 76_836)
 }
 
 // certify_mode: a listed mode of the organisation's own, $50 flat up front,
@@ -366,7 +374,7 @@ func TestCertifyMode(t *testing.T) {
 	require.Equal(t, 50.0, *q.TotalCostUSD)
 	require.Equal(t, 150, q.TotalQuestions)
 	require.Equal(t, 150, q.EstimatedMinutes)
-	require.Equal(t, map[string]float64{"questions": 50}, q.PerBucket["hard"])
+	require.Equal(t, map[string]any{"questions": 50.0}, q.PerBucket["hard"])
 	require.Contains(t, q.Note, "listed")
 	e := tb.refused(t, key, "certify_mode", map[string]any{"model": "acme-panl"}, nil, 400, "listing_required")
 	require.Equal(t, "model", *e.Error.Param)
@@ -546,4 +554,37 @@ func TestRunTestRepeatInFlight(t *testing.T) {
 	tb.exec(t, `UPDATE batch_launches SET state = 'in_flight', locked_until = now() + interval '20 seconds' WHERE batch_id = $1`, a.BatchID)
 	e := tb.refused(t, key, "run_test", args, meta, 409, "request_in_progress")
 	require.InDelta(t, 20, e.Conclave.RetryAfterSeconds, 2)
+}
+
+// A key limited to named modes polls only the batches of those modes:
+// run_test and certify_mode with batch_id alone answer another mode's
+// batch batch_not_found, word for word an unknown id's failure.
+func TestRunToolsHideAnotherModesBatch(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	org, key := tb.acmePanel(t)
+	var saved savedMode
+	tb.succeed(t, key, "save_mode", map[string]any{"spec": panelSpec("Acme Other Panel", "OTHR"), "release": true}, &saved)
+	require.Equal(t, "acme-othr", saved.Mode.ID)
+	a, _ := tb.launch(t, key, "run_test", map[string]any{"model": "acme-panl", "buckets": map[string]any{"light": 1}}, nil)
+
+	var listed struct{ Mode authoredMode }
+	tb.succeed(t, key, "list_mode", map[string]any{"mode_id": "acme-panl"}, &listed)
+	require.NoError(t, tb.approveWhenPending(context.Background(), "acme-panl"))
+	_, err := tb.store.AddFunds(context.Background(), &core.AddFundsParams{OrgID: org.ID, Amount: core.USD(100)})
+	require.NoError(t, err)
+	c, _ := tb.launch(t, key, "certify_mode", map[string]any{"model": "acme-panl"}, nil)
+
+	other := tb.issueKey(t, core.CreateKeyParams{OrgID: org.ID, Modes: []string{"acme-othr"}})
+	unknown := "00000000-0000-4000-8000-000000000000"
+	for tool, id := range map[string]string{"run_test": a.BatchID, "certify_mode": c.BatchID} {
+		hidden := tb.refused(t, other, tool, map[string]any{"batch_id": id}, nil, 404, "batch_not_found")
+		none := tb.refused(t, other, tool, map[string]any{"batch_id": unknown}, nil, 404, "batch_not_found")
+		require.Equal(t, strings.ReplaceAll(none.Error.Message, unknown, id), hidden.Error.Message, tool)
+		require.Equal(t, none.Error.Type, hidden.Error.Type)
+		require.Equal(t, none.Error.Param, hidden.Error.Param)
+
+		own := tb.issueKey(t, core.CreateKeyParams{OrgID: org.ID, Modes: []string{"ACME:PANL"}})
+		require.Equal(t, "queued", tb.poll(t, own, tool, id)["batch"].(map[string]any)["status"], tool)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/conclavehq/conclave/core/bench/execute"
 	"github.com/conclavehq/conclave/core/bench/runs"
 	"github.com/conclavehq/conclave/core/deliberate"
+	"github.com/conclavehq/conclave/core/modes"
 	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/internal/jobs"
 	"github.com/conclavehq/conclave/internal/pgstore"
@@ -48,7 +49,7 @@ func newBench(cfg *config.Config, catalog *core.Catalog, db *database, g *gatewa
 		TestLaunchesPerDay: cfg.Limits.TestLaunchesPerDay, CertifyLaunchesPerDay: cfg.Limits.CertifyLaunchesPerDay,
 		Lease: cfg.Limits.Lease, ActivationAllowance: core.Micros(cfg.Limits.ActivationAllowanceUSD),
 		Pace: runs.Pace{Workers: cfg.Jobs.BenchWorkers, QuestionTime: cfg.Jobs.BenchQuestionTime},
-	}, runs.Deps{Access: g.acc, Modes: g.svc, Store: batches, Bank: execute.Bank{}, Logger: log,
+	}, runs.Deps{Access: g.acc, Modes: g.svc, Store: batches, Bank: execute.Bank{}, Catalog: catalog, Logger: log,
 		JudgeWorking: func(j runs.Judge) bool { return health.Working(judges[j]) }})
 	if err != nil {
 		return nil, err
@@ -68,4 +69,20 @@ func newBench(cfg *config.Config, catalog *core.Catalog, db *database, g *gatewa
 		return nil, err
 	}
 	return &benchParts{launch: launch, executor: executor}, nil
+}
+
+// benchJudging is the reference cost of the judging one test question can
+// buy on this deployment: every configured judge's engine reading it the
+// most times a test run may ask (runs.MaxRepeats). The price floor of an
+// organisation's mode pays it (modes.TestFloor). A judge whose engine the
+// catalogue lacks counts nothing here; newBench refuses to start without
+// it.
+func benchJudging(cfg *config.Config, catalog *core.Catalog) core.Micros {
+	var engines []*core.Engine
+	for _, j := range cfg.Judges {
+		if e, ok := catalog.Engine(j.Engine); ok {
+			engines = append(engines, e)
+		}
+	}
+	return modes.JudgingCost(engines, runs.MaxRepeats)
 }

@@ -106,9 +106,7 @@ func (e *Engine) Plan(ctx context.Context, req *Request) (*Plan, error) {
 		req.observe(Progress{Stage: StageClassified, Depth: cls.Depth, Lane: p.Lane})
 		return p, nil
 	}
-	if d.Critique == core.CritiqueAlways || d.Critique == core.CritiqueDeep && cls.Depth == core.DepthDeep {
-		p.MaxRounds = max(1, d.MaxRounds)
-	}
+	p.MaxRounds = d.Rounds(cls.Depth)
 	outs := 0
 	for _, s := range row {
 		out := e.expectedOutput(s.Engine, kindSeat)

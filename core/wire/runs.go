@@ -33,11 +33,21 @@ type Acceptance struct {
 }
 
 // BucketQuote is one bucket of an acceptance: its questions and, for a
-// test run, their price.
+// test run, their price — one price per question at one tier; at several,
+// whose prices differ, PerTier prices each tier's questions.
 type BucketQuote struct {
-	Questions           int           `json:"questions"`
-	PricePerQuestionUSD *core.Dollars `json:"price_per_question_usd,omitempty"`
-	CostUSD             *core.Dollars `json:"cost_usd,omitempty"`
+	Questions           int                  `json:"questions"`
+	PricePerQuestionUSD *core.Dollars        `json:"price_per_question_usd,omitempty"`
+	CostUSD             *core.Dollars        `json:"cost_usd,omitempty"`
+	PerTier             map[string]TierQuote `json:"per_tier,omitempty"`
+}
+
+// TierQuote is a test run's questions of one bucket at one tier: how many,
+// their price each and their cost.
+type TierQuote struct {
+	Questions           int          `json:"questions"`
+	PricePerQuestionUSD core.Dollars `json:"price_per_question_usd"`
+	CostUSD             core.Dollars `json:"cost_usd"`
 }
 
 // StatusURL is where a batch of kind is polled: a path under the API's
@@ -60,7 +70,16 @@ func AcceptanceOf(a *runs.Acceptance) *Acceptance {
 	for b, bq := range q.Buckets {
 		w := BucketQuote{Questions: bq.Questions}
 		if a.Kind == runs.KindTest {
-			w.PricePerQuestionUSD, w.CostUSD = dollars(bq.PerQuestion), dollars(bq.Cost)
+			w.CostUSD = dollars(bq.Cost)
+			if len(bq.Tiers) <= 1 {
+				w.PricePerQuestionUSD = dollars(bq.PerQuestion)
+			} else {
+				w.PerTier = map[string]TierQuote{}
+				for t, tq := range bq.Tiers {
+					w.PerTier[string(t)] = TierQuote{Questions: tq.Questions, PricePerQuestionUSD: core.Dollars(tq.PerQuestion),
+						CostUSD: core.Dollars(tq.Cost)}
+				}
+			}
 		}
 		out.PerBucket[string(b)] = w
 	}

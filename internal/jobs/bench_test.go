@@ -494,6 +494,12 @@ func TestCancellingABatchCancelsItsJobs(t *testing.T) {
 		stopped <- ctx.Err()
 		return ctx.Err()
 	}
+	// Neither side answers before the cancel: a question with an answer
+	// would be kept, and run to its end.
+	b.base.hold = func(ctx context.Context, _ *runs.AnswerRequest) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}
 	id := b.launch(t, org, runs.KindTest, 3, 1, runs.JudgeNovaPro)
 	b.runner(t, Config{Questions: b.exec, BenchWorkers: 1})
 	var first int
@@ -535,4 +541,109 @@ func TestCancellingABatchCancelsItsJobs(t *testing.T) {
 	bt := b.batch(t, id)
 	require.Equal(t, runs.StatusCancelled, bt.Status)
 	require.Equal(t, 3, bt.Progress.Cancelled)
+}
+
+// A cancel keeps the questions that have an answer, and their jobs: the one
+// in the middle of its question (its baseline answered, its mode's answer
+// still coming) is not cancelled and runs to its end, judged; the jobs of
+// the questions nothing was answered to are cancelled and never worked.
+func TestACancelLeavesAnAnsweredQuestionsJobToFinish(t *testing.T) {
+	t.Parallel()
+	b := setupBench(t)
+	org := b.org(t, "Acme", 0)
+	started, release := make(chan int, 1), make(chan struct{})
+	var once sync.Once
+	b.mode.fail = func(r *runs.AnswerRequest) error {
+		once.Do(func() {
+			started <- r.Question.Index
+			<-release
+		})
+		return nil
+	}
+	id := b.launch(t, org, runs.KindTest, 3, 1, runs.JudgeNovaPro)
+	b.runner(t, Config{Questions: b.exec, BenchWorkers: 1})
+	var first int
+	select {
+	case first = <-started:
+	case <-time.After(time.Minute):
+		t.Fatal("no question started")
+	}
+	require.Eventually(t, func() bool {
+		q, err := b.batches.Question(b.ctx, id, first)
+		require.NoError(t, err)
+		return q.Answers[runs.SideBaseline] != nil
+	}, time.Minute, 20*time.Millisecond, "the baseline answers question %d", first)
+
+	before := storetest.MoneyOf(t, b.store, org)
+	bt, err := b.batches.CancelBatch(b.ctx, org, id)
+	require.NoError(t, err)
+	require.Equal(t, runs.StatusCancelled, bt.Status)
+	require.Equal(t, 2, bt.Progress.Cancelled)
+	storetest.RequireCharged(t, b.store, org, before, core.PostingTestRefund, -200)
+	close(release)
+
+	require.Eventually(t, func() bool { return b.batch(t, id).Progress.Judged == 1 }, time.Minute, 50*time.Millisecond,
+		"question %d is judged after the cancel", first)
+	q, err := b.batches.Question(b.ctx, id, first)
+	require.NoError(t, err)
+	require.Equal(t, runs.QuestionJudged, q.State)
+	require.Len(t, q.Judgments, 1)
+	var states []string
+	require.Eventually(t, func() bool {
+		rows, err := b.pool.Query(b.ctx, `SELECT (args->>'index')::int, state::text FROM river_job
+			WHERE kind = 'bench_question' AND args->>'batch_id' = $1 ORDER BY 1`, id)
+		require.NoError(t, err)
+		states = states[:0]
+		for rows.Next() {
+			var i int
+			var st string
+			require.NoError(t, rows.Scan(&i, &st))
+			states = append(states, st)
+		}
+		require.NoError(t, rows.Err())
+		return len(states) == 3 && states[first] == "completed"
+	}, time.Minute, 50*time.Millisecond)
+	for i, st := range states {
+		if i != first {
+			require.Equal(t, "cancelled", st, "question %d's job", i)
+			require.Zero(t, b.asked.count(b.asked.answers, fmt.Sprintf("%d/mode", i)), "question %d never asked", i)
+		}
+	}
+	bt = b.batch(t, id)
+	require.Equal(t, runs.StatusCancelled, bt.Status, "a cancelled batch stays cancelled")
+	require.Equal(t, runs.Progress{Total: 3, Answered: 1, Judged: 1, Cancelled: 2}, bt.Progress)
+	require.Nil(t, bt.Result, "and is never scored")
+	require.Equal(t, core.Micros(200), bt.Refunded)
+}
+
+// A question a cancel kept (it had an answer) whose job then died on its
+// last attempt is given up by the sweep, as in a running batch, and
+// refunded its price.
+func TestTheSweepGivesUpAKeptQuestionOfACancelledBatch(t *testing.T) {
+	t.Parallel()
+	b := setupBench(t)
+	org := b.org(t, "Acme", 0)
+	id := b.launch(t, org, runs.KindTest, 2, 1, runs.JudgeNovaPro)
+	require.NoError(t, b.batches.StartBatch(b.ctx, id))
+	_, err := b.batches.RecordAnswer(b.ctx, id, 0, runs.SideBaseline, &runs.Answer{Text: "baseline"})
+	require.NoError(t, err)
+	_, err = b.batches.CancelBatch(b.ctx, org, id)
+	require.NoError(t, err)
+	tag, err := b.pool.Exec(b.ctx, `UPDATE river_job SET state = 'discarded', finalized_at = now()
+		WHERE kind = 'bench_question' AND args->>'batch_id' = $1 AND (args->>'index')::int = 0`, id)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, tag.RowsAffected())
+
+	before := storetest.MoneyOf(t, b.store, org)
+	n, err := SweepQuestions(b.ctx, b.pool, b.exec)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	q, err := b.batches.Question(b.ctx, id, 0)
+	require.NoError(t, err)
+	require.Equal(t, runs.QuestionFailed, q.State)
+	storetest.RequireCharged(t, b.store, org, before, core.PostingTestRefund, -q.Price)
+	bt := b.batch(t, id)
+	require.Equal(t, runs.StatusCancelled, bt.Status)
+	require.Equal(t, runs.Progress{Total: 2, Failed: 1, Cancelled: 1}, bt.Progress)
+	require.Equal(t, bt.Billed, bt.Refunded)
 }

@@ -13,7 +13,7 @@
 //   - benchmark questions (bench.go): one job per question of a launched
 //     test run or certification, inserted in the launch's transaction
 //     (QuestionQueue) and worked on a queue of its own through
-//     core/bench/runs.Executor.
+//     core/bench/runs.Executor, one organisation after another.
 //
 // The first three are periodic River jobs. Every replica runs a Runner;
 // River elects one leader through Postgres to enqueue the periodic jobs,

@@ -37,15 +37,18 @@ func rq(name string) string {
 }
 
 // QuestionQueue enqueues the durable jobs of a batch's questions (one per
-// question, indexes 0…count−1) inside the launch's transaction;
-// internal/jobs implements it on River.
+// question, indexes 0…count−1) inside the launch's transaction, in orgID's
+// turn among the organisations with questions waiting; internal/jobs
+// implements it on River. A launch calls it holding its organisation's
+// balance row, so one organisation's launches enqueue one at a time.
 type QuestionQueue interface {
-	EnqueueQuestions(ctx context.Context, tx pgx.Tx, batchID string, count int) error
+	EnqueueQuestions(ctx context.Context, tx pgx.Tx, orgID, batchID string, count int) error
 	// CancelQuestions cancels, inside tx, the jobs of the batch's questions
-	// that have not ended: a waiting job never runs, and a running one has
-	// its context cancelled once tx commits, so that a cancelled batch stops
-	// asking providers.
-	CancelQuestions(ctx context.Context, tx pgx.Tx, batchID string) error
+	// indexes (those a cancel cancelled) that have not ended: a waiting job
+	// never runs, and a running one has its context cancelled once tx
+	// commits, so that a cancelled question stops asking providers. The
+	// other questions' jobs run on: a question kept by the cancel is judged.
+	CancelQuestions(ctx context.Context, tx pgx.Tx, batchID string, indexes []int) error
 }
 
 // Batches implements runs.LaunchStore and runs.RunStore on a pgx pool. It
@@ -218,7 +221,7 @@ func (s *Batches) launch(ctx context.Context, tx pgx.Tx, p *runs.LaunchParams) e
 	if _, err := tx.Exec(ctx, rq("InsertBatchQuestions"), b.ID, idx, buckets, tiers, ids, prices); err != nil {
 		return fmt.Errorf("launching a batch: writing its questions: %w", translate(err))
 	}
-	if err := s.queue.EnqueueQuestions(ctx, tx, b.ID, n); err != nil {
+	if err := s.queue.EnqueueQuestions(ctx, tx, b.OrgID, b.ID, n); err != nil {
 		return fmt.Errorf("launching a batch: enqueuing its questions: %w", err)
 	}
 	if p.IdempotencyKey != "" {
@@ -301,12 +304,25 @@ func (s *Batches) Batch(ctx context.Context, orgID, batchID string) (*runs.Batch
 
 // QueuedQuestions implements runs.LaunchStore: the questions of batches
 // still queued or running that are neither judged, given up on nor
-// cancelled.
-func (s *Batches) QueuedQuestions(ctx context.Context) (int, error) {
-	var n int
-	err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(total - judged - failed - cancelled), 0)
-		FROM batches WHERE status IN ('queued', 'running')`).Scan(&n)
-	return n, err
+// cancelled, by organisation.
+func (s *Batches) QueuedQuestions(ctx context.Context) (runs.Waiting, error) {
+	rows, err := s.pool.Query(ctx, `SELECT org_id, sum(total - judged - failed - cancelled)::int
+		FROM batches WHERE status IN ('queued', 'running') GROUP BY org_id
+		HAVING sum(total - judged - failed - cancelled) > 0`)
+	if err != nil {
+		return nil, translate(err)
+	}
+	waiting := runs.Waiting{}
+	for rows.Next() {
+		var org string
+		var n int
+		if err := rows.Scan(&org, &n); err != nil {
+			rows.Close()
+			return nil, translate(err)
+		}
+		waiting[org] = n
+	}
+	return waiting, translate(rows.Err())
 }
 
 // RunBatch implements runs.RunStore.
@@ -628,19 +644,24 @@ func (s *Batches) CancelBatch(ctx context.Context, orgID, batchID string) (*runs
 		if !st.CanMove(runs.StatusCancelled) || done {
 			return runs.ErrBatchFinished
 		}
+		var indexes []int
+		var prices int64
+		if err := tx.QueryRow(ctx, rq("CancelQuestions"), batchID).Scan(&indexes, &prices); err != nil {
+			return translate(err)
+		}
+		if len(indexes) == 0 {
+			// Every question left is answered: it finishes, and so does the
+			// batch, scored (the transaction rolls back).
+			return runs.ErrBatchFinished
+		}
 		if _, err := tx.Exec(ctx, rq("CancelBatch"), batchID, statuses(runs.MovesTo(runs.StatusCancelled))); err != nil {
 			return translate(err)
 		}
-		var n int
-		var prices int64
-		if err := tx.QueryRow(ctx, rq("CancelQuestions"), batchID).Scan(&n, &prices); err != nil {
-			return translate(err)
-		}
-		if _, err := tx.Exec(ctx, rq("CountCancelled"), batchID, n); err != nil {
+		if _, err := tx.Exec(ctx, rq("CountCancelled"), batchID, len(indexes)); err != nil {
 			return translate(err)
 		}
 		if s.queue != nil {
-			if err := s.queue.CancelQuestions(ctx, tx, batchID); err != nil {
+			if err := s.queue.CancelQuestions(ctx, tx, batchID, indexes); err != nil {
 				return err
 			}
 		}

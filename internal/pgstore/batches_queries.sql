@@ -155,14 +155,18 @@ RETURNING billed_micros - refunded_micros;
 UPDATE batches SET status = 'cancelled', finished_at = now() WHERE id = $1 AND status = ANY ($2::text[]);
 
 -- name: CancelQuestions
--- Every pending question of the batch is cancelled: how many, and their
--- prices added up.
+-- Every pending question of the batch that nothing was answered to is
+-- cancelled: their indexes, and their prices added up. A question with the
+-- mode's answer or the baseline's is finished and charged: it stays
+-- pending, and its job runs it to its end. A question answered as it is
+-- cancelled is one or the other, never both: this update and the answer's
+-- each recheck the row the other wrote.
 WITH c AS (
     UPDATE batch_questions SET state = 'cancelled', finished_at = now()
-     WHERE batch_id = $1 AND state = 'pending'
-    RETURNING price_micros
+     WHERE batch_id = $1 AND state = 'pending' AND mode_answer IS NULL AND baseline_answer IS NULL
+    RETURNING index, price_micros
 )
-SELECT count(*)::int, coalesce(sum(price_micros), 0)::bigint FROM c;
+SELECT coalesce(array_agg(index ORDER BY index), '{}')::int[], coalesce(sum(price_micros), 0)::bigint FROM c;
 
 -- name: CountCancelled
 UPDATE batches SET cancelled = cancelled + $2 WHERE id = $1;

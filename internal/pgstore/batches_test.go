@@ -63,7 +63,7 @@ func TestLaunchEnqueuesItsQuestionsAtomically(t *testing.T) {
 
 	q, err := jobs.NewQuestionQueue(pool, 0)
 	require.NoError(t, err)
-	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return q.EnqueueQuestions(ctx, tx, id, 3) }))
+	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return q.EnqueueQuestions(ctx, tx, orgID, id, 3) }))
 	require.Equal(t, 3, questionJobs(t, pool, id), "each question has one job")
 }
 

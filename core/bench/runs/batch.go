@@ -145,8 +145,9 @@ type Batch struct {
 
 // Progress counts questions: Total of them, Answered by both the mode and
 // the baseline, Judged by every judge and repeat, Failed (given up on after
-// their job's last attempt), Cancelled (pending when their batch was
-// cancelled). Judged + Failed + Cancelled is the questions done.
+// their job's last attempt), Cancelled (pending and without an answer when
+// their batch was cancelled). Judged + Failed + Cancelled is the questions
+// done.
 type Progress struct {
 	Total     int
 	Answered  int
@@ -181,8 +182,9 @@ type Question struct {
 type QuestionState string
 
 // Question states: pending until every judgment is stored (judged), its
-// job gave up (failed) or its batch was cancelled (cancelled). A failed or
-// cancelled question is refunded its price.
+// job gave up (failed) or its batch was cancelled before anything was
+// answered to it (cancelled). A failed or cancelled question is refunded
+// its price.
 const (
 	QuestionPending   QuestionState = "pending"
 	QuestionJudged    QuestionState = "judged"

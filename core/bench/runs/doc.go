@@ -4,7 +4,8 @@
 // what it returns.
 //
 // A launch is validated (every launch code of the spec), priced (tests at
-// 25% off the mode's standard price per question, core.TestQuestionPrice;
+// 25% off the standard price of a call of each question's depth at its
+// tier, core.TestQuestionPrice of modes.StandardPrice, QuoteTest;
 // certification $50 flat, core.CertificationPrice), and — unless it is a dry
 // run, which starts and bills nothing — charged up front in one
 // transaction with its batch, the batch's questions and one durable job per

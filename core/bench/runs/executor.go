@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime/debug"
 	"slices"
 	"sync"
 
@@ -117,16 +118,18 @@ func NewExecutor(d ExecutorDeps) (*Executor, error) {
 // two answers and its judgments (each judge × each repeat) is not recorded
 // yet is asked for and recorded; then the question is done. The job that
 // finishes the batch's last question scores the batch and completes it. A
-// batch already complete, failed or cancelled is left alone; a question
-// cancelled while its job runs records nothing more (the store records
-// answers and judgments of pending questions only), and its job stops
-// once it sees so, without an error.
+// batch already complete or failed is left alone. A cancelled batch keeps
+// the questions that had an answer when it was cancelled (they are
+// charged): those are still run to their end, judged, though the batch is
+// never scored. A question cancelled while its job runs records nothing
+// more (the store records answers and judgments of pending questions
+// only), and its job stops once it sees so, without an error.
 func (e *Executor) RunQuestion(ctx context.Context, batchID string, index int) error {
 	b, err := e.d.Store.RunBatch(ctx, batchID)
 	if err != nil {
 		return fmt.Errorf("reading batch %s: %w", batchID, err)
 	}
-	if b.Status.Final() {
+	if b.Status.Final() && b.Status != StatusCancelled {
 		return nil
 	}
 	if b.Status == StatusQueued {
@@ -159,13 +162,14 @@ func (e *Executor) RunQuestion(ctx context.Context, batchID string, index int) e
 // with cause: the question fails (unless it is done already, or cancelled)
 // and is refunded its price, and when it was the batch's last, the batch is
 // finished — complete with the questions that were judged, or failed (and
-// refunded in full) when none was, or when it cannot be scored.
+// refunded in full) when none was, or when it cannot be scored. A question
+// a cancelled batch kept is given up on alike; the batch stays cancelled.
 func (e *Executor) AbandonQuestion(ctx context.Context, batchID string, index int, cause error) error {
 	b, err := e.d.Store.RunBatch(ctx, batchID)
 	if err != nil {
 		return fmt.Errorf("reading batch %s: %w", batchID, err)
 	}
-	if b.Status.Final() {
+	if b.Status.Final() && b.Status != StatusCancelled {
 		return nil
 	}
 	why := "the question could not be run"
@@ -193,17 +197,20 @@ func (e *Executor) answer(ctx context.Context, b *Batch, q *Question) (*Question
 			continue
 		}
 		wg.Go(func() {
-			a, err := s.a.Answer(ctx, &AnswerRequest{Batch: b, Question: q, Side: s.side})
-			switch {
-			case err != nil:
-				errs[i] = fmt.Errorf("answering question %d of batch %s (%s): %w", q.Index, b.ID, s.side, err)
-			case a == nil:
-				errs[i] = fmt.Errorf("answering question %d of batch %s (%s): no answer", q.Index, b.ID, s.side)
-			default:
-				if _, err := e.d.Store.RecordAnswer(ctx, b.ID, q.Index, s.side, a); err != nil {
-					errs[i] = fmt.Errorf("recording the %s answer to question %d of batch %s: %w", s.side, q.Index, b.ID, err)
+			what := fmt.Sprintf("answering question %d of batch %s (%s)", q.Index, b.ID, s.side)
+			errs[i] = e.guard(ctx, b, q, what, func() error {
+				a, err := s.a.Answer(ctx, &AnswerRequest{Batch: b, Question: q, Side: s.side})
+				switch {
+				case err != nil:
+					return fmt.Errorf("%s: %w", what, err)
+				case a == nil:
+					return fmt.Errorf("%s: no answer", what)
 				}
-			}
+				if _, err := e.d.Store.RecordAnswer(ctx, b.ID, q.Index, s.side, a); err != nil {
+					return fmt.Errorf("recording the %s answer to question %d of batch %s: %w", s.side, q.Index, b.ID, err)
+				}
+				return nil
+			})
 		})
 	}
 	wg.Wait()
@@ -233,7 +240,8 @@ func (e *Executor) judge(ctx context.Context, b *Batch, q *Question) error {
 				continue
 			}
 			wg.Go(func() {
-				err := e.judgeOnce(ctx, b, q, judge, repeat)
+				what := fmt.Sprintf("judging question %d of batch %s (%s, repeat %d)", q.Index, b.ID, judge, repeat)
+				err := e.guard(ctx, b, q, what, func() error { return e.judgeOnce(ctx, b, q, judge, repeat) })
 				if err != nil {
 					mu.Lock()
 					errs = append(errs, err)
@@ -244,6 +252,25 @@ func (e *Executor) judge(ctx context.Context, b *Batch, q *Question) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// guard runs f, one step of a question that runs on a goroutine of its
+// own, and turns a panic in it into that step's error: a bug in an
+// answerer, a judge or the anonymiser then fails the attempt, which River
+// retries (and gives up on after its last), instead of ending the process
+// and every job it was running. The panic is logged here, once, with the
+// batch, the question and the stack, which the error does not carry;
+// River keeps the error with the attempt.
+func (e *Executor) guard(ctx context.Context, b *Batch, q *Question, what string, f func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			e.d.Logger.ErrorContext(ctx, "a benchmark question's step panicked", slog.String("batch_id", b.ID),
+				slog.Int("question", q.Index), slog.String("step", what), slog.String("panic", fmt.Sprint(v)),
+				slog.String("stack", string(debug.Stack())))
+			err = fmt.Errorf("%s: panicked: %v", what, v)
+		}
+	}()
+	return f()
 }
 
 func (e *Executor) judgeOnce(ctx context.Context, b *Batch, q *Question, judge Judge, repeat int) error {

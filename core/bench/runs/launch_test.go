@@ -115,39 +115,111 @@ func TestParseCertify(t *testing.T) {
 	require.Equal(t, core.CodeLaunchRefused, core.AsError(err).Code)
 }
 
-// A mode priced by depth: each question at its band's price, 25% off; a
-// band the mode has no price for is price_unavailable.
+// quoteEngines are four engines, priced per million tokens in and out.
+var quoteEngines = map[string]*core.Engine{
+	"a/one": {ID: "a/one", InputPerMTok: core.USD(2), OutputPerMTok: core.USD(8)},
+	"a/two": {ID: "a/two", InputPerMTok: core.USD(3), OutputPerMTok: core.USD(15)},
+	"b/one": {ID: "b/one", InputPerMTok: core.USD(1), OutputPerMTok: core.USD(4)},
+	"c/big": {ID: "c/big", InputPerMTok: core.USD(10), OutputPerMTok: core.USD(40)},
+}
+
+// quoteMode seats a/one (backed by a/two) and b/one at plus, c/big and
+// b/one at pro; b/one judges and a/one writes the synthesis; critique runs
+// three rounds on deep questions.
+func quoteMode() *core.Mode {
+	return &core.Mode{ID: "acme-panl", Deliberation: core.Deliberation{
+		Seats: map[core.Tier][]core.Seat{
+			core.TierPlus: {{Engine: "a/one", Backup: "a/two"}, {Engine: "b/one"}},
+			core.TierPro:  {{Engine: "c/big"}, {Engine: "b/one"}},
+		},
+		Staff:    map[string]core.Staff{"judge": {Engine: "b/one"}, "synthesis": {Engine: "a/one"}},
+		Critique: core.CritiqueDeep, MaxRounds: 3,
+	}, Pricing: core.Pricing{SurchargeByDepth: map[core.Depth]core.Micros{core.DepthLight: 50_000, core.DepthMedium: 100_000}}}
+}
+
+// A test question costs exactly 75% of what a call of its depth to the
+// mode at its tier bills: the surcharge for its band, plus the projected
+// token charge of the reference question (1,000 tokens in and 500 out per
+// engine call, each seat at the dearer of its engine and backup, every seat
+// and the judge each round, the synthesis once) and the 5% platform fee on
+// it — worked out here by hand from the engines' prices. A band the mode
+// has no price for is price_unavailable.
 func TestQuoteTest(t *testing.T) {
 	t.Parallel()
-	mode := &core.Mode{ID: "acme-panl", Pricing: core.Pricing{SurchargeByDepth: map[core.Depth]core.Micros{
-		core.DepthLight: 50_000, core.DepthMedium: 100_000,
-	}}}
+	// One reference call on an engine priced in and out dollars per
+	// million tokens, in micro-dollars.
+	call := func(in, out int64) int64 { return 1000*in + 500*out }
+	aOne, aTwo, bOne, cBig := call(2, 8), call(3, 15), call(1, 4), call(10, 40)
+	plusRound, proRound := max(aOne, aTwo)+bOne, cBig+bOne
+	judge, synthesis := bOne, aOne
+	tokens := func(round int64, rounds int64) int64 { return round*rounds + judge*rounds + synthesis }
+	price := func(surcharge, tokens int64) core.Micros {
+		fee := (tokens*5 + 99) / 100 // 5%, rounded up
+		return core.Micros((surcharge + tokens + fee) * 3 / 4)
+	}
+	plusLight, proLight := price(50_000, tokens(plusRound, 1)), price(50_000, tokens(proRound, 1))
+	require.Equal(t, core.Micros(55_218), plusLight, "(0.05 + 0.0225 + 0.001125) × 75%")
+	plusMedium, proMedium := price(100_000, tokens(plusRound, 1)), price(100_000, tokens(proRound, 1))
+
+	mode := quoteMode()
 	p, err := runs.ParseTest(testRequest(t, `{"model":"acme-panl","buckets":{"light":20,"medium":10},"tiers":["plus","pro"]}`))
 	require.NoError(t, err)
-	q, err := runs.QuoteTest(mode, p)
+	q, err := runs.QuoteTest(mode, p, quoteEngines)
 	require.NoError(t, err)
 	require.Equal(t, 60, q.Total)
-	require.Equal(t, runs.BucketQuote{Questions: 40, PerQuestion: 37_500, Cost: 1_500_000}, q.Buckets[runs.BucketLight])
-	require.Equal(t, runs.BucketQuote{Questions: 20, PerQuestion: 75_000, Cost: 1_500_000}, q.Buckets[runs.BucketMedium])
-	require.Equal(t, core.USD(3), q.Cost)
+	require.Equal(t, runs.BucketQuote{Questions: 40, Cost: 20*plusLight + 20*proLight, Tiers: map[core.Tier]runs.TierQuote{
+		core.TierPlus: {Questions: 20, PerQuestion: plusLight, Cost: 20 * plusLight},
+		core.TierPro:  {Questions: 20, PerQuestion: proLight, Cost: 20 * proLight},
+	}}, q.Buckets[runs.BucketLight], "two tiers, two prices: no one price per question")
+	require.Equal(t, proMedium, q.Buckets[runs.BucketMedium].Price(core.TierPro))
+	require.Equal(t, 20*plusLight+20*proLight+10*plusMedium+10*proMedium, q.Cost)
 
 	hard, err := runs.ParseTest(testRequest(t, `{"model":"acme-panl","buckets":{"light":1,"hard":1}}`))
 	require.NoError(t, err)
-	_, err = runs.QuoteTest(mode, hard)
+	_, err = runs.QuoteTest(mode, hard, quoteEngines)
 	require.Equal(t, core.CodePriceUnavailable, core.AsError(err).Code)
 
+	// The flat surcharge prices the hard band, whose deep question runs
+	// three rounds.
 	flat := core.Micros(200_000)
 	mode.Pricing.Surcharge = &flat
-	q, err = runs.QuoteTest(mode, hard)
-	require.NoError(t, err, "the flat surcharge prices the hard band")
-	require.Equal(t, core.Micros(37_500+150_000), q.Cost)
+	q, err = runs.QuoteTest(mode, hard, quoteEngines)
+	require.NoError(t, err)
+	plusHard := price(200_000, tokens(plusRound, 3))
+	require.Equal(t, core.Micros(193_706), plusHard)
+	require.Equal(t, runs.BucketQuote{Questions: 1, PerQuestion: plusHard, Cost: plusHard,
+		Tiers: map[core.Tier]runs.TierQuote{core.TierPlus: {Questions: 1, PerQuestion: plusHard, Cost: plusHard}}},
+		q.Buckets[runs.BucketHard], "one tier: one price per question")
+	require.Equal(t, plusLight+plusHard, q.Cost)
 
 	c, err := runs.ParseCertify(&runs.CertifyRequest{Model: json.RawMessage(`"acme-panl"`)})
 	require.NoError(t, err)
 	cq := runs.QuoteCertify(c)
-	require.Equal(t, core.USD(50), cq.Cost)
+	require.Equal(t, core.USD(50), cq.Cost, "a certification stays $50 flat")
 	require.Equal(t, 150, cq.Total)
 	require.Zero(t, cq.Minutes, "the Service estimates the minutes, from its pace and the queue")
+}
+
+// A launch's questions share its charge at their own tier's price.
+func TestSharePricesByTier(t *testing.T) {
+	t.Parallel()
+	p, err := runs.ParseTest(testRequest(t, `{"model":"acme-panl","questions":{"easy":2},"tiers":["plus","pro"]}`))
+	require.NoError(t, err)
+	q, err := runs.QuoteTest(quoteMode(), p, quoteEngines)
+	require.NoError(t, err)
+	b := &runs.Batch{Kind: runs.KindTest, Billed: q.Cost, Quote: q}
+	var qs []*runs.Question
+	for _, tier := range p.Tiers {
+		for range 2 {
+			qs = append(qs, &runs.Question{Index: len(qs), Bucket: runs.BucketLight, Tier: tier})
+		}
+	}
+	require.NoError(t, runs.SharePrices(b, qs))
+	light := q.Buckets[runs.BucketLight]
+	require.Equal(t, []core.Micros{light.Tiers[core.TierPlus].PerQuestion, light.Tiers[core.TierPlus].PerQuestion,
+		light.Tiers[core.TierPro].PerQuestion, light.Tiers[core.TierPro].PerQuestion},
+		[]core.Micros{qs[0].Price, qs[1].Price, qs[2].Price, qs[3].Price})
+	require.NotEqual(t, qs[0].Price, qs[2].Price)
 }
 
 // The status machine: queued → running → complete | failed, queued |

@@ -9,11 +9,11 @@ import (
 
 // SharePrices sets each question's Price: its share of b's charge, which
 // it is refunded when it is given up on or cancelled. A test question's
-// share is its bucket's price (b.Quote's PerQuestion); a certification's
-// flat price is split evenly over its questions, the first Billed mod n of
-// them one micro-dollar more (the $50 over 150 questions: 333,334 µ$ for
-// the first 50, 333,333 for the rest). The shares add up to b.Billed
-// exactly, or SharePrices says why not.
+// share is its bucket's price at its tier (b.Quote's BucketQuote.Price); a
+// certification's flat price is split evenly over its questions, the
+// first Billed mod n of them one micro-dollar more (the $50 over 150
+// questions: 333,334 µ$ for the first 50, 333,333 for the rest). The
+// shares add up to b.Billed exactly, or SharePrices says why not.
 func SharePrices(b *Batch, qs []*Question) error {
 	n := core.Micros(len(qs))
 	if n == 0 {
@@ -27,7 +27,7 @@ func SharePrices(b *Batch, qs []*Question) error {
 				q.Price++
 			}
 		} else {
-			q.Price = b.Quote.Buckets[q.Bucket].PerQuestion
+			q.Price = b.Quote.Buckets[q.Bucket].Price(q.Tier)
 		}
 		sum += q.Price
 	}
@@ -38,5 +38,6 @@ func SharePrices(b *Batch, qs []*Question) error {
 }
 
 // ErrBatchFinished refuses to cancel a batch with nothing left to cancel:
-// complete, failed, or running with every question done (being scored).
+// complete, failed, or running with every question done (being scored) or
+// answered (being judged, then scored).
 var ErrBatchFinished = errors.New("the batch is finished")

@@ -125,6 +125,9 @@ type Deps struct {
 	Store LaunchStore
 	// Bank draws the questions. Required.
 	Bank Bank
+	// Catalog holds the engines whose prices a test question's projected
+	// token charge is worked out with (QuoteTest). Required.
+	Catalog *core.Catalog
 	// JudgeWorking reports whether a judge's engine is working now; a
 	// launch needing a judge that is not is provider_unavailable. Nil
 	// means every judge works.
@@ -146,8 +149,8 @@ func NewService(cfg Config, d Deps) (*Service, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if d.Access == nil || d.Modes == nil || d.Store == nil || d.Bank == nil {
-		return nil, errors.New("runs: Access, Modes, Store and Bank are required")
+	if d.Access == nil || d.Modes == nil || d.Store == nil || d.Bank == nil || d.Catalog == nil {
+		return nil, errors.New("runs: Access, Modes, Store, Bank and Catalog are required")
 	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
@@ -284,14 +287,14 @@ func (s *Service) prepare(ctx context.Context, p *access.Principal, plan *Plan) 
 	acc := &Acceptance{Kind: plan.Kind, Model: plan.Model, ModeKey: mode.Key, DryRun: plan.DryRun}
 	if plan.Kind == KindCertify {
 		acc.Quote = QuoteCertify(plan)
-	} else if acc.Quote, err = QuoteTest(mode, plan); err != nil {
+	} else if acc.Quote, err = QuoteTest(mode, plan, s.d.Catalog.Engines()); err != nil {
 		return nil, nil, err
 	}
-	ahead, err := s.d.Store.QueuedQuestions(ctx)
+	waiting, err := s.d.Store.QueuedQuestions(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("counting the questions queued: %w", err)
 	}
-	acc.Quote.Minutes = s.cfg.Pace.Minutes(ahead, acc.Quote.Total)
+	acc.Quote.Minutes = s.cfg.Pace.Minutes(waiting.Ahead(p.Org.ID, acc.Quote.Total), acc.Quote.Total)
 	if plan.Kind == KindCertify {
 		listed := mode.Reach != nil && mode.Reach.Listing == core.ListingApproved
 		if plan.DryRun {
@@ -477,10 +480,12 @@ func (s *Service) repeat(ctx context.Context, p *access.Principal, plan *Plan, h
 }
 
 // Cancel cancels one of p's organisation's batches of kind, as
-// LaunchStore.CancelBatch does, and returns it as it then stands: the
-// refusals of Batch, and batch_finished for a batch complete, failed or
-// being scored. Cancelling a batch cancelled already answers it, and
-// refunds nothing more.
+// LaunchStore.CancelBatch does — the questions nothing was answered to are
+// cancelled and refunded, those with an answer are judged and charged —
+// and returns it as it then stands: the refusals of Batch, and
+// batch_finished for a batch complete, failed, being scored or with every
+// question left answered. Cancelling a batch cancelled already answers it,
+// and refunds nothing more.
 func (s *Service) Cancel(ctx context.Context, p *access.Principal, kind Kind, id string) (*Batch, error) {
 	if _, err := s.Batch(ctx, p, kind, id); err != nil {
 		return nil, err
@@ -488,8 +493,8 @@ func (s *Service) Cancel(ctx context.Context, p *access.Principal, kind Kind, id
 	b, err := s.d.Store.CancelBatch(ctx, p.Org.ID, id)
 	switch {
 	case errors.Is(err, ErrBatchFinished):
-		return nil, core.Errorf(core.CodeBatchFinished,
-			"Batch %s is complete, failed or being scored: there is nothing left to cancel. Poll it for its result.", id).WithParam("batch_id")
+		return nil, core.Errorf(core.CodeBatchFinished, "Batch %s has nothing left to cancel: it is complete or failed, "+
+			"or every question left is answered and being judged or scored. Poll it for its result.", id).WithParam("batch_id")
 	case errors.Is(err, core.ErrNotFound):
 		return nil, core.Errorf(core.CodeBatchNotFound, "No %s batch %q was launched by your organisation.", kind, id).WithParam("batch_id")
 	case err != nil:
@@ -501,7 +506,9 @@ func (s *Service) Cancel(ctx context.Context, p *access.Principal, kind Kind, id
 // Batch reads one of p's organisation's batches of kind: missing_batch_id
 // for an empty id, batch_not_found for an id that names no batch of kind
 // the organisation launched — a malformed id included, since it cannot
-// name one.
+// name one — and for a batch of a mode p's key may not see: the batch's
+// mode is resolved and authorized for p, as a launch on it is, and a key
+// limited to other modes gets the answer of an unknown id, word for word.
 func (s *Service) Batch(ctx context.Context, p *access.Principal, kind Kind, id string) (*Batch, error) {
 	action := core.ActionTestsRead
 	if kind == KindCertify {
@@ -524,6 +531,13 @@ func (s *Service) Batch(ctx context.Context, p *access.Principal, kind Kind, id 
 	case err != nil:
 		return nil, core.Errorf(core.CodeServiceUnavailable, "The batch could not be read. Retry shortly.").WithCause(err)
 	case b.Kind != kind:
+		return nil, notFound
+	}
+	// Any refusal of the batch's mode means the key may not see the batch.
+	if _, err := s.d.Modes.ResolveMode(ctx, p, b.ModeID, action, ""); err != nil {
+		if e := core.AsError(err); e.Code == core.CodeServiceUnavailable {
+			return nil, e
+		}
 		return nil, notFound
 	}
 	return b, nil

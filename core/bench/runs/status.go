@@ -7,11 +7,13 @@ package runs
 //	running → complete   its last question is done and the batch is scored
 //	running → failed     every question failed, or the scorer refused the batch
 //	queued  → cancelled  its organisation cancelled it
-//	running → cancelled  its organisation cancelled it, while a question was pending
+//	running → cancelled  its organisation cancelled it, while a question was unanswered
 //
 // complete, failed and cancelled are final. A launch is charged once, up
 // front; a question given up on or cancelled is refunded its price, and a
-// batch that fails is refunded whatever of its charge is left.
+// batch that fails is refunded whatever of its charge is left. A cancel
+// cancels only the questions nothing was answered to: those with an answer
+// are judged after it, but a cancelled batch is never scored.
 type Status string
 
 // Statuses.

@@ -43,20 +43,27 @@ type LaunchStore interface {
 	// organisation's batch, or none, is core.ErrNotFound.
 	Batch(ctx context.Context, orgID, batchID string) (*Batch, error)
 	// CancelBatch cancels one of orgID's batches, in one transaction: a
-	// queued batch, or a running one with a question still pending, moves
-	// to cancelled; each pending question moves to cancelled; and their
-	// prices are refunded in one posting of the batch's kind
-	// (core.PostingTestRefund, core.PostingCertifyRefund). Questions
-	// already judged stay paid; those failed were refunded already. A
-	// batch already cancelled is left as it is (nothing more is refunded);
-	// a complete or failed one, or one running whose every question is
-	// done, is ErrBatchFinished; another organisation's, or none,
-	// core.ErrNotFound. It returns the batch as it then stands.
+	// queued batch, or a running one with a pending question that nothing
+	// was answered to, moves to cancelled; each pending question without
+	// the mode's answer or the baseline's moves to cancelled, its job is
+	// cancelled, and their prices are refunded in one posting of the
+	// batch's kind (core.PostingTestRefund, core.PostingCertifyRefund). A
+	// question with an answer is finished and charged: it stays pending,
+	// its job runs it to its end and it is judged (or, given up on,
+	// refunded then), but the batch stays cancelled and is never scored.
+	// Questions already judged stay paid; those failed were refunded
+	// already. A batch already cancelled is left as it is (nothing more is
+	// refunded); a complete or failed one, or one running whose every
+	// question is done or answered, is ErrBatchFinished; another
+	// organisation's, or none, core.ErrNotFound. It returns the batch as it
+	// then stands.
 	CancelBatch(ctx context.Context, orgID, batchID string) (*Batch, error)
-	// QueuedQuestions counts the questions waiting to be worked, every
-	// organisation's: those of batches queued or running that are neither
-	// judged nor given up on. A launch's estimate counts them ahead of it.
-	QueuedQuestions(ctx context.Context) (int, error)
+	// QueuedQuestions counts the questions waiting to be worked, by
+	// organisation: those of batches queued or running that are neither
+	// judged, given up on nor cancelled; an organisation with none is
+	// absent. A launch's estimate counts, ahead of it, those fair sharing
+	// works first (Waiting.Ahead).
+	QueuedQuestions(ctx context.Context) (Waiting, error)
 }
 
 // ClaimState is the state of a launch's Idempotency-Key claim.

@@ -57,6 +57,8 @@ func Run(t *testing.T, newStores func(t *testing.T) Stores) {
 		"CancelRefundsPendingQuestions":   testCancelRefundsPendingQuestions,
 		"CancelledBatchRecordsNothing":    testCancelledBatchRecordsNothing,
 		"CancelRacesFinish":               testCancelRacesFinish,
+		"CancelKeepsAnsweredQuestions":    testCancelKeepsAnsweredQuestions,
+		"CancelRacesAnswer":               testCancelRacesAnswer,
 		"QueuedQuestionsCountsWhatIsLeft": testQueuedQuestionsCountsWhatIsLeft,
 	}
 	for name, test := range tests {
@@ -775,14 +777,12 @@ func testCancelRefundsPendingQuestions(t *testing.T, s Stores) {
 	require.Equal(t, before, storetest.MoneyOf(t, s.Core, org.ID))
 }
 
-// A cancelled batch's questions record nothing more, whatever a job still
-// running does.
+// A cancelled question records nothing more, whatever a job still running
+// does.
 func testCancelledBatchRecordsNothing(t *testing.T, s Stores) {
 	org := newOrg(t, s, "Acme")
 	id := launched(t, s, launchParams(org, runs.KindTest, 2, 1000))
-	_, err := s.Batches.RecordAnswer(ctx, id, 0, runs.SideMode, &runs.Answer{Text: "mode"})
-	require.NoError(t, err)
-	_, err = s.Batches.CancelBatch(ctx, org.ID, id)
+	_, err := s.Batches.CancelBatch(ctx, org.ID, id)
 	require.NoError(t, err)
 	after := storetest.MoneyOf(t, s.Core, org.ID)
 
@@ -852,41 +852,153 @@ func testCancelRacesFinish(t *testing.T, s Stores) {
 	t.Logf("question 0 ended: %v", seen)
 }
 
-// The questions waiting to be worked are every organisation's questions
-// of unfinished batches that are neither judged nor given up on; a
-// finished batch's count nothing.
-func testQueuedQuestionsCountsWhatIsLeft(t *testing.T, s Stores) {
-	queued := func() int {
-		t.Helper()
-		n, err := s.Batches.QueuedQuestions(ctx)
+// A cancel refunds only the questions nothing was answered to: a question
+// with the mode's answer or the baseline's is finished and charged — it
+// stays pending, takes its other answer and its judgments, and is judged
+// (or, given up on, refunded then). A batch left with nothing unanswered to
+// cancel is ErrBatchFinished, and runs to its end.
+func testCancelKeepsAnsweredQuestions(t *testing.T, s Stores) {
+	org := newOrg(t, s, "Acme")
+	p := launchParams(org, runs.KindTest, 5, 37_500)
+	id := launched(t, s, p)
+	judged(t, s, id, 0)
+	_, err := s.Batches.RecordAnswer(ctx, id, 1, runs.SideMode, &runs.Answer{Text: "mode"})
+	require.NoError(t, err)
+	_, err = s.Batches.RecordAnswer(ctx, id, 2, runs.SideBaseline, &runs.Answer{Text: "baseline"})
+	require.NoError(t, err)
+	answer(t, s, id, 3)
+	before := storetest.MoneyOf(t, s.Core, org.ID)
+
+	b, err := s.Batches.CancelBatch(ctx, org.ID, id)
+	require.NoError(t, err)
+	require.Equal(t, runs.StatusCancelled, b.Status)
+	require.Equal(t, core.Micros(37_500), b.Refunded, "only question 4, which had no answer")
+	storetest.RequireCharged(t, s.Core, org.ID, before, core.PostingTestRefund, -37_500)
+	require.Equal(t, runs.Progress{Total: 5, Answered: 2, Judged: 1, Cancelled: 1}, b.Progress)
+	qs, err := s.Batches.Questions(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, []runs.QuestionState{runs.QuestionJudged, runs.QuestionPending, runs.QuestionPending,
+		runs.QuestionPending, runs.QuestionCancelled},
+		[]runs.QuestionState{qs[0].State, qs[1].State, qs[2].State, qs[3].State, qs[4].State})
+	cancelled := storetest.MoneyOf(t, s.Core, org.ID)
+
+	// The answered questions run to their end after the cancel.
+	for _, i := range []int{1, 2} {
+		_, err := s.Batches.RecordAnswer(ctx, id, i, runs.SideMode, &runs.Answer{Text: "mode"})
 		require.NoError(t, err)
-		return n
+		q, err := s.Batches.RecordAnswer(ctx, id, i, runs.SideBaseline, &runs.Answer{Text: "baseline"})
+		require.NoError(t, err)
+		require.Len(t, q.Answers, 2, "question %d takes its other answer", i)
 	}
-	require.Zero(t, queued())
+	require.NoError(t, s.Batches.RecordJudgment(ctx, &runs.Judgment{BatchID: id, Index: 1, Judge: runs.JudgeNovaPro, Repeat: 1,
+		Order: []runs.Side{runs.SideMode, runs.SideBaseline}, Ruling: runs.Ruling{Verdict: runs.VerdictMode}}))
+	q, err := s.Batches.Question(ctx, id, 1)
+	require.NoError(t, err)
+	require.Len(t, q.Judgments, 1, "and its judgments")
+	finish(t, s, id, 1, "")
+	finish(t, s, id, 2, "")
+	require.Equal(t, cancelled, storetest.MoneyOf(t, s.Core, org.ID), "judged after the cancel: charged, not refunded")
+	progress := finish(t, s, id, 3, "gave up")
+	storetest.RequireCharged(t, s.Core, org.ID, cancelled, core.PostingTestRefund, -37_500)
+	require.Equal(t, runs.Progress{Total: 5, Answered: 4, Judged: 3, Failed: 1, Cancelled: 1}, progress)
+	b = runBatch(t, s, id)
+	require.Equal(t, runs.StatusCancelled, b.Status, "a cancelled batch stays cancelled")
+	require.Equal(t, core.Micros(2*37_500), b.Refunded)
+	moved, err := s.Batches.FinishBatch(ctx, id, &runs.Outcome{Status: runs.StatusComplete, Result: []byte(`{}`)})
+	require.NoError(t, err)
+	require.False(t, moved, "and is never scored")
+
+	// Every question left is answered: nothing to cancel.
+	all := launched(t, s, launchParams(org, runs.KindTest, 2, 37_500))
+	judged(t, s, all, 0)
+	_, err = s.Batches.RecordAnswer(ctx, all, 1, runs.SideMode, &runs.Answer{Text: "mode"})
+	require.NoError(t, err)
+	before = storetest.MoneyOf(t, s.Core, org.ID)
+	_, err = s.Batches.CancelBatch(ctx, org.ID, all)
+	require.ErrorIs(t, err, runs.ErrBatchFinished)
+	require.Equal(t, before, storetest.MoneyOf(t, s.Core, org.ID))
+	b = runBatch(t, s, all)
+	require.Equal(t, runs.StatusRunning, b.Status)
+	require.Equal(t, runs.Progress{Total: 2, Answered: 1, Judged: 1}, b.Progress)
+}
+
+// A question answered as its batch is cancelled is either answered — kept,
+// and charged — or cancelled and refunded with no answer recorded, never
+// both.
+func testCancelRacesAnswer(t *testing.T, s Stores) {
+	org := newOrg(t, s, "Acme")
+	_, err := s.Core.AddFunds(ctx, &core.AddFundsParams{OrgID: org.ID, Amount: core.USD(100)})
+	require.NoError(t, err)
+	seen := map[runs.QuestionState]int{}
+	for round := range 16 {
+		id := launched(t, s, launchParams(org, runs.KindTest, 2, 1000))
+		before := balance(t, s, org.ID)
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			_, err := s.Batches.RecordAnswer(ctx, id, 0, runs.SideMode, &runs.Answer{Text: "mode"})
+			require.NoError(t, err)
+		})
+		wg.Go(func() {
+			_, err := s.Batches.CancelBatch(ctx, org.ID, id)
+			require.NoError(t, err)
+		})
+		wg.Wait()
+		b := runBatch(t, s, id)
+		require.Equal(t, runs.StatusCancelled, b.Status)
+		q, err := s.Batches.Question(ctx, id, 0)
+		require.NoError(t, err)
+		seen[q.State]++
+		switch q.State {
+		case runs.QuestionPending:
+			require.NotNil(t, q.Answers[runs.SideMode], "round %d: kept because answered", round)
+			require.Equal(t, core.Micros(1000), b.Refunded, "round %d: question 1 only", round)
+		case runs.QuestionCancelled:
+			require.Empty(t, q.Answers, "round %d: cancelled, and no answer recorded", round)
+			require.Equal(t, core.Micros(2000), b.Refunded, "round %d", round)
+		default:
+			t.Fatalf("round %d: question 0 %s", round, q.State)
+		}
+		require.Equal(t, before.Balance+b.Refunded, balance(t, s, org.ID).Balance)
+	}
+	t.Logf("question 0 ended: %v", seen)
+}
+
+// The questions waiting to be worked are each organisation's questions of
+// unfinished batches that are neither judged nor given up on, counted by
+// organisation; a finished batch's count nothing, and an organisation with
+// none waiting is absent.
+func testQueuedQuestionsCountsWhatIsLeft(t *testing.T, s Stores) {
+	queued := func() runs.Waiting {
+		t.Helper()
+		w, err := s.Batches.QueuedQuestions(ctx)
+		require.NoError(t, err)
+		return w
+	}
+	require.Empty(t, queued())
 	a, b := newOrg(t, s, "Acme"), newOrg(t, s, "Beta")
 	pa, pb := launchParams(a, runs.KindTest, 3, 1000), launchParams(b, runs.KindCertify, 2, 1000)
 	for _, p := range []*runs.LaunchParams{pa, pb} {
 		_, err := s.Batches.Launch(ctx, p)
 		require.NoError(t, err)
 	}
-	require.Equal(t, 5, queued(), "both organisations' questions")
+	require.Equal(t, runs.Waiting{a.ID: 3, b.ID: 2}, queued(), "both organisations' questions")
 
 	require.NoError(t, s.Batches.StartBatch(ctx, pa.Batch.ID))
 	for _, side := range []runs.Side{runs.SideMode, runs.SideBaseline} {
 		_, err := s.Batches.RecordAnswer(ctx, pa.Batch.ID, 0, side, &runs.Answer{Text: string(side)})
 		require.NoError(t, err)
 	}
-	require.Equal(t, 5, queued(), "an answered question is still waiting for its judges")
+	require.Equal(t, runs.Waiting{a.ID: 3, b.ID: 2}, queued(), "an answered question is still waiting for its judges")
 	_, err := s.Batches.FinishQuestion(ctx, pa.Batch.ID, 0, "")
 	require.NoError(t, err)
 	_, err = s.Batches.FinishQuestion(ctx, pa.Batch.ID, 1, "gave up")
 	require.NoError(t, err)
-	require.Equal(t, 3, queued(), "a judged and a failed question are not waiting")
+	require.Equal(t, runs.Waiting{a.ID: 1, b.ID: 2}, queued(), "a judged and a failed question are not waiting")
 
 	_, err = s.Batches.FinishQuestion(ctx, pa.Batch.ID, 2, "gave up")
 	require.NoError(t, err)
 	moved, err := s.Batches.FinishBatch(ctx, pa.Batch.ID, &runs.Outcome{Status: runs.StatusComplete, Result: []byte(`{}`)})
 	require.NoError(t, err)
 	require.True(t, moved)
-	require.Equal(t, 2, queued(), "the queued certification's two")
+	require.Equal(t, runs.Waiting{b.ID: 2}, queued(), "the queued certification's two")
 }
