@@ -42,8 +42,8 @@ type command struct {
 var commands = []command{
 	{
 		name: "serve",
-		args: "[--addr HOST:PORT] [--operator-addr HOST:PORT|off] [--data-dir DIR] [--config FILE] " +
-			"[--policy-dir DIR] [--demo]",
+		args: "[--addr HOST:PORT] [--operator-addr HOST:PORT|off] [--operator-public] [--data-dir DIR] " +
+			"[--config FILE] [--policy-dir DIR] [--demo]",
 		summary: "run the gateway until SIGINT or SIGTERM, then drain",
 		example: "conclave serve --demo                       # make run: a local cluster in ./.data, a demo key\n" +
 			"conclave serve --addr 127.0.0.1:9000 --operator-addr 127.0.0.1:9001 --data-dir /srv/conclave\n" +

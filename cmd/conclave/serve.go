@@ -38,6 +38,8 @@ func serve(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) erro
 	addr := fs.String("addr", "", "listen on `HOST:PORT` (env CONCLAVE_ADDR); defaults to 127.0.0.1:8080")
 	operatorAddr := fs.String("operator-addr", "", "serve /metrics and a detailed /readyz on `HOST:PORT` "+
 		`(env CONCLAVE_OPERATOR_ADDR); "off" disables it; defaults to 127.0.0.1:8081`)
+	operatorPublic := fs.Bool("operator-public", false, "allow --operator-addr off loopback, where others may reach it "+
+		"(env CONCLAVE_OPERATOR_PUBLIC); without it such an address is refused")
 	policyDir := fs.String("policy-dir", "", "replace the embedded policies with the .rego files in `DIR`")
 	demoFlag := fs.Bool("demo", false, "ensure a demo organisation (ticker DEMO) and a key for it, kept in the data "+
 		"directory and printed on every start")
@@ -54,6 +56,13 @@ func serve(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) erro
 		if *o.flag != "" {
 			*o.setting = *o.flag
 		}
+	}
+	if *operatorPublic {
+		cfg.Server.OperatorPublic = true
+	}
+	// The flags are checked by the rules the file and the environment were.
+	if err := cfg.Validate(); err != nil {
+		return err
 	}
 	log := newLogger(cfg.Log, cio.stderr)
 	if cfg.Server.MemoryLimitMiB > 0 {
@@ -138,7 +147,8 @@ func (g *gateway) build(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("loading the mode validation policy: %w", err)
 	}
-	if g.modes, err = modes.NewService(modes.Deps{Access: g.acc, Store: g.db.store, Catalog: catalog, Policy: specs, Logger: log}); err != nil {
+	if g.modes, err = modes.NewService(modes.Deps{Access: g.acc, Store: g.db.store, Catalog: catalog, Policy: specs,
+		MaxModes: cfg.Limits.ModesPerOrg, Judging: benchJudging(cfg, catalog), Logger: log}); err != nil {
 		return err
 	}
 	if g.bench, err = newBench(cfg, catalog, g.db, g, engine, log); err != nil {
@@ -239,6 +249,12 @@ func listenOperator(ctx context.Context, cfg *config.Config, log *slog.Logger, r
 	operator, err := listen(ctx, cfg, log, cfg.Server.OperatorAddr, oh)
 	if err != nil {
 		return nil, "", fmt.Errorf("server.operator_addr: %w", err)
+	}
+	// Validate refused this address unless server.operator_public allowed
+	// it; say so once, where an operator reads.
+	if a, ok := operator.ln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() {
+		log.Warn("the operator listener is not on loopback (server.operator_public): "+
+			"keep its address where only operators reach it", slog.String("operator_addr", a.String()))
 	}
 	return operator, operator.ln.Addr().String(), nil
 }

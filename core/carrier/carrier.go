@@ -1,7 +1,9 @@
 // Package carrier holds the HTTP rules that every carrier of the wire
 // contract (REST under /v1, the MCP tool server at /mcp) applies before it
 // decodes a request: browsers are refused, the bearer credential is read
-// from one header in one way, and bodies are capped. Each carrier renders
+// from one header in one way, and bodies are capped; and the one rule for
+// the caller strings that reach the database (Text), which the core
+// services those strings are decoded into apply. Each carrier renders
 // the *core.Error these rules return in its own form. Everything here is
 // safe for concurrent use.
 package carrier

@@ -91,6 +91,14 @@ type Server struct {
 	// so that a blank value never turns it off by accident. Env
 	// CONCLAVE_OPERATOR_ADDR. Defaults to 127.0.0.1:8081.
 	OperatorAddr string `yaml:"operator_addr"`
+	// OperatorPublic allows OperatorAddr off loopback (any host but
+	// 127.0.0.0/8, ::1 and localhost, and an empty host, which binds every
+	// interface): without it such an address is refused, since whoever
+	// reaches it reads the metrics and the readiness cause without a key.
+	// Set it only where nobody but the monitoring network reaches that
+	// address. Env CONCLAVE_OPERATOR_PUBLIC (true or false), flag
+	// --operator-public. Defaults to false.
+	OperatorPublic bool `yaml:"operator_public"`
 	// PublicURL is the base URL clients reach the service at, with a path
 	// prefix if a proxy adds one ("https://conclave.example.com"). The MCP
 	// tool server names PublicURL+"/mcp" as its resource in its
@@ -221,6 +229,10 @@ type Limits struct {
 	// launch in any 24 hours; past it a launch is
 	// certify_launch_limit_exceeded. Defaults to 3.
 	CertifyLaunchesPerDay int `yaml:"certify_launches_per_day"`
+	// ModesPerOrg is how many modes an organisation may hold; past it a new
+	// mode is conflict (a new draft of one it holds is not held back).
+	// Defaults to 100.
+	ModesPerOrg int `yaml:"modes_per_org"`
 }
 
 // Log configures structured logging.
@@ -438,7 +450,8 @@ func Builtin() (*Config, error) {
 
 // Load reads the built-in default, then the file at path (if path is not
 // ""), then the environment (DATABASE_URL, CONCLAVE_DATA_DIR, CONCLAVE_ADDR,
-// CONCLAVE_OPERATOR_ADDR), and validates the result.
+// CONCLAVE_OPERATOR_ADDR, CONCLAVE_OPERATOR_PUBLIC), and validates the
+// result.
 func Load(path string) (*Config, error) {
 	var c Config
 	if err := decode(defaultYAML, &c); err != nil {
@@ -464,6 +477,14 @@ func Load(path string) (*Config, error) {
 	}
 	if v := os.Getenv("CONCLAVE_OPERATOR_ADDR"); v != "" {
 		c.Server.OperatorAddr = v
+	}
+	if v := os.Getenv("CONCLAVE_OPERATOR_PUBLIC"); v != "" {
+		public, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, &core.FieldError{Field: "server.operator_public",
+				Msg: fmt.Sprintf("CONCLAVE_OPERATOR_PUBLIC=%q: want true or false", v)}
+		}
+		c.Server.OperatorPublic = public
 	}
 	if v := os.Getenv("CONCLAVE_PUBLIC_URL"); v != "" {
 		c.Server.PublicURL = v
@@ -541,6 +562,8 @@ func (c *Config) Validate() error {
 		return fe("limits.test_launches_per_day", "must be at least 1")
 	case c.Limits.CertifyLaunchesPerDay < 1:
 		return fe("limits.certify_launches_per_day", "must be at least 1")
+	case c.Limits.ModesPerOrg < 1:
+		return fe("limits.modes_per_org", "must be at least 1")
 	}
 	if err := s.validateOperatorAddr(); err != nil {
 		return err
@@ -712,7 +735,29 @@ func (s *Server) validateOperatorAddr() error {
 	if s.OperatorAddr == s.Addr && port != "0" {
 		return fe("%q is server.addr too; the two listeners need their own addresses", s.OperatorAddr)
 	}
+	if !s.OperatorPublic && !loopback(s.OperatorAddr) {
+		return fe("%q is not a loopback address, and whoever reaches it reads /metrics (every engine's calls) "+
+			"and the cause of a failed /readyz without a key; bind it to loopback (127.0.0.1:%s), turn it off (%q), "+
+			"or, if only your monitoring network reaches that address, say so with server.operator_public: true "+
+			"(env CONCLAVE_OPERATOR_PUBLIC=true, flag --operator-public)", s.OperatorAddr, port, OperatorOff)
+	}
 	return nil
+}
+
+// loopback reports whether the host of addr (HOST:PORT) is loopback:
+// localhost, or an address in 127.0.0.0/8 or ::1. An empty host binds every
+// interface, and a name other than localhost may resolve anywhere: neither
+// is.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func (j *Jobs) validate() error {

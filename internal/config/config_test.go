@@ -130,6 +130,7 @@ func TestOperatorAddrDefaultsToLoopback(t *testing.T) {
 	require.Equal(t, config.OperatorOff, c.Server.OperatorAddr)
 
 	t.Setenv("CONCLAVE_OPERATOR_ADDR", "10.0.0.5:9100")
+	t.Setenv("CONCLAVE_OPERATOR_PUBLIC", "true") // off loopback: see operator_test.go
 	c, err = config.Load(path)
 	require.NoError(t, err)
 	require.Equal(t, "10.0.0.5:9100", c.Server.OperatorAddr, "the environment overrides the file")

@@ -191,7 +191,7 @@ var (
 // it removed or neutralised (names replaced, sentences and sign-offs
 // dropped; markdown and whitespace changes are not counted).
 func (a *Anonymiser) Anonymise(s string) (string, int) {
-	s = strings.ReplaceAll(s, "\r\n", "\n")
+	s = escapeMarks.Replace(strings.ReplaceAll(s, "\r\n", "\n"))
 	var kept []string
 	keep := func(x string) string {
 		kept = append(kept, x)
@@ -242,11 +242,39 @@ func (a *Anonymiser) Anonymise(s string) (string, int) {
 		}
 		out = append(out, l)
 	}
-	s = placeholder.ReplaceAllStringFunc(strings.Join(out, "\n"), func(p string) string {
-		i, _ := strconv.Atoi(placeholder.FindStringSubmatch(p)[1])
-		return kept[i]
+	return normalise(restore(strings.Join(out, "\n"), kept)), n
+}
+
+// The anonymiser's own marks: a span kept aside (code) is replaced by a
+// placeholder, its index between U+E000 and U+E001, two private-use
+// characters. An answer may hold those characters too — a model can say
+// anything — so before any placeholder is made each of them is escaped as
+// a mark of its own ("\uE000o\uE001", "\uE000c\uE001"): no text of the
+// answer can then be read as a placeholder, and restore puts the
+// characters back as they were.
+var (
+	escapeMarks   = strings.NewReplacer("\uE000", "\uE000o\uE001", "\uE001", "\uE000c\uE001")
+	unescapeMarks = strings.NewReplacer("\uE000o\uE001", "\uE000", "\uE000c\uE001", "\uE001")
+	mark          = regexp.MustCompile("\uE000(\\d+|o|c)\uE001")
+)
+
+// restore puts back into s the spans kept aside and the characters
+// escaped. An index that names no kept span cannot be made from an answer
+// (its marks are escaped), but it is checked all the same, and dropped.
+func restore(s string, kept []string) string {
+	return mark.ReplaceAllStringFunc(s, func(m string) string {
+		switch body := strings.TrimSuffix(strings.TrimPrefix(m, "\uE000"), "\uE001"); body {
+		case "o":
+			return "\uE000"
+		case "c":
+			return "\uE001"
+		default:
+			if i, err := strconv.Atoi(body); err == nil && i < len(kept) {
+				return unescapeMarks.Replace(kept[i])
+			}
+			return ""
+		}
 	})
-	return normalise(s), n
 }
 
 // count applies f to l and adds one to n when it changed anything; the
