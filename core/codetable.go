@@ -262,7 +262,7 @@ var clientAdvice = map[Code]string{
 	CodeListingRequired:            "List the mode before certifying it.",
 	CodeMissingBatchID:             "Send `batch_id` in the query.",
 	CodeBatchNotFound:              "Check the batch id; a batch is visible only to the organisation that launched it.",
-	CodeBatchFinished:              "The batch is complete, failed or being scored: there is nothing left to cancel. Poll it for its result.",
+	CodeBatchFinished:              "The batch is complete, failed, being scored, or has only answered questions left (they finish and stay paid): there is nothing left to cancel. Poll it for its result.",
 	CodeProviderUnavailable:        "Wait and launch again: an engine the run needs has no working primary or backup.",
 	CodeIdempotencyKeyReused:       "Use a new `Idempotency-Key` for a different request (or another API key's call); reuse a key only to repeat the same request.",
 	CodeReconciliationRequired:     "An earlier attempt with this key stopped before it was confirmed (nothing was charged); the key is retired: launch with a new `Idempotency-Key`.",

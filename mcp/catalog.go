@@ -279,7 +279,7 @@ const runOutSchema = `{"type": "object", "required": ["ok"], "properties": {
 	"batch_id": {"type": "string", "description": "Launch: the batch launched (absent on a dry run); poll it with batch_id."},
 	"model": {"type": "string"}, "mode_key": {"type": "string"},
 	"total_questions": {"type": "integer", "description": "Launch: every drawn question at every tier."},
-	"per_bucket": {"type": "object", "description": "Launch: light, medium and hard — questions, and for a test run its price per question and cost."},
+	"per_bucket": {"type": "object", "description": "Launch: light, medium and hard — questions, and for a test run its price per question and cost (per_tier prices each tier when a run asks several)."},
 	"total_cost_usd": {"type": "number", "description": "Dry run: what the launch would charge."},
 	"billed_usd": {"type": "number", "description": "Launch: what was charged, up front."},
 	"estimated_minutes": {"type": "integer", "description": "About how long the run takes: its questions and those queued before it, worked several at a time."},
