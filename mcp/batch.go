@@ -74,15 +74,16 @@ func (h *Handler) runBatch(r *http.Request, p *access.Principal, first json.RawM
 	for i := 0; ok && i < h.cfg.MaxBatchMessages; i++ {
 		out = append(out, nil)
 		m, bad := decodeMessage(raw)
+		self := bad == nil && m.hasID && h.tools.selfAnswered(m)
 		switch {
 		case bad != nil:
 			out[i] = bad
 		case !m.hasID:
 			h.notify(r.Context(), m)
-		case h.tools.selfAnswered(m) && selfAnswered >= h.cfg.MaxSelfAnswered:
+		case self && selfAnswered >= h.cfg.MaxSelfAnswered:
 			out[i] = h.batchTooLarge(m.ID)
 		default:
-			if h.tools.selfAnswered(m) {
+			if self {
 				selfAnswered++
 			}
 			wg.Add(1)

@@ -449,10 +449,7 @@ func TestTheSweepGivesUpAQuestionWhoseJobDied(t *testing.T) {
 	// Question 0 runs; question 1's job died on its last attempt; question
 	// 2's job is still waiting to run.
 	require.NoError(t, b.exec.RunQuestion(b.ctx, id, 0))
-	tag, err := b.pool.Exec(b.ctx, `UPDATE river_job SET state = 'discarded', finalized_at = now()
-		WHERE kind = 'bench_question' AND args->>'batch_id' = $1 AND (args->>'index')::int = 1`, id)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, tag.RowsAffected())
+	b.discardJob(t, id, 1)
 
 	before := storetest.MoneyOf(t, b.store, org)
 	n, err := SweepQuestions(b.ctx, b.pool, b.exec)
@@ -629,10 +626,7 @@ func TestTheSweepGivesUpAKeptQuestionOfACancelledBatch(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.batches.CancelBatch(b.ctx, org, id)
 	require.NoError(t, err)
-	tag, err := b.pool.Exec(b.ctx, `UPDATE river_job SET state = 'discarded', finalized_at = now()
-		WHERE kind = 'bench_question' AND args->>'batch_id' = $1 AND (args->>'index')::int = 0`, id)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, tag.RowsAffected())
+	b.discardJob(t, id, 0)
 
 	before := storetest.MoneyOf(t, b.store, org)
 	n, err := SweepQuestions(b.ctx, b.pool, b.exec)
@@ -646,4 +640,14 @@ func TestTheSweepGivesUpAKeptQuestionOfACancelledBatch(t *testing.T) {
 	require.Equal(t, runs.StatusCancelled, bt.Status)
 	require.Equal(t, runs.Progress{Total: 2, Failed: 1, Cancelled: 1}, bt.Progress)
 	require.Equal(t, bt.Billed, bt.Refunded)
+}
+
+// discardJob marks the job of question index of batch id discarded, as
+// River's rescuer leaves a job whose last attempt died with its process.
+func (b *benchBundle) discardJob(t *testing.T, id string, index int) {
+	t.Helper()
+	tag, err := b.pool.Exec(b.ctx, `UPDATE river_job SET state = 'discarded', finalized_at = now()
+		WHERE kind = 'bench_question' AND args->>'batch_id' = $1 AND (args->>'index')::int = $2`, id, index)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, tag.RowsAffected())
 }
