@@ -26,6 +26,19 @@ deps: ## Install what a fresh machine lacks: Go modules and the PostgreSQL serve
 		fi; \
 	fi
 
+.PHONY: browser
+browser: ## Install headless Chromium (Debian's chromium package), which the pages' browser tests drive.
+	@if [ ! -x /usr/lib/chromium/chromium ] && ! command -v chromium >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "Installing Chromium (apt-get install --no-install-recommends chromium)…"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+		elif [ "$$CI" = true ]; then \
+			echo "Chromium is missing: CI runs the pages' browser tests (apt-get install chromium)."; exit 1; \
+		else \
+			echo "Chromium is missing: the browser tests will be skipped (they fail under CI=true)."; \
+		fi; \
+	fi
+
 .PHONY: compat
 compat: ## Install the official client libraries of compat/ (npm ci) that the compatibility tests drive.
 	@if ! command -v npm >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -93,7 +106,7 @@ run: deps build ## Serve on the built-in defaults (managed local PostgreSQL, sim
 export CONCLAVE_PLUGIN_DIR := $(abspath $(PLUGIN_DIR))
 
 .PHONY: test
-test: deps compat plugins ## Run every test against a real PostgreSQL (one throwaway cluster for the run).
+test: deps compat browser plugins ## Run every test against a real PostgreSQL (one throwaway cluster for the run).
 	$(WITH_PG) $(GO) test -count=1 $(PKGS)
 
 .PHONY: test-reliability
@@ -101,7 +114,7 @@ test-reliability: deps plugins ## Run the reliability suite at full size: 3 repl
 	CONCLAVE_RELIABILITY=full $(WITH_PG) $(GO) test -count=1 -run 'TestReliability' -v -timeout 30m ./cmd/conclave/
 
 .PHONY: test-race
-test-race: deps plugins ## Run every test with the race detector.
+test-race: deps browser plugins ## Run every test with the race detector.
 	$(WITH_PG) $(GO) test -race -count=1 $(PKGS)
 
 .PHONY: lint

@@ -168,7 +168,9 @@ func (h *handler) authenticate(next http.Handler) http.Handler {
 			}
 			return
 		}
-		ctx := context.WithValue(r.Context(), principalKey, p)
+		// Changes the request makes are its key's in the audit trail.
+		p.Address = carrier.ClientAddress(r, h.cfg.TrustedProxies)
+		ctx := core.WithActor(context.WithValue(r.Context(), principalKey, p), p.Actor())
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

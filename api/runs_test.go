@@ -828,3 +828,35 @@ func TestAModeUnderTheTestFloorIsRefused(t *testing.T) {
 
 	ab.save(t, 201, map[string]any{"spec": panelSpec("Acme Review Panel", "PANL", priced(0.04))})
 }
+
+// Every change made through the API is one row of the organisation's audit
+// trail, naming the key that made it and the client address: the mode
+// drafted and released (setupRuns), the test run launched and cancelled.
+func TestChangesThroughTheAPIAreAudited(t *testing.T) {
+	t.Parallel()
+	rb := setupRuns(t)
+	r := rb.launch(t, "/v1/tests", rb.key, `{"model":"acme-panl","buckets":{"light":1}}`)
+	require.Equal(t, 200, r.status, r.raw)
+	id := r.body["batch_id"].(string)
+	c := rb.do(t, "DELETE", "/v1/tests?batch_id="+id, rb.key, "")
+	require.Equal(t, 200, c.status, c.raw)
+
+	k, _, err := rb.store.KeyByHash(context.Background(), core.HashKey(rb.key))
+	require.NoError(t, err)
+	rows, err := rb.store.Audit(context.Background(), &core.AuditQuery{OrgID: rb.acme.ID})
+	require.NoError(t, err)
+	byAction := map[string]*core.AuditEntry{}
+	for _, row := range rows {
+		byAction[row.Action] = row
+	}
+	for _, action := range []string{core.AuditModeDrafted, core.AuditModeReleased, core.AuditTestLaunched, core.AuditTestCancelled} {
+		row, ok := byAction[action]
+		require.True(t, ok, "the trail has %s: %+v", action, rows)
+		require.Equal(t, core.Actor{Kind: core.ActorKey, ID: k.ID, Address: "127.0.0.1"}, row.Actor, action)
+		require.NotContains(t, row.Detail+row.Object, rb.key)
+	}
+	require.Equal(t, "acme-panl", byAction[core.AuditModeReleased].Object)
+	require.Equal(t, "version 1", byAction[core.AuditModeReleased].Detail)
+	require.Equal(t, id, byAction[core.AuditTestLaunched].Object)
+	require.Equal(t, id, byAction[core.AuditTestCancelled].Object)
+}

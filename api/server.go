@@ -13,6 +13,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -31,6 +32,9 @@ type Config struct {
 	// MaxBodyBytes caps request bodies; larger ones get 413
 	// request_too_large. Defaults to 1 MiB.
 	MaxBodyBytes int64
+	// TrustedProxies are the proxies whose X-Forwarded-For names the
+	// client address the audit trail records. Defaults to none.
+	TrustedProxies []netip.Prefix
 }
 
 // WithDefaults returns c with zero fields set to their defaults.

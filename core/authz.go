@@ -28,6 +28,44 @@ const (
 	// nothing (a test key may).
 	ActionModesRead     = "modes.read"
 	ActionModesValidate = "modes.validate"
+	// ActionModesRelease releases a draft as a version; ActionModesList
+	// changes a mode's marketplace listing (asks for it, publishes a
+	// version, withdraws it). Keys need modes:write for both.
+	ActionModesRelease = "modes.release"
+	ActionModesList    = "modes.list"
+	// ActionTestsCancel and ActionCertifyCancel cancel a run; a run's
+	// Owner is the person who launched it, when a person did.
+	ActionTestsCancel   = "tests.cancel"
+	ActionCertifyCancel = "certify.cancel"
+)
+
+// Actions about the organisation itself, which people (and keys a person
+// created) are asked about by the role table of the policy. API keys reach
+// none of them on /v1; scopes name none, so a key of no person is refused
+// them.
+const (
+	// ActionKeysCreate creates an API key; the policy bounds its scopes
+	// (AuthzInput.Scopes) by the creator's role.
+	ActionKeysCreate = "keys.create"
+	// ActionKeysRevoke revokes a key; Owner is its creator.
+	ActionKeysRevoke = "keys.revoke"
+	// ActionKeysLimits sets a key's rate, concurrency, input and cost
+	// limits.
+	ActionKeysLimits = "keys.limits"
+	// ActionPeopleManage invites people, changes roles, removes people and
+	// ends their sessions.
+	ActionPeopleManage = "people.manage"
+	// ActionPeopleRead lists the organisation's people.
+	ActionPeopleRead = "people.read"
+	// ActionBYOKWrite sets, replaces or removes the organisation's own
+	// provider credentials.
+	ActionBYOKWrite = "byok.write"
+	// ActionAuditRead reads the audit trail.
+	ActionAuditRead = "audit.read"
+	// ActionJournalRead reads the balance and the journal.
+	ActionJournalRead = "journal.read"
+	// ActionOrgSettings changes the organisation's settings.
+	ActionOrgSettings = "org.settings"
 )
 
 // AuthzInput is the typed input of a policy decision. Its JSON form is what
@@ -40,11 +78,28 @@ type AuthzInput struct {
 	Mode *AuthzMode `json:"mode,omitempty"`
 	// Tier is the tier the request asks for, when it asks for one.
 	Tier Tier `json:"tier,omitempty"`
+	// Person is the person acting — signed in, through a connected app,
+	// or through a key they created — and their role in Org; nil for a key
+	// no person created (or the operator's).
+	Person *AuthzPerson `json:"person,omitempty"`
+	// Owner is the person who created the object acted on (a key, a run),
+	// for the actions whose role grant is "own".
+	Owner string `json:"owner,omitempty"`
+	// Scopes are the scopes a new key asks for (keys.create).
+	Scopes []string `json:"scopes,omitempty"`
+}
+
+// AuthzPerson is a person as the policy sees them.
+type AuthzPerson struct {
+	ID string `json:"id"`
+	// Role is their role in the organisation of the request; "" when they
+	// are no longer in it (a key they created then can do nothing).
+	Role Role `json:"role"`
 }
 
 // AuthzPrincipal is who is calling.
 type AuthzPrincipal struct {
-	Kind   string   `json:"kind"` // "api_key"
+	Kind   string   `json:"kind"` // PrincipalAPIKey, PrincipalSession or PrincipalOAuthApp
 	KeyID  string   `json:"key_id"`
 	Test   bool     `json:"test"`
 	Scopes []string `json:"scopes"`
@@ -86,7 +141,14 @@ type Decision struct {
 
 // PrincipalForKey builds the policy view of an API key.
 func PrincipalForKey(k *Key) *AuthzPrincipal {
-	return &AuthzPrincipal{Kind: "api_key", KeyID: k.ID, Test: k.Test, Scopes: nonNil(k.Scopes), Modes: nonNil(k.Modes)}
+	return &AuthzPrincipal{Kind: PrincipalAPIKey, KeyID: k.ID, Test: k.Test, Scopes: nonNil(k.Scopes), Modes: nonNil(k.Modes)}
+}
+
+// PrincipalForPerson builds the policy view of a person acting without a
+// key (kind PrincipalSession or PrincipalOAuthApp): no key, every scope —
+// the role table, not scopes, bounds what a person may do.
+func PrincipalForPerson(kind string) *AuthzPrincipal {
+	return &AuthzPrincipal{Kind: kind, Scopes: AllScopes, Modes: []string{}}
 }
 
 // OrgForPolicy builds the policy view of an organisation.

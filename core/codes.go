@@ -98,6 +98,11 @@ const (
 	// CodeBatchTooLarge answers a call to a self-answered tool past the
 	// limit of such calls in one batch; the call did not run.
 	CodeBatchTooLarge Code = "batch_too_large"
+	// CodeLastOwner refuses demoting or removing an organisation's last
+	// owner: an organisation always keeps one. (The spec's
+	// org_owner_missing is another thing: a new mode in an organisation
+	// without an owner.)
+	CodeLastOwner Code = "last_owner"
 )
 
 // Mode authoring: the refusals of mode validation (docs/modes.md names the

@@ -30,6 +30,12 @@ var (
 	// be learnt (the database went away mid-answer). A retry with the same
 	// idempotency key finds out: it replays what was kept, or runs again.
 	ErrOutcomeUnknown = errors.New("outcome unknown")
+	// ErrLastOwner: the change would leave an organisation without an
+	// owner (demoting or removing its last one).
+	ErrLastOwner = errors.New("the organisation's last owner")
+	// ErrGone: a single-use or expiring thing (an invitation, a set-up
+	// link) was used or has expired.
+	ErrGone = errors.New("used or expired")
 )
 
 // Error is an error that carries a wire code, and optionally the request

@@ -68,11 +68,18 @@ type Key struct {
 	MaxInputTokens int
 	// Ceiling is the key's own per-call bill ceiling; zero means the default
 	// (the higher of $2.00 and the price of the mode called).
-	Ceiling   Micros
-	Hint      string // the key's first characters, safe to display
-	ExpiresAt *time.Time
-	RevokedAt *time.Time
-	CreatedAt time.Time
+	Ceiling Micros
+	Hint    string // the key's first characters, safe to display
+	// PersonID is the person who created the key; "" for a key the
+	// operator's CLI made. Such a key can never do more than its creator's
+	// role allows now: the policy reads the role with the key.
+	PersonID string
+	// CreatorRole is PersonID's role in the key's organisation when the
+	// key was looked up; "" when they are no longer in it.
+	CreatorRole Role
+	ExpiresAt   *time.Time
+	RevokedAt   *time.Time
+	CreatedAt   time.Time
 }
 
 // Status reports whether the key may be used at t: "" when it may,

@@ -23,6 +23,7 @@ type Store interface {
 	Receipts
 	Outcomes
 	ProviderCredentials
+	People
 	Pinger
 }
 
@@ -138,6 +139,8 @@ type CreateKeyParams struct {
 	MaxInputTokens int
 	Ceiling        Micros
 	ExpiresAt      *time.Time
+	// PersonID is the person creating the key; "" for the operator.
+	PersonID string
 }
 
 // Journal accounts. A leg moves money into (positive) or out of (negative)

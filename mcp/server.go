@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -44,6 +45,9 @@ type Config struct {
 	// MaxBodyBytes caps request bodies; larger ones are refused with 413.
 	// Defaults to 1 MiB.
 	MaxBodyBytes int64
+	// TrustedProxies are the proxies whose X-Forwarded-For names the
+	// client address the audit trail records. Defaults to none.
+	TrustedProxies []netip.Prefix
 	// MaxSelfAnswered is how many calls to self-answered tools one batch may
 	// run; the calls past it get batch_too_large. Defaults to 8, the spec's
 	// limit.
@@ -277,6 +281,9 @@ func (h *Handler) serveEndpoint(w http.ResponseWriter, r *http.Request) {
 		writeRefusal(w, codeServerError, e.Message, e)
 		return
 	}
+	// Changes the request makes are its key's in the audit trail.
+	p.Address = carrier.ClientAddress(r, h.cfg.TrustedProxies)
+	r = r.WithContext(core.WithActor(r.Context(), p.Actor()))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError

@@ -33,13 +33,51 @@ required_scope := {
 	"modes.write": "modes:write",
 	"modes.read": "models:read",
 	"modes.validate": "modes:write",
+	"modes.release": "modes:write",
+	"modes.list": "modes:write",
+	"tests.cancel": "tests",
+	"certify.cancel": "certify",
+}
+
+# role_grants is the action × role table: what each role of a person may
+# do. For each action, a role gets "any" (allowed), "own" (allowed on what
+# the person created: input.owner is their id), or is absent (refused with
+# forbidden). It applies whenever a person acts — signed in (session),
+# through a connected app (oauth_app), or through an API key they created
+# (the key's scopes bound it too) — with their role in the organisation
+# now. docs/people.md prints this table; a test keeps the two equal.
+role_grants := {
+	"models.read": {"owner": "any", "member": "any"},
+	"chat.create": {"owner": "any", "member": "any"},
+	"estimate.create": {"owner": "any", "member": "any"},
+	"receipts.read": {"owner": "any", "member": "any"},
+	"journal.read": {"owner": "any", "member": "any"},
+	"tests.create": {"owner": "any", "member": "any"},
+	"tests.read": {"owner": "any", "member": "any"},
+	"tests.cancel": {"owner": "any", "member": "own"},
+	"certify.create": {"owner": "any"},
+	"certify.read": {"owner": "any", "member": "any"},
+	"certify.cancel": {"owner": "any"},
+	"modes.read": {"owner": "any", "member": "any"},
+	"modes.write": {"owner": "any", "member": "any"},
+	"modes.validate": {"owner": "any", "member": "any"},
+	"modes.release": {"owner": "any"},
+	"modes.list": {"owner": "any"},
+	"keys.create": {"owner": "any", "member": "any"},
+	"keys.revoke": {"owner": "any", "member": "own"},
+	"keys.limits": {"owner": "any"},
+	"people.read": {"owner": "any", "member": "any"},
+	"people.manage": {"owner": "any"},
+	"byok.write": {"owner": "any"},
+	"audit.read": {"owner": "any"},
+	"org.settings": {"owner": "any"},
 }
 
 # tier_rank orders the tiers, lowest first. A tier missing from it is refused.
 tier_rank := {"experience": 1, "plus": 2, "pro": 3}
 
-# plan_max_tier is the highest tier a connected app (any principal that is
-# not an API key) may ask for, by the organisation's plan. A plan missing
+# plan_max_tier is the highest tier a connected app (principal kind
+# oauth_app) may ask for, by the organisation's plan. A plan missing
 # from this table is capped at the lowest tier. API keys are not capped.
 plan_max_tier := {
 	"free": "experience",
@@ -57,11 +95,12 @@ plan_limited_modes := {}
 # precedence orders the denials: when several apply, the lowest number wins.
 precedence := {
 	"mode_of_another_org": 1, # forbidden, mode_not_published, lab_not_available
-	"key_limited": 2, # model_not_found; mode_not_allowed for modes.read and modes.write
+	"key_limited": 2, # model_not_found; mode_not_allowed for modes.read, .write, .release and .list
 	"missing_scope": 3, # insufficient_scope
-	"test_key": 4, # test_key_not_allowed
-	"plan_excluded": 5, # mode_not_permitted
-	"tier": 6, # tier_not_permitted
+	"role": 4, # forbidden: the person's role does not grant the action
+	"test_key": 5, # test_key_not_allowed
+	"plan_excluded": 6, # mode_not_permitted
+	"tier": 7, # tier_not_permitted
 }
 
 # ---------------------------------------------------------------------------
@@ -112,6 +151,35 @@ tier := input.tier if {
 principal_kind := principal.kind if {
 	is_string(principal.kind)
 } else := ""
+
+# A person acts without a key: signed in, or through a connected app.
+person_principal if principal_kind in {"session", "oauth_app"}
+
+# person is who acts (a person principal, or the creator of an API key);
+# undefined when no person does.
+person := input.person if is_object(input.person)
+
+has_person if is_object(input.person)
+
+person_id := person.id if {
+	is_string(person.id)
+} else := ""
+
+# person_role is "" when the person is no longer in the organisation.
+person_role := person.role if {
+	is_string(person.role)
+} else := ""
+
+owner_id := input.owner if {
+	is_string(input.owner)
+} else := ""
+
+# org_action: an action about the organisation itself, which no scope
+# grants: only a person may be granted it, by the role table.
+org_action if {
+	role_grants[action]
+	not required_scope[action]
+}
 
 is_test_key if principal.test == true
 
@@ -168,6 +236,82 @@ denials contains {
 	"message": sprintf("No scope grants the action %q.", [action]),
 } if {
 	not required_scope[action]
+	not org_action
+}
+
+# An action about the organisation itself (keys, people, BYOK, the audit
+# trail) is a person's, never a key's.
+denials contains {
+	"rank": precedence.missing_scope,
+	"code": "insufficient_scope",
+	"message": sprintf("An API key cannot do %s; a signed-in person whose role allows it can.", [action]),
+} if {
+	org_action
+	not person_principal
+}
+
+# ---------------------------------------------------------------------------
+# Rule 1b — roles. Whenever a person acts (or a key they created does), the
+# role table must grant the action to their role now: "any", or "own" on
+# what they created. A person no longer in the organisation may do nothing.
+# ---------------------------------------------------------------------------
+
+role_allows if role_grants[action][person_role] == "any"
+
+role_allows if {
+	role_grants[action][person_role] == "own"
+	person_id != ""
+	owner_id == person_id
+}
+
+denials contains {
+	"rank": precedence.role,
+	"code": "forbidden",
+	"message": "You are no longer a member of this organisation.",
+} if {
+	has_person
+	person_role == ""
+}
+
+denials contains {
+	"rank": precedence.role,
+	"code": "forbidden",
+	"message": sprintf("A %s of this organisation cannot do %s.", [person_role, action]),
+} if {
+	has_person
+	person_role != ""
+	not role_grants[action][person_role]
+}
+
+denials contains {
+	"rank": precedence.role,
+	"code": "forbidden",
+	"message": sprintf("A %s of this organisation can do %s only on what they created.", [person_role, action]),
+} if {
+	has_person
+	role_grants[action][person_role] == "own"
+	not role_allows
+}
+
+# keys.create: a new key's scopes must be ones the creator's role may use: a
+# scope is grantable when the role is granted an action that needs it. (A
+# key a person created is also held to the role table at every use, so a
+# scope that also needs actions the role lacks grants none of them.)
+grantable_scope(role, scope) if {
+	some a, s in required_scope
+	s == scope
+	role_grants[a][role]
+}
+
+denials contains {
+	"rank": precedence.role,
+	"code": "forbidden",
+	"message": sprintf("A %s cannot give a key the %q scope.", [person_role, scope]),
+} if {
+	action == "keys.create"
+	has_person
+	some scope in input.scopes
+	not grantable_scope(person_role, scope)
 }
 
 # ---------------------------------------------------------------------------
@@ -179,7 +323,7 @@ denials contains {
 	"code": "test_key_not_allowed",
 	"message": "Test keys cannot create or change modes; use a live key.",
 } if {
-	action == "modes.write"
+	action in {"modes.write", "modes.release", "modes.list"}
 	is_test_key
 }
 
@@ -226,7 +370,7 @@ other_org_mode if {
 	mode_owner != org_id
 }
 
-change_actions := {"modes.write", "modes.read"}
+change_actions := {"modes.write", "modes.read", "modes.release", "modes.list"}
 
 entitled if {
 	other_org_mode
@@ -327,8 +471,9 @@ denials contains {
 
 # ---------------------------------------------------------------------------
 # Rule 5 — tier (only when the request asks for one). The tier must be one
-# of the three and one the mode has a seat row for. An API key accepts any
-# of the three; any other principal (a connected app) is capped by the
+# of the three and one the mode has a seat row for. An API key and a
+# signed-in person accept any of the three; a connected app (oauth_app) — and
+# any principal of another or no kind, failing closed — is capped by the
 # organisation's plan (plan_max_tier).
 # ---------------------------------------------------------------------------
 
@@ -348,7 +493,7 @@ plan_cap := object.get(plan_max_tier, org_plan, "experience")
 
 tier_over_plan if {
 	t := tier
-	principal_kind != "api_key"
+	not principal_kind in {"api_key", "session"}
 	tier_rank[t] > tier_rank[plan_cap]
 }
 

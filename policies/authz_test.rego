@@ -19,7 +19,7 @@ live_key := {
 	"modes": [],
 }
 
-app := object.union(live_key, {"kind": "app", "key_id": "app_1"})
+app := object.union(live_key, {"kind": "oauth_app", "key_id": "app_1"})
 
 our_org := {"id": "org_ours", "plan": "standard"}
 
@@ -551,4 +551,84 @@ test_allow_shape if {
 test_precedence_table_has_a_rank_per_rule if {
 	ranks := [r | some r in authz.precedence]
 	count(ranks) == count({r | some r in ranks})
+}
+
+# ---------------------------------------------------------------------------
+# Roles: the action × role table, for people and the keys they created.
+# ---------------------------------------------------------------------------
+
+session := {"kind": "session", "key_id": "", "test": false, "scopes": all_scopes, "modes": []}
+
+# by_role(role, act) is act done by a signed-in person of that role, in our org.
+by_role(role, act) := object.union(request(act), {"principal": session, "person": {"id": "person_me", "role": role}})
+
+member_may := {
+	"models.read", "chat.create", "estimate.create", "receipts.read", "journal.read", "tests.create",
+	"tests.read", "certify.read", "modes.read", "modes.write", "modes.validate", "keys.create", "people.read",
+}
+
+member_may_not := {
+	"certify.create", "certify.cancel", "modes.release", "modes.list", "keys.limits", "people.manage",
+	"byok.write", "audit.read", "org.settings",
+}
+
+test_owner_may_do_everything if {
+	every act, _ in authz.role_grants {
+		allowed(object.union(by_role("owner", act), {"owner": "person_someone_else"}))
+	}
+}
+
+test_member_defaults if {
+	every act in member_may {
+		allowed(by_role("member", act))
+	}
+	every act in member_may_not {
+		d := decide(by_role("member", act))
+		d.code == "forbidden"
+		contains(d.message, "member")
+	}
+}
+
+test_table_covers_every_action if {
+	every act in member_may | member_may_not | {"tests.cancel", "keys.revoke"} {
+		authz.role_grants[act]
+	}
+	count(authz.role_grants) == count(member_may | member_may_not) + 2
+}
+
+test_member_own_only if {
+	allowed(object.union(by_role("member", "keys.revoke"), {"owner": "person_me"}))
+	allowed(object.union(by_role("member", "tests.cancel"), {"owner": "person_me"}))
+	code(object.union(by_role("member", "keys.revoke"), {"owner": "person_other"})) == "forbidden"
+	code(object.union(by_role("member", "tests.cancel"), {"owner": ""})) == "forbidden"
+	code(by_role("member", "tests.cancel")) == "forbidden"
+}
+
+test_left_person_refused_everything if {
+	d := decide(by_role("", "models.read"))
+	d.code == "forbidden"
+	contains(d.message, "no longer")
+}
+
+test_org_actions_are_not_a_keys if {
+	code(request("people.manage")) == "insufficient_scope"
+	code(object.union(request("byok.write"), {"person": {"id": "person_me", "role": "owner"}})) == "insufficient_scope"
+}
+
+test_key_of_a_member_bounded_by_the_role if {
+	k := object.union(request("certify.create"), {"person": {"id": "person_me", "role": "member"}})
+	code(k) == "forbidden"
+	allowed(object.union(request("certify.read"), {"person": {"id": "person_me", "role": "member"}}))
+}
+
+test_keys_create_scopes_bounded if {
+	allowed(object.union(by_role("member", "keys.create"), {"scopes": ["deliberate", "certify"]}))
+	allowed(object.union(by_role("owner", "keys.create"), {"scopes": all_scopes}))
+	d := decide(object.union(by_role("member", "keys.create"), {"scopes": ["deliberate", "admin"]}))
+	d.code == "forbidden"
+	contains(d.message, "admin")
+}
+
+test_session_not_capped_by_plan if {
+	allowed(object.union(chat({"principal": session, "org": {"plan": "free"}, "tier": "pro"}), {"person": {"id": "person_me", "role": "member"}}))
 }

@@ -87,7 +87,7 @@ func TestDecide(t *testing.T) {
 	t.Parallel()
 	free := &core.AuthzOrg{ID: "org_ours", Plan: "free"}
 	app := key()
-	app.Kind = "app"
+	app.Kind = core.PrincipalOAuthApp
 
 	tests := []struct {
 		name string

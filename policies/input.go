@@ -14,6 +14,9 @@ var (
 	keyOrg       = ast.StringTerm("org")
 	keyMode      = ast.StringTerm("mode")
 	keyTier      = ast.StringTerm("tier")
+	keyPerson    = ast.StringTerm("person")
+	keyOwner     = ast.StringTerm("owner")
+	keyRole      = ast.StringTerm("role")
 
 	keyKind   = ast.StringTerm("kind")
 	keyKeyID  = ast.StringTerm("key_id")
@@ -41,7 +44,7 @@ var (
 // same document json.Marshal(in) would produce (omitted and null fields
 // included), without a JSON round trip.
 func inputValue(in *core.AuthzInput) ast.Value {
-	items := make([][2]*ast.Term, 0, 5)
+	items := make([][2]*ast.Term, 0, 8)
 	items = append(items,
 		ast.Item(keyAction, ast.StringTerm(in.Action)),
 		ast.Item(keyPrincipal, principalTerm(in.Principal)),
@@ -52,6 +55,18 @@ func inputValue(in *core.AuthzInput) ast.Value {
 	}
 	if in.Tier != "" {
 		items = append(items, ast.Item(keyTier, ast.StringTerm(string(in.Tier))))
+	}
+	if in.Person != nil {
+		items = append(items, ast.Item(keyPerson, ast.ObjectTerm(
+			ast.Item(keyID, ast.StringTerm(in.Person.ID)),
+			ast.Item(keyRole, ast.StringTerm(string(in.Person.Role))),
+		)))
+	}
+	if in.Owner != "" {
+		items = append(items, ast.Item(keyOwner, ast.StringTerm(in.Owner)))
+	}
+	if len(in.Scopes) > 0 {
+		items = append(items, ast.Item(keyScopes, stringsTerm(in.Scopes)))
 	}
 	return ast.NewObject(items...)
 }

@@ -27,7 +27,8 @@ type callStore interface {
 func newCallServices(cfg *config.Config, catalog *core.Catalog, authz core.Authorizer, store callStore,
 	engine calls.Deliberator, log *slog.Logger) (*access.Service, *calls.Service, error) {
 	tokens.Load() // the vocabulary, now rather than on the first request
-	acc, err := access.New(access.Config{KeyCacheTTL: cfg.Auth.KeyCacheTTL, RPM: cfg.Limits.RPM, Concurrency: cfg.Limits.Concurrency},
+	acc, err := access.New(access.Config{KeyCacheTTL: cfg.Auth.KeyCacheTTL, RPM: cfg.Limits.RPM, Concurrency: cfg.Limits.Concurrency,
+		PersonRPM: cfg.People.PersonRPM},
 		store, authz, store)
 	if err != nil {
 		return nil, nil, err

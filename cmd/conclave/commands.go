@@ -166,6 +166,27 @@ var commands = []command{
 		run:     keyList,
 	},
 	{
+		name:    "person create",
+		args:    "--org ID|TICKER --email EMAIL [--name NAME] [--role owner|member] [--json] [--config FILE] [--data-dir DIR]",
+		summary: "add a person to an organisation and print their set-up link (once; single-use; 7 days)",
+		example: "conclave person create --org ACME --email ada@acme.example --role owner",
+		run:     personCreate,
+	},
+	{
+		name:    "person link",
+		args:    "--email EMAIL [--json] [--config FILE] [--data-dir DIR]",
+		summary: "print a new set-up link for a person who lost their passkeys and password",
+		example: "conclave person link --email ada@acme.example",
+		run:     personLink,
+	},
+	{
+		name:    "audit",
+		args:    "--org ID|TICKER [--since 24h|TIME] [--limit N] [--json] [--config FILE] [--data-dir DIR]",
+		summary: "read an organisation's audit trail: who changed what, when, from where",
+		example: "conclave audit --org ACME --since 24h",
+		run:     auditList,
+	},
+	{
 		name: "byok set",
 		args: "--org ID --provider P (--key-stdin | --key-env VAR | --role-arn ARN --external-id X) [--json] " +
 			"[--config FILE] [--data-dir DIR]",
@@ -277,6 +298,8 @@ func lookup(args []string) (*command, []string) {
 // invoke runs c: --help prints its help on stdout; a usage error carries
 // its usage for main to print on stderr.
 func (c *command) invoke(ctx context.Context, args []string, cio cmdIO) error {
+	// Every change a command makes is the operator's in the audit trail.
+	ctx = core.WithActor(ctx, core.Operator)
 	fs := newFlags(c.name)
 	err := c.run(ctx, fs, args, cio)
 	if errors.Is(err, flag.ErrHelp) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/people"
 	"github.com/conclavehq/conclave/internal/pgstore"
 )
 
@@ -26,6 +27,38 @@ type demo struct {
 	org     *core.Org
 	balance core.Micros
 	secret  string
+	// ownerLink is a fresh set-up link for the demo owner (demoOwnerEmail).
+	ownerLink string
+	linkTTL   time.Duration
+}
+
+// demoOwnerEmail is the demo organisation's owner, created on the first
+// `serve --demo`.
+const demoOwnerEmail = "owner@demo.example"
+
+// demoOwnerLink ensures the demo organisation's owner and returns a new
+// set-up link for them: on every start, as the demo key is printed on every
+// start, so that whoever runs `make run` can always sign in (a link is
+// single-use and expires; unused ones simply lapse). It is the operator's
+// doing in the audit trail.
+func demoOwnerLink(ctx context.Context, svc *people.Service, store *pgstore.Store, org *core.Org) (string, error) {
+	ctx = core.WithActor(ctx, core.Operator)
+	p, err := store.PersonByEmail(ctx, demoOwnerEmail)
+	if errors.Is(err, core.ErrNotFound) {
+		_, link, err := svc.CreatePerson(ctx, org.ID, demoOwnerEmail, "Demo Owner", core.RoleOwner)
+		if err != nil {
+			return "", fmt.Errorf("creating the demo owner: %w", err)
+		}
+		return link, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("finding the demo owner: %w", err)
+	}
+	link, err := svc.SetupLink(ctx, p.ID)
+	if err != nil {
+		return "", fmt.Errorf("making the demo owner's set-up link: %w", err)
+	}
+	return link, nil
 }
 
 // prepareDemo ensures the demo organisation (ticker DEMO) and a usable key
@@ -147,6 +180,10 @@ func banner(base string, d *demo) string {
 	s := fmt.Sprintf("Conclave is serving on %s\n", base)
 	if d != nil {
 		s += fmt.Sprintf("Demo organisation %s (%s), balance $%s\nDemo key: %s\n", d.org.Ticker, d.org.ID, d.balance, d.secret)
+		if d.ownerLink != "" {
+			s += fmt.Sprintf("Demo owner %s: open %s to register a passkey or set a password (single-use, for %s)\n",
+				demoOwnerEmail, d.ownerLink, core.Spell(d.linkTTL))
+		}
 	}
 	return s
 }

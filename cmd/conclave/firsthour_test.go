@@ -31,9 +31,10 @@ func managedDataDir(t *testing.T) string {
 	return dir
 }
 
-var bannerRe = regexp.MustCompile(`^Conclave is serving on (http://127\.0\.0\.1:\d+)\n` +
+var bannerRe = regexp.MustCompile(`^Conclave is serving on (http://localhost:\d+)\n` +
 	`Demo organisation DEMO \((org_\w+)\), balance \$10\n` +
-	`Demo key: (ccl_live_[A-Za-z0-9_-]{43})$`)
+	`Demo key: (ccl_live_[A-Za-z0-9_-]{43})\n` +
+	`Demo owner owner@demo\.example: open (http://localhost:\d+/link/[A-Za-z0-9_-]{43}) to register a passkey or set a password \(single-use, for 7 days\)$`)
 
 // startDemo runs `serve --demo` on the managed cluster in dataDir, from a
 // working directory of its own, and checks its banner: stdout holds the
@@ -50,6 +51,17 @@ func startDemo(t *testing.T, dataDir string) (p *process, orgID, key string) {
 	status, body := get(t, p.base+"/v1/models", m[3])
 	require.Equal(t, 200, status, body)
 	return p, m[2], m[3]
+}
+
+// adminJSONArray is adminJSON for a command that prints a JSON array.
+func adminJSONArray(t testing.TB, env []string, args ...string) []any {
+	t.Helper()
+	out, stderr, code := runBinary(t, t.TempDir(), append([]string{"DATABASE_URL=", "CONCLAVE_DATA_DIR="}, env...),
+		append(args, "--json")...)
+	require.Equal(t, 0, code, "%v: %s", args, stderr)
+	var v []any
+	require.NoError(t, json.Unmarshal([]byte(out), &v), out)
+	return v
 }
 
 // adminJSON runs an admin command through the binary from an empty working
@@ -140,6 +152,31 @@ func TestAdminCommandsFindTheServersDataDir(t *testing.T) {
 	require.Equal(t, 200, status, body)
 	keys := adminJSON(t, []string{"CONCLAVE_DATA_DIR=" + dataDir}, "key", "list", "--org", orgID)["keys"].([]any)
 	require.Len(t, keys, 2, "the demo key and ci")
+
+	// People: the operator adds a person, whose set-up link opens on the
+	// server; the audit trail names the operator for both, and the demo
+	// owner made on the first start.
+	ada := adminJSON(t, nil, "person", "create", "--org", "DEMO", "--email", "Ada@Demo.example", "--role", "member", "--data-dir", dataDir)
+	require.Equal(t, "ada@demo.example", ada["email"])
+	// The command names the configured origin (server.addr's port, 8080
+	// here); this server listens on a port of its own.
+	link := ada["setup_link"].(string)
+	require.True(t, strings.HasPrefix(link, "http://localhost:8080/link/"), link)
+	status, body = get(t, p.base+strings.TrimPrefix(link, "http://localhost:8080"), "")
+	require.Equal(t, 200, status)
+	require.Contains(t, body, "ada@demo.example")
+	rows := adminJSONArray(t, nil, "audit", "--org", "DEMO", "--data-dir", dataDir)
+	var seen []string
+	for _, r := range rows {
+		row := r.(map[string]any)
+		require.Equal(t, orgID, row["org_id"])
+		seen = append(seen, row["action"].(string)+" by "+row["actor_kind"].(string))
+	}
+	require.Subset(t, seen, []string{"person.joined by operator", "person.setup_link_created by operator", "key.created by operator"})
+	out, _, code := runBinary(t, t.TempDir(), []string{"DATABASE_URL=", "CONCLAVE_DATA_DIR="}, "audit", "--org", "DEMO", "--since", "1h", "--data-dir", dataDir)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "person.joined")
+	require.NotContains(t, out, created["key"].(string), "no secret in the audit trail")
 	p.stop(t)
 
 	// The server is gone: the command starts the stopped cluster, acts, and

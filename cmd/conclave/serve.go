@@ -16,11 +16,13 @@ import (
 
 	"github.com/conclavehq/conclave/adapters/sim"
 	"github.com/conclavehq/conclave/api"
+	"github.com/conclavehq/conclave/api/web"
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
 	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/deliberate"
 	"github.com/conclavehq/conclave/core/modes"
+	"github.com/conclavehq/conclave/core/people"
 	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/mcp"
 	"github.com/conclavehq/conclave/plugins/egress"
@@ -34,6 +36,9 @@ import (
 // serve runs the gateway until ctx is cancelled (SIGINT or SIGTERM), then
 // drains in-flight requests for up to server.shutdown_timeout.
 func serve(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) error {
+	// The server's own changes (its jobs) are the system's; each request's
+	// are its caller's, set where the request is authenticated.
+	ctx = core.WithActor(ctx, core.Actor{Kind: core.ActorSystem})
 	cf := addConfig(fs)
 	addr := fs.String("addr", "", "listen on `HOST:PORT` (env CONCLAVE_ADDR); defaults to 127.0.0.1:8080")
 	operatorAddr := fs.String("operator-addr", "", "serve /metrics and a detailed /readyz on `HOST:PORT` "+
@@ -97,6 +102,8 @@ type gateway struct {
 	modes   *modes.Service
 	bench   *benchParts
 	rest    http.Handler
+	people  *people.Service
+	origin  string // the one origin, once the public listener is bound
 	closers []func()
 }
 
@@ -162,7 +169,7 @@ func (g *gateway) build(ctx context.Context) error {
 		return err
 	}
 	g.closers = append(g.closers, stopJobs)
-	g.rest, err = api.New(api.Config{MaxBodyBytes: cfg.Server.MaxBodyBytes}, api.Deps{
+	g.rest, err = api.New(api.Config{MaxBodyBytes: cfg.Server.MaxBodyBytes, TrustedProxies: cfg.Server.Proxies()}, api.Deps{
 		Access: g.acc, Calls: g.svc, Modes: g.modes, Runs: g.bench.launch, Ready: g.db.store.Ready, Logger: log, Registry: g.reg,
 	})
 	return err
@@ -179,16 +186,29 @@ func (g *gateway) run(ctx context.Context, stdout io.Writer, d *demo) error {
 	if err != nil {
 		return err
 	}
-	if err := mountPublic(cfg, public, g.rest, mcp.Deps{Access: g.acc, Calls: g.svc, Modes: g.modes, Runs: g.bench.launch, Logger: log}); err != nil {
+	if err := g.mountPublic(public); err != nil {
 		public.close()
 		return err
+	}
+	if d != nil {
+		d.linkTTL = g.people.Config().LinkTTL
+		if d.ownerLink, err = demoOwnerLink(ctx, g.people, g.db.store, d.org); err != nil {
+			public.close()
+			return err
+		}
 	}
 	operator, operatorBound, err := listenOperator(ctx, cfg, log, g.reg, g.db.store.Ready)
 	if err != nil {
 		public.close()
 		return err
 	}
-	base := "http://" + public.ln.Addr().String()
+	// The one origin is where to open Conclave; behind a proxy (a
+	// configured public URL) the banner names the bound address first,
+	// which scripts on this host reach.
+	base := g.origin
+	if cfg.Server.PublicURL != "" {
+		base = "http://" + public.ln.Addr().String() + " (public URL " + g.origin + ")"
+	}
 	simURL := ""
 	if g.prov.Simulator() != nil {
 		simURL = g.prov.Simulator().URL()
@@ -215,22 +235,49 @@ func (g *gateway) run(ctx context.Context, stdout io.Writer, d *demo) error {
 	return nil
 }
 
-func mountPublic(cfg *config.Config, public *listener, rest http.Handler, deps mcp.Deps) error {
-	base := cfg.Server.PublicURL
-	if base == "" {
-		base = "http://" + public.ln.Addr().String()
-	}
+// mountPublic builds what needs the service's one origin — by default
+// http://localhost and the bound port — and serves it on the public
+// listener: the MCP tool server at /mcp (and its discovery documents), REST
+// at /v1 with the probes, and the pages for people at every other path.
+func (g *gateway) mountPublic(public *listener) error {
+	cfg := g.cfg
+	origin := cfg.Server.Origin(public.ln.Addr().String())
 	issuers := cfg.Auth.AuthorizationServers
 	if len(issuers) == 0 {
-		issuers = []string{strings.TrimRight(base, "/")}
+		issuers = []string{origin}
 	}
-	tools, err := mcp.New(mcp.Config{BaseURL: base, AuthorizationServers: issuers, MaxBodyBytes: cfg.Server.MaxBodyBytes,
-		Version: version}, deps)
+	tools, err := mcp.New(mcp.Config{BaseURL: origin, AuthorizationServers: issuers, MaxBodyBytes: cfg.Server.MaxBodyBytes,
+		TrustedProxies: cfg.Server.Proxies(), Version: version}, mcp.Deps{Access: g.acc, Calls: g.svc, Modes: g.modes, Runs: g.bench.launch, Logger: g.log})
 	if err != nil {
 		return err
 	}
-	public.srv.Handler = tools.Alongside(rest)
+	if g.people, err = newPeople(cfg, g.db.store, g.acc, origin, nil); err != nil {
+		return err
+	}
+	pages, err := web.New(web.Config{PublicURL: origin, TrustedProxies: cfg.Server.Proxies()},
+		web.Deps{People: g.people, Logger: g.log})
+	if err != nil {
+		return err
+	}
+	public.srv.Handler = routePublic(tools.Alongside(g.rest), pages)
+	g.origin = origin
 	return nil
+}
+
+// routePublic sends the API's paths — /v1, /mcp, the discovery documents
+// under /.well-known and the probes — to api, and every other path to the
+// pages.
+func routePublic(api, pages http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		switch {
+		case p == "/v1", strings.HasPrefix(p, "/v1/"), p == mcp.Path, strings.HasPrefix(p, mcp.Path+"/"),
+			strings.HasPrefix(p, "/.well-known/"), p == "/healthz", p == "/readyz":
+			api.ServeHTTP(w, r)
+		default:
+			pages.ServeHTTP(w, r)
+		}
+	})
 }
 
 // listenOperator binds the operator listener (server.operator_addr): the

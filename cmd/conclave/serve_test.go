@@ -371,14 +371,16 @@ func TestServeMetricsOnTheOperatorListenerOnly(t *testing.T) {
 	require.JSONEq(t, `{"status":"ready"}`, body)
 	status, body = get(t, p.base+"/metrics", "")
 	require.Equal(t, 404, status, body)
-	require.Contains(t, body, `"code":"unknown_url"`)
+	require.NotContains(t, body, "go_goroutines", "paths outside the API are the pages': no metrics there")
+	status, body = get(t, p.base+"/v1/metrics", "")
+	require.Equal(t, 401, status, body)
 
 	// A request's metrics are recorded just after its answer is sent.
 	require.Eventually(t, func() bool {
 		status, body = get(t, op+"/metrics", "")
 		return status == 200 && strings.Contains(body, "go_goroutines ") &&
 			strings.Contains(body, `conclave_http_requests_total{code="ok",route="/readyz",status="200"} 1`) &&
-			strings.Contains(body, `conclave_http_requests_total{code="unknown_url",route="unmatched",status="404"} 1`)
+			strings.Contains(body, `conclave_http_requests_total{code="invalid_api_key",route="unmatched",status="401"} 1`)
 	}, 10*time.Second, 20*time.Millisecond, "conclave_ and runtime series on the operator listener")
 	status, body = get(t, op+"/readyz", "")
 	require.Equal(t, 200, status, body)

@@ -15,11 +15,67 @@ import (
 	"github.com/conclavehq/conclave/core"
 )
 
-// Principal is an authenticated caller: the key that called and its
-// organisation.
+// Principal is an authenticated caller: the key that called, or the person
+// acting (signed in on the pages, or through a connected app), and the
+// organisation they act in.
 type Principal struct {
+	// Key is the API key that called; nil when a person acts without one.
 	Key *core.Key
 	Org *core.Org
+	// Person is the person acting, with Role, their role in Org: set for a
+	// session and a connected app; nil for an API key (whose creator, if
+	// any, is Key.PersonID with Key.CreatorRole).
+	Person *core.Person
+	Role   core.Role
+	// Kind is core.PrincipalSession or core.PrincipalOAuthApp for a person;
+	// ignored when Key is set (core.PrincipalAPIKey).
+	Kind string
+	// Address is the client address of the request (server.trusted_proxies
+	// decides which); the audit trail records it.
+	Address string
+}
+
+// PrincipalKind is p's kind as the policy sees it.
+func (p *Principal) PrincipalKind() string {
+	if p.Key != nil {
+		return core.PrincipalAPIKey
+	}
+	return p.Kind
+}
+
+// RateID is what p's request rate is counted by: the key's id, or the
+// person's ("person_…") when a person acts without a key.
+func (p *Principal) RateID() string {
+	if p.Key != nil {
+		return p.Key.ID
+	}
+	return p.Person.ID
+}
+
+// Actor is p as the audit trail names who made a change.
+func (p *Principal) Actor() core.Actor {
+	if p.Key != nil {
+		return core.Actor{Kind: core.ActorKey, ID: p.Key.ID, Address: p.Address}
+	}
+	return core.Actor{Kind: core.ActorPerson, ID: p.Person.ID, Address: p.Address}
+}
+
+// PolicyInput is the policy's view of p doing action: its principal, its
+// organisation and, when a person acts (or a key a person created), that
+// person and their role.
+func (p *Principal) PolicyInput(action string) *core.AuthzInput {
+	in := &core.AuthzInput{Action: action, Org: core.OrgForPolicy(p.Org)}
+	switch {
+	case p.Key != nil:
+		in.Principal = core.PrincipalForKey(p.Key)
+		if p.Key.PersonID != "" {
+			in.Person = &core.AuthzPerson{ID: p.Key.PersonID, Role: p.Key.CreatorRole}
+		}
+	default:
+		in.Principal = core.PrincipalForPerson(p.Kind)
+		in.Person = &core.AuthzPerson{ID: p.Person.ID, Role: p.Role}
+	}
+	return in
 }
 
 // KeyLookup finds a key and its organisation by the key's SHA-256; a key
@@ -45,6 +101,9 @@ type Config struct {
 	// Concurrency is the calls in flight of an organisation whose key and
 	// organisation set none. Defaults to 5.
 	Concurrency int
+	// PersonRPM is the requests per minute of a person acting without a
+	// key (signed in on the pages). Defaults to 60.
+	PersonRPM int
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -55,6 +114,9 @@ func (c Config) WithDefaults() Config {
 	if c.Concurrency == 0 {
 		c.Concurrency = 5
 	}
+	if c.PersonRPM == 0 {
+		c.PersonRPM = 60
+	}
 	return c
 }
 
@@ -62,8 +124,8 @@ func (c Config) validate() error {
 	switch {
 	case c.KeyCacheTTL < 0 || c.KeyCacheTTL > 10*time.Second:
 		return errors.New("access: KeyCacheTTL must be between 0 and 10s")
-	case c.RPM < 0 || c.Concurrency < 0:
-		return errors.New("access: RPM and Concurrency cannot be negative")
+	case c.RPM < 0 || c.Concurrency < 0 || c.PersonRPM < 0:
+		return errors.New("access: RPM, Concurrency and PersonRPM cannot be negative")
 	}
 	return nil
 }
@@ -130,7 +192,8 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*Principal, 
 // given). A policy without a code for its refusal refuses with
 // insufficient_scope.
 func (s *Service) Decide(ctx context.Context, p *Principal, action string, mode *core.Mode, tier core.Tier) (*core.Decision, error) {
-	in := &core.AuthzInput{Action: action, Principal: core.PrincipalForKey(p.Key), Org: core.OrgForPolicy(p.Org), Tier: tier}
+	in := p.PolicyInput(action)
+	in.Tier = tier
 	if mode != nil {
 		in.Mode = core.ModeForPolicy(mode)
 	}
@@ -139,6 +202,22 @@ func (s *Service) Decide(ctx context.Context, p *Principal, action string, mode 
 		d.Code = core.CodeInsufficientScope
 	}
 	return d, err
+}
+
+// AuthorizeInput is Authorize for an input the caller completed (Owner,
+// Scopes): nil when allowed, the policy's refusal when not.
+func (s *Service) AuthorizeInput(ctx context.Context, in *core.AuthzInput) error {
+	d, err := s.authz.Decide(ctx, in)
+	if err != nil {
+		return PolicyFailure(err)
+	}
+	if d.Allow {
+		return nil
+	}
+	if d.Code == "" {
+		d.Code = core.CodeForbidden
+	}
+	return &core.Error{Code: d.Code, Message: d.Message}
 }
 
 // Authorize is Decide as an error: nil when allowed, the policy's refusal
@@ -173,10 +252,14 @@ func PolicyFailure(err error) *core.Error {
 	return core.Errorf(core.CodeServiceUnavailable, "The access check failed; the request was refused. Retry shortly.").WithCause(err)
 }
 
-// RPM is the requests per minute p's key may make: its own, else the
-// deployment's default.
+// RPM is the requests per minute p may make: its key's own, else the
+// deployment's default for keys; a person without a key, the per-person
+// rate.
 func (s *Service) RPM(p *Principal) int {
-	if p.Key.RPM > 0 {
+	switch {
+	case p.Key == nil:
+		return s.cfg.PersonRPM
+	case p.Key.RPM > 0:
 		return p.Key.RPM
 	}
 	return s.cfg.RPM
@@ -186,7 +269,7 @@ func (s *Service) RPM(p *Principal) int {
 // key's own limit, else the organisation's, else the deployment's default.
 func (s *Service) SlotLimit(p *Principal) int {
 	switch {
-	case p.Key.Concurrency > 0:
+	case p.Key != nil && p.Key.Concurrency > 0:
 		return p.Key.Concurrency
 	case p.Org.Concurrency > 0:
 		return p.Org.Concurrency
@@ -205,7 +288,7 @@ func (s *Service) Meter(ctx context.Context, p *Principal, requestID string) err
 		return err
 	}
 	perMinute := s.RPM(p)
-	adm, err := s.meter.Admit(ctx, &core.AdmitParams{KeyID: p.Key.ID, PerMinute: perMinute, OrgID: p.Org.ID, RequestID: requestID})
+	adm, err := s.meter.Admit(ctx, &core.AdmitParams{KeyID: p.RateID(), PerMinute: perMinute, OrgID: p.Org.ID, RequestID: requestID})
 	if err != nil {
 		return core.Errorf(core.CodeServiceUnavailable, "The key's rate could not be checked; the request was refused. Retry shortly.").WithCause(err)
 	}
@@ -223,7 +306,7 @@ func (s *Service) Meter(ctx context.Context, p *Principal, requestID string) err
 // batch, whose messages are admitted one by one after the request was
 // authenticated.
 func (s *Service) Spent(p *Principal) error {
-	if wait := s.refusedFor(p.Key.ID); wait > 0 {
+	if wait := s.refusedFor(p.RateID()); wait > 0 {
 		return rateLimited(s.RPM(p), wait)
 	}
 	return nil
@@ -255,7 +338,7 @@ func (s *Service) RateLimited(p *Principal, retryAfter time.Duration) *core.Erro
 			}
 		}
 		if len(s.refusedUntil) < maxRefusedKeys {
-			s.refusedUntil[p.Key.ID] = time.Now().Add(retryAfter)
+			s.refusedUntil[p.RateID()] = time.Now().Add(retryAfter)
 		}
 		s.mu.Unlock()
 	}

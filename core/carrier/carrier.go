@@ -10,7 +10,9 @@ package carrier
 
 import (
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -107,3 +109,14 @@ func (w *StatusWriter) Flush() {
 
 // Unwrap returns the wrapped writer, for http.ResponseController.
 func (w *StatusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// ClientAddress is the address r came from: its peer, or — when the peer
+// is one of trusted (server.trusted_proxies) — the first hop of its
+// X-Forwarded-For that no trusted proxy added (core.ClientAddress).
+func ClientAddress(r *http.Request, trusted []netip.Prefix) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return core.ClientAddress(host, r.Header.Values("X-Forwarded-For"), trusted)
+}

@@ -267,7 +267,7 @@ type Released struct {
 // first refusal's code (invalid_request for invalid_value) and every
 // refusal under Detail["refusals"].
 func (s *Service) Release(ctx context.Context, p *access.Principal, modeRef string, revision int64) (*Released, error) {
-	am, err := s.own(ctx, p, modeRef, core.ActionModesWrite)
+	am, err := s.own(ctx, p, modeRef, core.ActionModesRelease)
 	if err != nil {
 		return nil, err
 	}
@@ -404,7 +404,7 @@ type PublishRequest struct {
 // place of the version it serves. Every other state is refused with the
 // lifecycle's code.
 func (s *Service) Publish(ctx context.Context, p *access.Principal, req PublishRequest) (*core.AuthoredMode, error) {
-	am, err := s.own(ctx, p, req.ModeRef, core.ActionModesWrite)
+	am, err := s.own(ctx, p, req.ModeRef, core.ActionModesList)
 	if err != nil {
 		return nil, err
 	}
@@ -431,7 +431,7 @@ func (s *Service) Publish(ctx context.Context, p *access.Principal, req PublishR
 // nothing is recorded for it: the answer does not tell whether the
 // organisation exists (only a ticker's form, which is public, is checked).
 func (s *Service) SetLabInvite(ctx context.Context, p *access.Principal, modeRef, orgTicker string, invited bool) (*LabInvite, error) {
-	am, err := s.own(ctx, p, modeRef, core.ActionModesWrite)
+	am, err := s.own(ctx, p, modeRef, core.ActionModesList)
 	if err != nil {
 		return nil, err
 	}

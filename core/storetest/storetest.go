@@ -1,7 +1,7 @@
 // Package storetest is the conformance suite for core's store interfaces,
 // one section per interface: RunOrgs, RunLedger, RunKeys, RunAdmission,
-// RunReceipts, RunOutcomes and RunProviderCredentials; Run runs them all
-// against a core.Store. RunModeStore (core.ModeStore) and RunModeSource
+// RunReceipts, RunOutcomes, RunProviderCredentials and RunPeople; Run runs
+// them all against a core.Store. RunModeStore (core.ModeStore) and RunModeSource
 // (core.ModeSource) are run apart. Every implementation runs the sections of the
 // interfaces it implements from its own tests, against a real backend.
 //
@@ -33,6 +33,7 @@ func Run(t *testing.T, newStore func(t *testing.T) core.Store) {
 	t.Run("Receipts", func(t *testing.T) { t.Parallel(); RunReceipts(t, newStore) })
 	t.Run("Outcomes", func(t *testing.T) { t.Parallel(); RunOutcomes(t, newStore) })
 	t.Run("ProviderCredentials", func(t *testing.T) { t.Parallel(); RunProviderCredentials(t, newStore) })
+	t.Run("People", func(t *testing.T) { t.Parallel(); RunPeople(t, newStore) })
 }
 
 // newOrg returns a new store and an organisation created in it.

@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -49,6 +50,7 @@ type Config struct {
 	Simulator Simulator `yaml:"simulator"`
 	Egress    Egress    `yaml:"egress"`
 	Jobs      Jobs      `yaml:"jobs"`
+	People    People    `yaml:"people"`
 	Engines   []Engine  `yaml:"engines"`
 	Modes     []Mode    `yaml:"modes"`
 	// Judges are the judges of test runs and certification: each a judge
@@ -99,14 +101,23 @@ type Server struct {
 	// address. Env CONCLAVE_OPERATOR_PUBLIC (true or false), flag
 	// --operator-public. Defaults to false.
 	OperatorPublic bool `yaml:"operator_public"`
-	// PublicURL is the base URL clients reach the service at, with a path
-	// prefix if a proxy adds one ("https://conclave.example.com"). The MCP
-	// tool server names PublicURL+"/mcp" as its resource in its
-	// protected-resource document and 401 challenge, which clients check
-	// against the URL they used; it is never taken from a request. Env
-	// CONCLAVE_PUBLIC_URL. Defaults to "": http:// and the public
-	// listener's bound address, right for a client on the same host.
+	// PublicURL is the one origin clients and browsers reach the service
+	// at ("https://conclave.example.com"): the MCP tool server names
+	// PublicURL+"/mcp" as its resource in its protected-resource document
+	// and 401 challenge, which clients check against the URL they used;
+	// session cookies, the passkey relying party (its host) and every link
+	// Conclave prints use it, and a page asked for on another host name is
+	// redirected to it. It is never taken from a request. Env
+	// CONCLAVE_PUBLIC_URL. Defaults to "": http://localhost and the public
+	// listener's bound port — localhost, not 127.0.0.1, because WebAuthn
+	// refuses an IP address as relying-party id.
 	PublicURL string `yaml:"public_url"`
+	// TrustedProxies are the CIDRs of the reverse proxies in front of
+	// Conclave: only a request whose peer is one of them has its
+	// X-Forwarded-For believed, and the client address (sign-in limits,
+	// the audit trail) is then the right-most address in it that is not a
+	// trusted proxy. Defaults to [] (the peer is the client).
+	TrustedProxies []string `yaml:"trusted_proxies"`
 	// MaxBodyBytes caps request bodies; larger ones get 413 request_too_large.
 	// Defaults to 1 MiB.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
@@ -129,6 +140,78 @@ type Server struct {
 	// CPU for a lower peak. 0 leaves the runtime's default (or GOMEMLIMIT
 	// from the environment). Defaults to 0.
 	MemoryLimitMiB int `yaml:"memory_limit_mib"`
+}
+
+// Origin is the service's one origin (server.public_url) given the public
+// listener's bound address: the configured URL without a trailing slash,
+// else http://localhost and the bound port.
+func (s *Server) Origin(bound string) string {
+	if s.PublicURL != "" {
+		return strings.TrimRight(s.PublicURL, "/")
+	}
+	_, port, err := net.SplitHostPort(bound)
+	if err != nil {
+		return "http://" + bound
+	}
+	return "http://localhost:" + port
+}
+
+// Proxies are the parsed server.trusted_proxies (validated by Validate).
+func (s *Server) Proxies() []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(s.TrustedProxies))
+	for _, c := range s.TrustedProxies {
+		if p, err := parseProxy(c); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parseProxy reads a CIDR, or a bare address as a one-address prefix.
+func parseProxy(c string) (netip.Prefix, error) {
+	if a, err := netip.ParseAddr(c); err == nil {
+		return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
+	}
+	p, err := netip.ParsePrefix(c)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	return p.Masked(), nil
+}
+
+// People configures sign-in, sessions and invitations (docs/people.md).
+type People struct {
+	// SessionIdle ends a session unused for this long. Defaults to 12h.
+	SessionIdle time.Duration `yaml:"session_idle"`
+	// SessionMaxAge ends a session this long after its sign-in, used or
+	// not. Defaults to 168h (7 days).
+	SessionMaxAge time.Duration `yaml:"session_max_age"`
+	// LinkTTL is how long an invitation or set-up link can be used.
+	// Defaults to 168h (7 days).
+	LinkTTL time.Duration `yaml:"link_ttl"`
+	// MaxConcurrentHashes bounds the password hashes computed at once.
+	// Defaults to 2.
+	MaxConcurrentHashes int `yaml:"max_concurrent_hashes"`
+	// AccountAttempts and AddressAttempts are the sign-in attempts one
+	// account (by email) and one client address may make in
+	// AttemptWindow. Default to 10 and 50 in 15m.
+	AccountAttempts int           `yaml:"account_attempts"`
+	AddressAttempts int           `yaml:"address_attempts"`
+	AttemptWindow   time.Duration `yaml:"attempt_window"`
+	// PersonRPM is the requests per minute of a signed-in person's calls
+	// made from the pages. Defaults to 60.
+	PersonRPM int `yaml:"person_rpm"`
+	// Argon2 are the cost parameters of new password hashes (stored with
+	// each hash, so raising them leaves existing ones valid). Default to
+	// time 2, memory_kib 19456, threads 1.
+	Argon2 Argon2 `yaml:"argon2"`
+}
+
+// Argon2 are argon2id's cost parameters.
+type Argon2 struct {
+	Time      uint32 `yaml:"time"`
+	MemoryKiB uint32 `yaml:"memory_kib"`
+	Threads   uint8  `yaml:"threads"`
 }
 
 // OperatorOff as server.operator_addr disables the operator listener.
@@ -573,6 +656,14 @@ func (c *Config) Validate() error {
 			return fe("server.public_url", "%v", err)
 		}
 	}
+	for i, cidr := range s.TrustedProxies {
+		if _, err := parseProxy(cidr); err != nil {
+			return fe(fmt.Sprintf("server.trusted_proxies[%d]", i), "%q is not a CIDR (10.0.0.0/8) or an address", cidr)
+		}
+	}
+	if err := c.People.validate(); err != nil {
+		return err
+	}
 	for i, u := range c.Auth.AuthorizationServers {
 		if err := carrier.CheckBaseURL(u); err != nil {
 			return fe(fmt.Sprintf("auth.authorization_servers[%d]", i), "%v", err)
@@ -758,6 +849,35 @@ func loopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+func (p *People) validate() error {
+	fe := func(field, msg string) error { return &core.FieldError{Field: "people." + field, Msg: msg} }
+	switch {
+	case p.SessionIdle < time.Minute:
+		return fe("session_idle", "must be at least 1m")
+	case p.SessionMaxAge < p.SessionIdle:
+		return fe("session_max_age", "must be at least people.session_idle")
+	case p.LinkTTL < time.Minute:
+		return fe("link_ttl", "must be at least 1m")
+	case p.MaxConcurrentHashes < 1:
+		return fe("max_concurrent_hashes", "must be at least 1")
+	case p.AccountAttempts < 1:
+		return fe("account_attempts", "must be at least 1")
+	case p.AddressAttempts < 1:
+		return fe("address_attempts", "must be at least 1")
+	case p.AttemptWindow < time.Second:
+		return fe("attempt_window", "must be at least 1s")
+	case p.PersonRPM < 1:
+		return fe("person_rpm", "must be at least 1")
+	case p.Argon2.Time < 1:
+		return fe("argon2.time", "must be at least 1")
+	case p.Argon2.MemoryKiB < 8*1024 || p.Argon2.MemoryKiB > 1<<20:
+		return fe("argon2.memory_kib", "must be 8192 (8 MiB) to 1048576 (1 GiB)")
+	case p.Argon2.Threads < 1:
+		return fe("argon2.threads", "must be at least 1")
+	}
+	return nil
 }
 
 func (j *Jobs) validate() error {

@@ -83,6 +83,11 @@ func TestFileErrorsNameTheField(t *testing.T) {
 		"operator port":    {"server:\n  operator_addr: 127.0.0.1:99999\n", "server.operator_addr: \"127.0.0.1:99999\": the port"},
 		"public url":       {"server:\n  public_url: ftp://conclave.example\n", "server.public_url"},
 		"issuer":           {"auth:\n  authorization_servers: [\"/issuer\"]\n", "auth.authorization_servers[0]"},
+		"trusted proxy":    {"server:\n  trusted_proxies: [10.0.0.0/8, proxy.internal]\n", `server.trusted_proxies[1]: "proxy.internal" is not a CIDR`},
+		"session idle":     {"people:\n  session_idle: 10s\n", "people.session_idle: must be at least 1m"},
+		"session max age":  {"people:\n  session_idle: 24h\n  session_max_age: 12h\n", "people.session_max_age: must be at least people.session_idle"},
+		"hashes":           {"people:\n  max_concurrent_hashes: 0\n", "people.max_concurrent_hashes: must be at least 1"},
+		"argon2 memory":    {"people:\n  argon2: {time: 2, memory_kib: 1024, threads: 1}\n", "people.argon2.memory_kib"},
 		"operator = addr":  {"server:\n  addr: 127.0.0.1:7000\n  operator_addr: 127.0.0.1:7000\n", "is server.addr too"},
 		"blank data dir":   {"data_dir: \"\"\n", "data_dir: required"},
 		"retired data dir": {"database:\n  data_dir: /srv/conclave/pg\n", "database.data_dir: replaced by data_dir"},
@@ -321,4 +326,22 @@ func TestSimulatorDifficultyIsTheDefaultUnlessTheFileSetsIt(t *testing.T) {
 	c, err = config.Load(path)
 	require.NoError(t, err)
 	require.Equal(t, &config.SimDifficulty{Light: -3, Medium: 0.5, Hard: 2}, c.Simulator.Quality.Difficulty)
+}
+
+// The one origin: the configured public URL, else localhost (never an IP
+// address, which WebAuthn refuses) on the bound port; only configured
+// proxies are trusted.
+func TestOriginAndProxies(t *testing.T) {
+	t.Parallel()
+	s := config.Server{}
+	require.Equal(t, "http://localhost:8080", s.Origin("127.0.0.1:8080"))
+	require.Equal(t, "http://localhost:43117", s.Origin("[::1]:43117"))
+	s.PublicURL = "https://conclave.example.com/"
+	require.Equal(t, "https://conclave.example.com", s.Origin("127.0.0.1:8080"))
+	s.TrustedProxies = []string{"10.0.0.0/8", "192.0.2.7", "::ffff:198.51.100.1"}
+	got := s.Proxies()
+	require.Len(t, got, 3)
+	require.Equal(t, "10.0.0.0/8", got[0].String())
+	require.Equal(t, "192.0.2.7/32", got[1].String())
+	require.Equal(t, "198.51.100.1/32", got[2].String())
 }

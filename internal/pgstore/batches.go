@@ -205,10 +205,18 @@ func (s *Batches) launch(ctx context.Context, tx pgx.Tx, p *runs.LaunchParams) e
 	for i, j := range b.Plan.Judges {
 		judges[i] = string(j)
 	}
-	if _, err := tx.Exec(ctx, rq("InsertBatch"), b.ID, b.OrgID, string(b.Kind), b.Model, b.ModeID, b.ModeKey, b.ModeVersion,
+	// The batch and its audit row: one batch of statements, one trip.
+	wb := &pgx.Batch{}
+	wb.Queue(rq("InsertBatch"), b.ID, b.OrgID, string(b.Kind), b.Model, b.ModeID, b.ModeKey, b.ModeVersion,
 		b.ModeConfigHash, plan, string(b.Plan.Protocol), judges, b.Plan.Repeats, b.Seed, b.BankVersion, quote, price,
-		attempt, len(p.Questions), min(trial, price)); err != nil {
-		return fmt.Errorf("launching a batch: writing it: %w", translate(err))
+		attempt, len(p.Questions), min(trial, price), b.PersonID)
+	action := core.AuditTestLaunched
+	if b.Kind == runs.KindCertify {
+		action = core.AuditCertifyLaunched
+	}
+	queueAudit(ctx, wb, b.OrgID, action, b.ID, fmt.Sprintf("%s v%d, %d questions, $%s", b.ModeID, b.ModeVersion, len(p.Questions), b.Billed))
+	if err := sendBatch(ctx, tx, wb); err != nil {
+		return fmt.Errorf("launching a batch: writing it: %w", err)
 	}
 	n := len(p.Questions)
 	idx, buckets, tiers, ids, prices := make([]int32, n), make([]string, n), make([]string, n), make([]string, n), make([]int64, n)
@@ -337,7 +345,7 @@ func (s *Batches) batch(ctx context.Context, batchID, orgID string) (*runs.Batch
 	err := s.pool.QueryRow(ctx, rq("GetBatch"), batchID, orgID).Scan(&b.ID, &b.OrgID, &b.Kind, &b.Model, &b.ModeID,
 		&b.ModeKey, &b.ModeVersion, &b.ModeConfigHash, &plan, &b.Seed, &b.BankVersion, &quote, &b.Billed, &b.Attempt,
 		&b.Status, &b.Progress.Total, &b.Progress.Answered, &b.Progress.Judged, &b.Progress.Failed, &result, &cert,
-		&b.Failure, &b.CreatedAt, &b.StartedAt, &b.FinishedAt, &b.Progress.Cancelled, &b.Refunded)
+		&b.Failure, &b.CreatedAt, &b.StartedAt, &b.FinishedAt, &b.Progress.Cancelled, &b.Refunded, &b.PersonID)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -654,8 +662,12 @@ func (s *Batches) CancelBatch(ctx context.Context, orgID, batchID string) (*runs
 			// batch, scored (the transaction rolls back).
 			return runs.ErrBatchFinished
 		}
-		if _, err := tx.Exec(ctx, rq("CancelBatch"), batchID, statuses(runs.MovesTo(runs.StatusCancelled))); err != nil {
-			return translate(err)
+		a := core.ActorOf(ctx)
+		cb := &pgx.Batch{}
+		cb.Queue(rq("CancelBatch"), batchID, statuses(runs.MovesTo(runs.StatusCancelled)))
+		cb.Queue(rq("AuditBatchCancelled"), batchID, a.Kind, a.ID, a.Address)
+		if err := sendBatch(ctx, tx, cb); err != nil {
+			return err
 		}
 		if _, err := tx.Exec(ctx, rq("CountCancelled"), batchID, len(indexes)); err != nil {
 			return translate(err)

@@ -66,8 +66,8 @@ SELECT coalesce(max(attempt), 0) + 1 FROM batches WHERE kind = 'certify' AND mod
 
 -- name: InsertBatch
 INSERT INTO batches (id, org_id, kind, model, mode_id, mode_key, mode_version, mode_config_hash, plan, protocol,
-                     judges, judge_repeats, draw_seed, bank_version, quote, billed_micros, attempt, total, trial_micros)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19);
+                     judges, judge_repeats, draw_seed, bank_version, quote, billed_micros, attempt, total, trial_micros, person_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20);
 
 -- name: InsertBatchQuestions
 INSERT INTO batch_questions (batch_id, index, bucket, tier, question_id, price_micros)
@@ -77,7 +77,7 @@ SELECT $1, u.i, u.b, u.t, u.q, u.p FROM unnest($2::int[], $3::text[], $4::text[]
 -- $2 scopes the read to an organisation; '' reads any (the jobs do).
 SELECT id::text, org_id, kind, model, mode_id, mode_key, mode_version, mode_config_hash, plan, draw_seed, bank_version,
        quote, billed_micros, coalesce(attempt, 0), status, total, answered, judged, failed, result, certification,
-       coalesce(failure, ''), created_at, started_at, finished_at, cancelled, refunded_micros
+       coalesce(failure, ''), created_at, started_at, finished_at, cancelled, refunded_micros, person_id
   FROM batches WHERE id = $1 AND ($2 = '' OR org_id = $2);
 
 -- name: BatchBuckets
@@ -201,3 +201,9 @@ UPDATE balances
 -- its amount off it, so the monthly quota and the activation allowance
 -- count what the organisation paid in the end.
 UPDATE holds SET billed_micros = billed_micros - $2 WHERE request_id = $1 AND state = 'settled';
+
+-- name: AuditBatchCancelled
+-- The audit row of a cancel ($2–$4: the actor's kind, id and address).
+INSERT INTO audit_log (org_id, actor_kind, actor_id, address, action, object, detail)
+SELECT org_id, $2, $3, $4, CASE kind WHEN 'test' THEN 'test.cancelled' ELSE 'certify.cancelled' END, id::text, mode_id
+  FROM batches WHERE id = $1;

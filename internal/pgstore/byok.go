@@ -43,13 +43,26 @@ func (s *Store) SetProviderCredential(ctx context.Context, c *core.ProviderCrede
 	} else {
 		sealed, keyID = c.Sealed, &c.KeyID
 	}
-	out, err := scanProviderCredential(s.pool.QueryRow(ctx, bq("UpsertBYOK"),
-		c.OrgID, c.Provider, sealed, keyID, roleARN, externalID, c.Hint), false)
+	// The credential and its audit row: one batch, one round trip.
+	var out *core.ProviderCredential
+	b := &pgx.Batch{}
+	b.Queue(bq("UpsertBYOK"), c.OrgID, c.Provider, sealed, keyID, roleARN, externalID, c.Hint).
+		QueryRow(func(row pgx.Row) error {
+			var err error
+			out, err = scanProviderCredential(row, false)
+			return err
+		})
+	detail := "api key"
+	if c.Provider == core.ProviderAWS {
+		detail = "role " + c.RoleARN
+	}
+	queueAudit(ctx, b, c.OrgID, core.AuditBYOKSet, c.Provider, detail)
+	err := s.pool.SendBatch(ctx, b).Close()
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation: no such organisation
 		return nil, fmt.Errorf("organisation %q: %w", c.OrgID, core.ErrNotFound)
 	}
-	return out, err
+	return out, translate(err)
 }
 
 // ListProviderCredentials implements core.ProviderCredentials.
@@ -78,11 +91,18 @@ func (s *Store) LookupProviderCredential(ctx context.Context, orgID, provider st
 
 // RemoveProviderCredential implements core.ProviderCredentials.
 func (s *Store) RemoveProviderCredential(ctx context.Context, orgID, provider string) error {
-	tag, err := s.pool.Exec(ctx, bq("RemoveBYOK"), orgID, provider)
-	if err != nil {
+	a := core.ActorOf(ctx)
+	var removed int64
+	b := &pgx.Batch{}
+	b.Queue(bq("AuditBYOKRemoved"), orgID, provider, a.Kind, a.ID, a.Address)
+	b.Queue(bq("RemoveBYOK"), orgID, provider).Exec(func(tag pgconn.CommandTag) error {
+		removed = tag.RowsAffected()
+		return nil
+	})
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return translate(err)
 	}
-	if tag.RowsAffected() == 0 {
+	if removed == 0 {
 		return core.ErrNotFound
 	}
 	return nil

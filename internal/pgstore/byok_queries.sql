@@ -25,3 +25,9 @@ DELETE FROM byok_credentials WHERE org_id = $1 AND provider = $2;
 
 -- name: AnyBYOK
 SELECT EXISTS (SELECT 1 FROM byok_credentials);
+
+-- name: AuditBYOKRemoved
+-- The audit row of a removal, written only when there is a credential to
+-- remove ($3–$5: the actor's kind, id and address).
+INSERT INTO audit_log (org_id, actor_kind, actor_id, address, action, object, detail)
+SELECT org_id, $3, $4, $5, 'byok.removed', provider, '' FROM byok_credentials WHERE org_id = $1 AND provider = $2;

@@ -156,7 +156,8 @@ func (s *Store) SaveModeDraft(ctx context.Context, p *core.SaveModeDraft) (*core
 		if err != nil {
 			return nil, err
 		}
-		return &modeWrite{state: next, saved: true, name: p.Name, spec: p.Spec}, nil
+		return &modeWrite{state: next, saved: true, name: p.Name, spec: p.Spec,
+			audit: core.AuditModeDrafted, detail: fmt.Sprintf("draft %d", next.DraftRevision)}, nil
 	})
 }
 
@@ -193,12 +194,18 @@ func (s *Store) createAuthoredMode(ctx context.Context, p *core.SaveModeDraft) (
 		}
 		ticker := orgTicker + ":" + p.Ticker
 		id := strings.ToLower(orgTicker) + "-" + strings.ToLower(p.Ticker)
-		m, err := scanAuthoredModeRaw(tx.QueryRow(ctx, mq("InsertAuthoredMode"), id, p.OrgID, ticker, p.Name,
-			next.DraftRevision, next.Draft, next.DraftValidated, []byte(p.Spec), next.Listing))
-		if err != nil {
+		// The mode and its audit row: one batch, one round trip.
+		b := &pgx.Batch{}
+		b.Queue(mq("InsertAuthoredMode"), id, p.OrgID, ticker, p.Name,
+			next.DraftRevision, next.Draft, next.DraftValidated, []byte(p.Spec), next.Listing).QueryRow(func(row pgx.Row) error {
+			var err error
+			out, err = scanAuthoredModeRaw(row)
+			return err
+		})
+		queueAudit(ctx, b, p.OrgID, core.AuditModeDrafted, id, fmt.Sprintf("new mode %s, draft %d", ticker, next.DraftRevision))
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return modeWriteError(err, ticker, p.Name)
 		}
-		out = m
 		return nil
 	})
 	if err != nil {
@@ -216,7 +223,14 @@ type modeWrite struct {
 	spec  json.RawMessage
 	// after runs in the same transaction once the state is written.
 	after func(tx pgx.Tx, m *core.AuthoredMode) error
+	// audit and detail are the change's audit row ("" writes none: the
+	// system's own steps, such as recording a certification).
+	audit, detail string
 }
+
+// errLostWrite rolls back a mode change whose conditional write found the
+// mode changed by another writer (its audit row with it); it is retried.
+var errLostWrite = errors.New("the mode changed since it was read")
 
 // changeMode reads orgID's mode (any organisation's when orgID is ""),
 // asks change for the write, and makes it conditionally; a lost write is
@@ -224,7 +238,6 @@ type modeWrite struct {
 func (s *Store) changeMode(ctx context.Context, orgID, modeID string, change func(m *core.AuthoredMode) (*modeWrite, error)) (*core.AuthoredMode, error) {
 	for attempt := 0; attempt < maxStateRetries; attempt++ {
 		var out *core.AuthoredMode
-		lost := false
 		err := s.InTx(ctx, func(tx pgx.Tx) error {
 			m, err := scanAuthoredMode(tx.QueryRow(ctx, mq("AuthoredModeByID"), modeID))
 			if errors.Is(err, core.ErrNotFound) || (err == nil && orgID != "" && m.OrgID != orgID) {
@@ -245,13 +258,23 @@ func (s *Store) changeMode(ctx context.Context, orgID, modeID string, change fun
 				name, spec = w.name, w.spec
 			}
 			n := w.state
-			got, err := scanAuthoredModeRaw(tx.QueryRow(ctx, mq("UpdateAuthoredMode"), m.ID, m.DraftRevision, m.ListingRevision,
+			// The write and its audit row: one batch, one round trip.
+			var got *core.AuthoredMode
+			b := &pgx.Batch{}
+			b.Queue(mq("UpdateAuthoredMode"), m.ID, m.DraftRevision, m.ListingRevision,
 				n.DraftRevision, n.Draft, n.DraftValidated, n.LatestVersion, n.Listing, n.ListingRevision,
-				n.CertifiedVersion, n.PublishedVersion, w.saved, name, []byte(spec)))
+				n.CertifiedVersion, n.PublishedVersion, w.saved, name, []byte(spec)).QueryRow(func(row pgx.Row) error {
+				var err error
+				got, err = scanAuthoredModeRaw(row)
+				return err
+			})
+			if w.audit != "" {
+				queueAudit(ctx, b, m.OrgID, w.audit, m.ID, w.detail)
+			}
+			err = tx.SendBatch(ctx, b).Close()
 			if errors.Is(err, pgx.ErrNoRows) {
 				s.lostModeWrites.Add(1)
-				lost = true // another writer changed the mode since it was read
-				return nil
+				return errLostWrite // another writer changed the mode since it was read
 			}
 			if err != nil {
 				return modeWriteError(err, m.Ticker, name)
@@ -264,12 +287,13 @@ func (s *Store) changeMode(ctx context.Context, orgID, modeID string, change fun
 			out = got
 			return nil
 		})
+		if errors.Is(err, errLostWrite) {
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("pgstore: mode %s: %w", modeID, err)
 		}
-		if !lost {
-			return out, nil
-		}
+		return out, nil
 	}
 	return nil, fmt.Errorf("pgstore: mode %s: %w", modeID,
 		core.Errorf(core.CodeConflict, "the mode kept changing while written; read it again"))
@@ -290,10 +314,11 @@ func (s *Store) ReleaseMode(ctx context.Context, p *core.ReleaseMode) (*core.Mod
 		if err != nil {
 			return nil, err
 		}
-		return &modeWrite{state: next, after: func(tx pgx.Tx, got *core.AuthoredMode) error {
-			v, err = scanModeVersion(tx.QueryRow(ctx, mq("InsertModeVersion"), got.ID, got.LatestVersion, mode, p.ConfigHash))
-			return err
-		}}, nil
+		return &modeWrite{state: next, audit: core.AuditModeReleased, detail: fmt.Sprintf("version %d", next.LatestVersion),
+			after: func(tx pgx.Tx, got *core.AuthoredMode) error {
+				v, err = scanModeVersion(tx.QueryRow(ctx, mq("InsertModeVersion"), got.ID, got.LatestVersion, mode, p.ConfigHash))
+				return err
+			}}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -443,7 +468,11 @@ func (s *Store) applyAction(ctx context.Context, orgID, modeID string, a core.Mo
 		if err != nil {
 			return nil, err
 		}
-		return &modeWrite{state: next}, nil
+		w := &modeWrite{state: next}
+		if a.Kind != core.ActionCertify {
+			w.audit, w.detail = core.AuditModeListing, fmt.Sprintf("%s → listing %s", a.Kind, next.Listing)
+		}
+		return w, nil
 	})
 }
 

@@ -62,22 +62,33 @@ SELECT p.id, p.kind, coalesce(p.org_id, ''), p.memo, p.created_at, l.account, co
  ORDER BY p.id, l.id;
 
 -- name: InsertKey
-INSERT INTO api_keys (id, org_id, hash, hint, name, test, scopes, modes, rpm, concurrency, max_input_tokens, ceiling_micros, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-RETURNING id, org_id, name, test, scopes, modes, rpm, concurrency, max_input_tokens, ceiling_micros, hint, expires_at, revoked_at, created_at;
+INSERT INTO api_keys (id, org_id, hash, hint, name, test, scopes, modes, rpm, concurrency, max_input_tokens, ceiling_micros, expires_at, person_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+RETURNING id, org_id, name, test, scopes, modes, rpm, concurrency, max_input_tokens, ceiling_micros, hint, expires_at, revoked_at, created_at, person_id,
+          coalesce((SELECT m.role FROM memberships m WHERE m.org_id = api_keys.org_id AND m.person_id = api_keys.person_id), '');
 
 -- name: KeyByHash
 SELECT k.id, k.org_id, k.name, k.test, k.scopes, k.modes, k.rpm, k.concurrency, k.max_input_tokens, k.ceiling_micros, k.hint, k.expires_at, k.revoked_at, k.created_at,
+       k.person_id, coalesce(m.role, ''),
        o.id, o.name, o.ticker, o.plan, o.suspended_at, o.created_at, o.concurrency, o.monthly_quota_micros, o.verified_at
   FROM api_keys k JOIN orgs o ON o.id = k.org_id
+  LEFT JOIN memberships m ON m.org_id = k.org_id AND m.person_id = k.person_id
  WHERE k.hash = $1;
+
+-- name: AuditKeyRevoked
+-- The audit row of a revocation, written only when the key was live
+-- ($2–$4: the actor's kind, id and address).
+INSERT INTO audit_log (org_id, actor_kind, actor_id, address, action, object, detail)
+SELECT org_id, $2, $3, $4, 'key.revoked', id, name FROM api_keys WHERE id = $1 AND revoked_at IS NULL;
 
 -- name: RevokeKey
 UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1
-RETURNING id, org_id, name, test, scopes, modes, rpm, concurrency, max_input_tokens, ceiling_micros, hint, expires_at, revoked_at, created_at;
+RETURNING id, org_id, name, test, scopes, modes, rpm, concurrency, max_input_tokens, ceiling_micros, hint, expires_at, revoked_at, created_at, person_id,
+          coalesce((SELECT m.role FROM memberships m WHERE m.org_id = api_keys.org_id AND m.person_id = api_keys.person_id), '');
 
 -- name: ListKeys
-SELECT id, org_id, name, test, scopes, modes, rpm, concurrency, max_input_tokens, ceiling_micros, hint, expires_at, revoked_at, created_at
+SELECT id, org_id, name, test, scopes, modes, rpm, concurrency, max_input_tokens, ceiling_micros, hint, expires_at, revoked_at, created_at, person_id,
+          coalesce((SELECT m.role FROM memberships m WHERE m.org_id = api_keys.org_id AND m.person_id = api_keys.person_id), '')
   FROM api_keys WHERE org_id = $1 ORDER BY created_at, id;
 
 -- name: GetHold

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -97,7 +98,7 @@ func scanBalance(row pgx.Row) (*core.Balance, error) {
 func keyCols(k *core.Key) []any {
 	return []any{&k.ID, &k.OrgID, &k.Name, &k.Test, &k.Scopes, &k.Modes,
 		(*nullInt)(&k.RPM), (*nullInt)(&k.Concurrency), (*nullInt)(&k.MaxInputTokens), (*nullMicros)(&k.Ceiling),
-		&k.Hint, &k.ExpiresAt, &k.RevokedAt, &k.CreatedAt}
+		&k.Hint, &k.ExpiresAt, &k.RevokedAt, &k.CreatedAt, &k.PersonID, &k.CreatorRole}
 }
 
 // CreateOrg implements core.Orgs.
@@ -173,7 +174,7 @@ func (s *Store) OrgByTicker(ctx context.Context, ticker string) (*core.Org, erro
 
 // SetOrgSuspended implements core.Orgs.
 func (s *Store) SetOrgSuspended(ctx context.Context, p *core.SetOrgSuspendedParams) (*core.Org, error) {
-	return scanOrg(s.pool.QueryRow(ctx, q("SetOrgSuspended"), p.OrgID, p.Suspended))
+	return s.orgChange(ctx, p.OrgID, fmt.Sprintf("suspended %t", p.Suspended), q("SetOrgSuspended"), p.OrgID, p.Suspended)
 }
 
 // SetOrgPlan implements core.Orgs.
@@ -181,24 +182,48 @@ func (s *Store) SetOrgPlan(ctx context.Context, p *core.SetOrgPlanParams) (*core
 	if p.Plan == "" {
 		return nil, errors.New("setting plan: plan is empty")
 	}
-	return scanOrg(s.pool.QueryRow(ctx, q("SetOrgPlan"), p.OrgID, p.Plan))
+	return s.orgChange(ctx, p.OrgID, "plan "+p.Plan, q("SetOrgPlan"), p.OrgID, p.Plan)
 }
 
 // SetOrgLimits implements core.Orgs.
 func (s *Store) SetOrgLimits(ctx context.Context, p *core.SetOrgLimitsParams) (*core.Org, error) {
 	var conc, quota any
-	if p.Concurrency != nil && *p.Concurrency > 0 {
-		conc = *p.Concurrency
+	var detail []string
+	if p.Concurrency != nil {
+		detail = append(detail, fmt.Sprintf("concurrency %d", *p.Concurrency))
+		if *p.Concurrency > 0 {
+			conc = *p.Concurrency
+		}
 	}
-	if p.MonthlyQuota != nil && *p.MonthlyQuota >= 0 {
-		quota = int64(*p.MonthlyQuota)
+	if p.MonthlyQuota != nil {
+		detail = append(detail, "monthly quota "+p.MonthlyQuota.String())
+		if *p.MonthlyQuota >= 0 {
+			quota = int64(*p.MonthlyQuota)
+		}
 	}
-	return scanOrg(s.pool.QueryRow(ctx, q("SetOrgLimits"), p.OrgID, p.Concurrency != nil, conc, p.MonthlyQuota != nil, quota))
+	return s.orgChange(ctx, p.OrgID, strings.Join(detail, ", "), q("SetOrgLimits"), p.OrgID, p.Concurrency != nil, conc, p.MonthlyQuota != nil, quota)
 }
 
 // SetOrgVerified implements core.Orgs.
 func (s *Store) SetOrgVerified(ctx context.Context, orgID string, verified bool) (*core.Org, error) {
-	return scanOrg(s.pool.QueryRow(ctx, q("SetOrgVerified"), orgID, verified))
+	return s.orgChange(ctx, orgID, fmt.Sprintf("verified %t", verified), q("SetOrgVerified"), orgID, verified)
+}
+
+// orgChange runs an update of an organisation's settings (sql, returning
+// the organisation) with its audit row, in one batch: one round trip.
+func (s *Store) orgChange(ctx context.Context, orgID, detail, sql string, args ...any) (*core.Org, error) {
+	var o *core.Org
+	b := &pgx.Batch{}
+	b.Queue(sql, args...).QueryRow(func(row pgx.Row) error {
+		var err error
+		o, err = scanOrg(row)
+		return err
+	})
+	queueAudit(ctx, b, orgID, core.AuditOrgSettings, orgID, detail)
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return nil, translateWrite(err)
+	}
+	return o, nil
 }
 
 // AddFunds implements core.Ledger.
@@ -250,7 +275,8 @@ func (s *Store) ListPostings(ctx context.Context, orgID string) ([]*core.Posting
 	return out, translate(rows.Err())
 }
 
-// CreateKey implements core.Keys.
+// CreateKey implements core.Keys. The key and its audit row are one batch:
+// one round trip, one implicit transaction.
 func (s *Store) CreateKey(ctx context.Context, p *core.CreateKeyParams) (*core.Key, error) {
 	scopes := p.Scopes
 	if scopes == nil {
@@ -261,9 +287,20 @@ func (s *Store) CreateKey(ctx context.Context, p *core.CreateKeyParams) (*core.K
 		modes = []string{}
 	}
 	var k core.Key
-	err := s.pool.QueryRow(ctx, q("InsertKey"), core.NewID("key"), p.OrgID, p.Hash, p.Hint, p.Name, p.Test,
-		scopes, modes, nullIf(p.RPM), nullIf(p.Concurrency), nullIf(p.MaxInputTokens), nullIf(int64(p.Ceiling)), p.ExpiresAt,
-	).Scan(keyCols(&k)...)
+	id := core.NewID("key")
+	b := &pgx.Batch{}
+	b.Queue(q("InsertKey"), id, p.OrgID, p.Hash, p.Hint, p.Name, p.Test,
+		scopes, modes, nullIf(p.RPM), nullIf(p.Concurrency), nullIf(p.MaxInputTokens), nullIf(int64(p.Ceiling)), p.ExpiresAt, p.PersonID,
+	).QueryRow(func(row pgx.Row) error { return row.Scan(keyCols(&k)...) })
+	detail := fmt.Sprintf("%q scopes %s", p.Name, strings.Join(scopes, ","))
+	if len(modes) > 0 {
+		detail += " modes " + strings.Join(modes, ",")
+	}
+	if p.Test {
+		detail += " test"
+	}
+	queueAudit(ctx, b, p.OrgID, core.AuditKeyCreated, id, detail)
+	err := s.pool.SendBatch(ctx, b).Close()
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation: no such org
@@ -285,10 +322,15 @@ func (s *Store) KeyByHash(ctx context.Context, hash []byte) (*core.Key, *core.Or
 	return &k, &o, nil
 }
 
-// RevokeKey implements core.Keys.
+// RevokeKey implements core.Keys. A revocation of a live key writes its
+// audit row in the same batch; revoking a revoked key writes nothing.
 func (s *Store) RevokeKey(ctx context.Context, id string) (*core.Key, error) {
+	a := core.ActorOf(ctx)
 	var k core.Key
-	if err := s.pool.QueryRow(ctx, q("RevokeKey"), id).Scan(keyCols(&k)...); err != nil {
+	b := &pgx.Batch{}
+	b.Queue(q("AuditKeyRevoked"), id, a.Kind, a.ID, a.Address)
+	b.Queue(q("RevokeKey"), id).QueryRow(func(row pgx.Row) error { return row.Scan(keyCols(&k)...) })
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return nil, translate(err)
 	}
 	return &k, nil

@@ -146,3 +146,20 @@ func NewRoleCredential(orgID, roleARN, externalID string) (*core.ProviderCredent
 		Hint:       Hint(externalID),
 	}, nil
 }
+
+// Maker makes the stored form of credentials with one sealer: the people
+// service's core/people.CredentialMaker, so that the pages check and seal
+// exactly as the operator's CLI does.
+type Maker struct {
+	Sealer *Sealer
+}
+
+// NewKeyCredential is NewKeyCredential with m's sealer.
+func (m Maker) NewKeyCredential(orgID, provider, key string) (*core.ProviderCredential, error) {
+	return NewKeyCredential(m.Sealer, orgID, provider, key)
+}
+
+// NewRoleCredential is NewRoleCredential.
+func (Maker) NewRoleCredential(orgID, roleARN, externalID string) (*core.ProviderCredential, error) {
+	return NewRoleCredential(orgID, roleARN, externalID)
+}

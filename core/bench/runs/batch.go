@@ -104,7 +104,11 @@ func (v Verdict) Valid() bool {
 type Batch struct {
 	ID    string // a UUID
 	OrgID string
-	Kind  Kind
+	// PersonID is the person who launched it, directly or through a key
+	// they created; "" when no person did. A member may cancel only the
+	// runs they launched (the policy's "own" grant of tests.cancel).
+	PersonID string
+	Kind     Kind
 	// Model is the mode as the launch named it; ModeID, ModeKey,
 	// ModeVersion and ModeConfigHash the mode version it runs.
 	Model          string

@@ -318,7 +318,7 @@ func (s *Service) prepare(ctx context.Context, p *access.Principal, plan *Plan) 
 		}
 	}
 	b := &Batch{
-		OrgID: p.Org.ID, Kind: plan.Kind, Model: plan.Model, ModeID: mode.ID, ModeKey: mode.Key,
+		OrgID: p.Org.ID, PersonID: launcher(p), Kind: plan.Kind, Model: plan.Model, ModeID: mode.ID, ModeKey: mode.Key,
 		ModeVersion: mode.Version, ModeConfigHash: s.d.Modes.ModeConfigHash(mode), Plan: plan,
 		Seed: newSeed(), BankVersion: s.d.Bank.Version(), Status: StatusQueued, Billed: acc.Quote.Cost,
 		Quote: acc.Quote,
@@ -430,25 +430,7 @@ func reconciliation() *core.Error {
 func reconciliationDerived(lapse time.Duration) *core.Error {
 	return core.Errorf(core.CodeReconciliationRequired,
 		"An earlier launch with these same arguments stopped before it was confirmed, so it is not known to have started; nothing was charged for it. "+
-			"Launch it with an idempotency key of your own, or repeat it %s after it stopped.", spell(lapse))
-}
-
-// spell writes a duration of whole hours or minutes as words.
-func spell(d time.Duration) string {
-	n, unit := int(d/time.Minute), "minute"
-	if d%time.Hour == 0 {
-		n, unit = int(d/time.Hour), "hour"
-	}
-	if d%time.Minute != 0 {
-		return d.String()
-	}
-	switch {
-	case n == 1 && unit == "hour":
-		return "an hour"
-	case n == 1:
-		return "a minute"
-	}
-	return strconv.Itoa(n) + " " + unit + "s"
+			"Launch it with an idempotency key of your own, or repeat it %s after it stopped.", core.Spell(lapse))
 }
 
 // repeat answers a launch whose key another attempt holds; derived: the
@@ -487,7 +469,19 @@ func (s *Service) repeat(ctx context.Context, p *access.Principal, plan *Plan, h
 // question left answered. Cancelling a batch cancelled already answers it,
 // and refunds nothing more.
 func (s *Service) Cancel(ctx context.Context, p *access.Principal, kind Kind, id string) (*Batch, error) {
-	if _, err := s.Batch(ctx, p, kind, id); err != nil {
+	seen, err := s.Batch(ctx, p, kind, id)
+	if err != nil {
+		return nil, err
+	}
+	// Cancelling is its own action: a member may cancel only the runs
+	// they launched (the role table's "own").
+	action := core.ActionTestsCancel
+	if kind == KindCertify {
+		action = core.ActionCertifyCancel
+	}
+	in := p.PolicyInput(action)
+	in.Owner = seen.PersonID
+	if err := s.d.Access.AuthorizeInput(ctx, in); err != nil {
 		return nil, err
 	}
 	b, err := s.d.Store.CancelBatch(ctx, p.Org.ID, id)
@@ -501,6 +495,18 @@ func (s *Service) Cancel(ctx context.Context, p *access.Principal, kind Kind, id
 		return nil, core.Errorf(core.CodeServiceUnavailable, "The batch could not be cancelled; nothing changed. Retry shortly.").WithCause(err)
 	}
 	return b, nil
+}
+
+// launcher is the person who launches a run as p: the person signed in, or
+// the creator of p's key; "" when no person is behind p.
+func launcher(p *access.Principal) string {
+	switch {
+	case p.Person != nil:
+		return p.Person.ID
+	case p.Key != nil:
+		return p.Key.PersonID
+	}
+	return ""
 }
 
 // Batch reads one of p's organisation's batches of kind: missing_batch_id

@@ -1,0 +1,340 @@
+package web_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/webauthn"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/people"
+)
+
+// The pages in a real browser: Debian's headless Chromium, driven through
+// the DevTools protocol. One browser serves the whole package; each test
+// has its own browser context (its own cookies) and tabs.
+
+// chromiumPath is where Debian's chromium package puts the browser.
+const chromiumPath = "/usr/lib/chromium/chromium"
+
+var (
+	browserOnce   sync.Once
+	browserCtx    context.Context
+	browserCancel context.CancelFunc
+	browserErr    error
+)
+
+func closeBrowser() {
+	if browserCancel != nil {
+		browserCancel()
+	}
+}
+
+// browser returns a fresh browser context (cookies of its own) on the
+// package's one browser. Without the browser the test is skipped — and
+// fails under CI=true, where it must run.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := chromiumPath
+	if _, err := os.Stat(path); err != nil {
+		if p, lerr := exec.LookPath("chromium"); lerr == nil {
+			path = p
+		} else {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("Chromium is missing (%s): CI runs the browser tests; install Debian's chromium package (make browser)", chromiumPath)
+			}
+			t.Skipf("Chromium is missing (%s): install Debian's chromium package (make browser) to run the browser tests", chromiumPath)
+		}
+	}
+	browserOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "conclave-chromium-")
+		if err != nil {
+			browserErr = err
+			return
+		}
+		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+			chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.UserDataDir(dir),
+			chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-quic", true), chromedp.Flag("no-first-run", true),
+			chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true), chromedp.Flag("hide-scrollbars", true))
+		ctx, cancel := chromedp.NewContext(alloc)
+		browserCtx = ctx
+		browserCancel = func() { cancel(); cancelAlloc(); _ = os.RemoveAll(dir) }
+		browserErr = chromedp.Do(ctx) // start the browser
+	})
+	require.NoError(t, browserErr, "starting Chromium")
+	ctx, cancel := chromedp.NewContext(browserCtx, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	tctx, tcancel := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(tcancel)
+	require.NoError(t, chromedp.Do(ctx)) // open the tab before the timeout applies
+	return tctx
+}
+
+// virtualAuthenticator gives the tab of ctx Chrome's virtual authenticator:
+// a platform authenticator that keeps discoverable credentials and verifies
+// its user, answering every request at once.
+func virtualAuthenticator(t *testing.T, ctx context.Context) {
+	t.Helper()
+	off := false
+	_, err := chromedp.Call(ctx, webauthn.Enable, webauthn.EnableParams{EnableUI: &off})
+	require.NoError(t, err)
+	_, err = chromedp.Call(ctx, webauthn.AddVirtualAuthenticator, webauthn.AddVirtualAuthenticatorParams{
+		Options: &webauthn.VirtualAuthenticatorOptions{
+			Protocol: webauthn.AuthenticatorProtocolCtap2, Ctap2version: webauthn.Ctap2versionCtap21,
+			Transport: webauthn.AuthenticatorTransportInternal, HasResidentKey: true, HasUserVerification: true,
+			IsUserVerified: true, AutomaticPresenceSimulation: true,
+		}})
+	require.NoError(t, err)
+}
+
+// screenshotDir is test-artifacts/screenshots at the repository's root
+// (git-ignored).
+func screenshotDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	require.NoError(t, err)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		require.NotEqual(t, parent, dir, "the repository root (go.mod) was not found")
+		dir = parent
+	}
+	out := filepath.Join(dir, "test-artifacts", "screenshots")
+	require.NoError(t, os.MkdirAll(out, 0o755))
+	return out
+}
+
+// shoot writes the page as a person sees it at a phone's and a desktop's
+// width: <name>-phone.png and <name>-desktop.png.
+func shoot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := screenshotDir(t)
+	for _, size := range []struct {
+		suffix        string
+		width, height int64
+	}{{"phone", 390, 844}, {"desktop", 1280, 800}} {
+		require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(size.width, size.height),
+			chromedp.WaitVisible(chromedp.CSS("main"))))
+		// Just after the viewport changes the page may not be laid out
+		// yet ("0 width"): try again shortly.
+		var png []byte
+		var err error
+		for try := 0; try < 20; try++ {
+			if png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name+"-"+size.suffix+".png"), png, 0o644))
+	}
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)))
+}
+
+// text is the visible text of the page's main element.
+func text(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
+	require.NoError(t, err)
+	return s
+}
+
+// waitText waits until the page's main element shows want.
+func waitText(t *testing.T, ctx context.Context, want string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
+		if err == nil && strings.Contains(s, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			loc, _ := chromedp.Run(ctx, chromedp.Location())
+			t.Fatalf("the page at %s never showed %q; it shows: %s (err %v)", loc, want, s, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A demo owner opens their set-up link, registers a passkey through
+// Chrome's virtual authenticator, signs out, and signs in with it.
+func TestBrowserOwnerRegistersAPasskeyAndSignsInWithIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, people.Config{})
+	ctx := browser(t)
+	virtualAuthenticator(t, ctx)
+
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(b.ownerLink),
+		chromedp.WaitVisible(chromedp.CSS(`button[data-passkey="create"]`))))
+	require.Contains(t, text(t, ctx), "olive@acme.example")
+	shoot(t, ctx, "setup-link")
+
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[data-passkey="create"]`))))
+	waitText(t, ctx, "Hello, Olive Owner")
+	require.Contains(t, text(t, ctx), "owner of Acme Research")
+	shoot(t, ctx, "home")
+
+	pks, err := b.store.Passkeys(context.Background(), b.owner.ID)
+	require.NoError(t, err)
+	require.Len(t, pks, 1, "the passkey is stored")
+
+	// The link worked once.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(b.ownerLink)))
+	waitText(t, ctx, "already used or has expired")
+	shoot(t, ctx, "link-used")
+
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(b.origin+"/account")))
+	waitText(t, ctx, "Passkeys")
+	shoot(t, ctx, "account")
+
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`form[action="/sign-out"] button`))))
+	waitText(t, ctx, "With a passkey")
+	shoot(t, ctx, "sign-in")
+
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[data-passkey="get"]`))))
+	waitText(t, ctx, "Hello, Olive Owner")
+
+	pks, err = b.store.Passkeys(context.Background(), b.owner.ID)
+	require.NoError(t, err)
+	require.NotNil(t, pks[0].LastUsedAt, "the sign-in used the passkey")
+	audit := b.audit(t)
+	require.Equal(t, 1, audit[core.AuditPasskeyAdded])
+	require.Equal(t, 1, audit[core.AuditPersonJoined])
+}
+
+// An owner invites a member from the people page; the member sets a
+// password, signs in, and is refused the owner-only actions: the people
+// page in the browser, BYOK at the core service.
+func TestBrowserOwnerInvitesAMemberWhoIsRefusedOwnersActions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, people.Config{})
+	owner := browser(t)
+
+	// The owner sets a password through their link.
+	require.NoError(t, chromedp.Do(owner, chromedp.Navigate(b.ownerLink),
+		chromedp.SendKeys(chromedp.CSS("#password"), "a long owner passphrase"),
+		chromedp.Click(chromedp.CSS(`#link-form button[type="submit"]`))))
+	waitText(t, owner, "Hello, Olive Owner")
+
+	require.NoError(t, chromedp.Do(owner, chromedp.Navigate(b.origin+"/people")))
+	waitText(t, owner, "Invite someone")
+	// A bad email is refused beside its field, and what was typed stays.
+	require.NoError(t, chromedp.Do(owner, chromedp.SendKeys(chromedp.CSS("#email"), "not an email"),
+		chromedp.Click(chromedp.CSS(`form[action="/people/invite"] button`))))
+	waitText(t, owner, "Enter one email address")
+	typed, err := chromedp.Run(owner, chromedp.Value(chromedp.CSS("#email")))
+	require.NoError(t, err)
+	require.Equal(t, "not an email", typed)
+
+	require.NoError(t, chromedp.Do(owner, chromedp.SetValue(chromedp.CSS("#email"), "mia@acme.example"),
+		chromedp.Click(chromedp.CSS(`form[action="/people/invite"] button`))))
+	waitText(t, owner, "Invitation link")
+	link, err := chromedp.Run(owner, chromedp.Value(chromedp.CSS("#new-link")))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(link, b.origin+"/link/"), link)
+	shoot(t, owner, "people-invited")
+
+	// The member, in a browser of their own.
+	member := browser(t)
+	require.NoError(t, chromedp.Do(member, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#name"))))
+	require.Contains(t, text(t, member), "member of Acme Research")
+	shoot(t, member, "invitation")
+	// Too short a password: refused beside the field; the name stays.
+	require.NoError(t, chromedp.Do(member, chromedp.SendKeys(chromedp.CSS("#name"), "Mia Member"),
+		chromedp.SendKeys(chromedp.CSS("#password"), "short"),
+		chromedp.Click(chromedp.CSS(`#link-form button[type="submit"]`))))
+	waitText(t, member, "at least 12 characters")
+	name, err := chromedp.Run(member, chromedp.Value(chromedp.CSS("#name")))
+	require.NoError(t, err)
+	require.Equal(t, "Mia Member", name)
+	shoot(t, member, "invitation-error")
+
+	require.NoError(t, chromedp.Do(member, chromedp.SendKeys(chromedp.CSS("#password"), "mia's own long passphrase"),
+		chromedp.Click(chromedp.CSS(`#link-form button[type="submit"]`))))
+	waitText(t, member, "Hello, Mia Member")
+	require.Contains(t, text(t, member), "member of Acme Research")
+
+	// Signing in again with the password.
+	require.NoError(t, chromedp.Do(member, chromedp.Click(chromedp.CSS(`form[action="/sign-out"] button`))))
+	waitText(t, member, "With a password")
+	require.NoError(t, chromedp.Do(member, chromedp.SendKeys(chromedp.CSS("#email"), "mia@acme.example"),
+		chromedp.SendKeys(chromedp.CSS("#password"), "mia's own long passphrase"),
+		chromedp.Click(chromedp.CSS(`form[action="/sign-in"] button`))))
+	waitText(t, member, "Hello, Mia Member")
+
+	// The people page is an owner's.
+	require.NoError(t, chromedp.Do(member, chromedp.Navigate(b.origin+"/people")))
+	waitText(t, member, "Not allowed")
+	require.Contains(t, text(t, member), "you are member of Acme Research")
+	shoot(t, member, "people-refused")
+
+	// BYOK at the core service: the member is refused, the owner may.
+	mia, err := b.store.PersonByEmail(context.Background(), "mia@acme.example")
+	require.NoError(t, err)
+	_, err = b.people.SetBYOK(context.Background(), b.principal(t, mia), core.ProviderOpenAI, "sk-test-0123456789abcdef0123", "", "")
+	var ce *core.Error
+	require.True(t, errors.As(err, &ce), "%v", err)
+	require.Equal(t, core.CodeForbidden, ce.Code)
+	_, err = b.people.SetBYOK(context.Background(), b.principal(t, b.owner), core.ProviderOpenAI, "sk-test-0123456789abcdef0123", "", "")
+	require.NoError(t, err)
+
+	audit := b.audit(t)
+	require.Equal(t, 1, audit[core.AuditPersonInvited])
+	require.Equal(t, 2, audit[core.AuditPersonJoined], "the owner, then the member")
+	require.Equal(t, 1, audit[core.AuditBYOKSet], "only the owner's")
+}
+
+// A form posted to the pages from another site is refused, and changes
+// nothing; a session idle past its timeout is signed out.
+func TestBrowserForgedCrossSitePostAndIdleSession(t *testing.T) {
+	t.Parallel()
+	b := setup(t, people.Config{})
+	ctx := browser(t)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(b.ownerLink),
+		chromedp.SendKeys(chromedp.CSS("#password"), "a long owner passphrase"),
+		chromedp.Click(chromedp.CSS(`#link-form button[type="submit"]`))))
+	waitText(t, ctx, "Hello, Olive Owner")
+
+	// Another site's page posts an invitation form to the pages.
+	evil := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, fmt.Sprintf(`<!doctype html><main><form method="post" action="%s/people/invite">
+<input name="email" value="mallory@evil.example"><input name="role" value="owner">
+<button id="go" type="submit">Win a prize</button></form></main>`, b.origin))
+	}), ReadHeaderTimeout: 10 * time.Second}
+	ln := listenLoopback(t)
+	go func() { _ = evil.Serve(ln) }()
+	t.Cleanup(func() { _ = evil.Close() })
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("http://"+ln.Addr().String()+"/"),
+		chromedp.Click(chromedp.CSS("#go"))))
+	waitText(t, ctx, "came from another site")
+	shoot(t, ctx, "cross-site-refused")
+	require.Zero(t, b.audit(t)[core.AuditPersonInvited], "no invitation was made")
+
+	// The session is idle past its timeout: signed out.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(b.origin+"/")))
+	waitText(t, ctx, "Hello, Olive Owner")
+	_, err := b.store.Pool().Exec(context.Background(),
+		`UPDATE sessions SET last_seen_at = now() - interval '13 hours' WHERE person_id = $1`, b.owner.ID)
+	require.NoError(t, err)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(b.origin+"/account")))
+	waitText(t, ctx, "Sign in")
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(loc, b.origin+"/sign-in"), loc)
+}

@@ -1,0 +1,789 @@
+// Package web serves Conclave's pages for people: sign-in with a passkey or
+// a password, invitation and set-up links, one's account (passkeys,
+// password, sessions), the organisation's people (owners invite and change
+// roles), choosing the current organisation, and sign-out. Pages are
+// server-rendered html/template with one stylesheet and one script (the
+// passkey ceremonies), embedded; no inline script. Every handler is a thin
+// translation onto core/people, which asks the same policy as REST and MCP.
+//
+// Sessions live in a cookie (HttpOnly, SameSite=Lax, Secure under https,
+// host-only); every state-changing request passes net/http's
+// CrossOriginProtection; every response carries a Content-Security-Policy
+// without inline script, frame-ancestors 'none' and Referrer-Policy
+// same-origin (HSTS under https). A page asked for on another host name is
+// redirected to the one origin. /v1 and /mcp never see these cookies.
+package web
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/carrier"
+	"github.com/conclavehq/conclave/core/people"
+)
+
+// CookieName is the session cookie's name.
+const CookieName = "conclave_session"
+
+// maxFormBytes caps a page's request body (forms and passkey responses).
+const maxFormBytes = 64 << 10
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed assets
+var assetFS embed.FS
+
+// Config configures the pages.
+type Config struct {
+	// PublicURL is the one origin ("http://localhost:8080"). Required.
+	PublicURL string
+	// TrustedProxies are the proxies whose X-Forwarded-For is believed
+	// for the client address (core.ClientAddress). Defaults to none.
+	TrustedProxies []netip.Prefix
+}
+
+// Deps are what the pages serve from.
+type Deps struct {
+	// People is the people service. Required.
+	People *people.Service
+	// Logger defaults to a logger that discards.
+	Logger *slog.Logger
+}
+
+type handler struct {
+	cfg    Config
+	people *people.Service
+	log    *slog.Logger
+	origin *url.URL
+	secure bool
+	pages  map[string]*template.Template
+}
+
+// New returns the pages' handler, for every path outside /v1, /mcp, the
+// discovery documents and the probes.
+func New(cfg Config, d Deps) (http.Handler, error) {
+	if d.People == nil {
+		return nil, errors.New("web: People is required")
+	}
+	u, err := url.Parse(cfg.PublicURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("web: PublicURL %q is not an http(s) origin", cfg.PublicURL)
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &handler{cfg: cfg, people: d.People, log: d.Logger, origin: u, secure: u.Scheme == "https",
+		pages: map[string]*template.Template{}}
+	for _, name := range []string{"signin", "link", "message", "home", "account", "people", "orgs"} {
+		t, err := template.ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return nil, err
+		}
+		h.pages[name] = t
+	}
+	assets, err := fs.Sub(assetFS, "assets")
+	if err != nil {
+		return nil, err
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(assets)))
+	mux.HandleFunc("GET /{$}", h.signedIn(h.home))
+	mux.HandleFunc("GET /sign-in", h.signInPage)
+	mux.HandleFunc("POST /sign-in", h.signInPassword)
+	mux.HandleFunc("POST /sign-in/passkey/begin", h.passkeySignInBegin)
+	mux.HandleFunc("POST /sign-in/passkey/finish", h.passkeySignInFinish)
+	mux.HandleFunc("POST /sign-out", h.signOut)
+	mux.HandleFunc("GET /link/{secret}", h.linkPage)
+	mux.HandleFunc("POST /link/{secret}/password", h.linkPassword)
+	mux.HandleFunc("POST /link/{secret}/passkey/begin", h.linkPasskeyBegin)
+	mux.HandleFunc("POST /link/{secret}/passkey/finish", h.linkPasskeyFinish)
+	mux.HandleFunc("POST /link/{secret}/accept", h.signedIn(h.linkAccept))
+	mux.HandleFunc("GET /account", h.signedIn(h.account))
+	mux.HandleFunc("POST /account/password", h.signedIn(h.accountPassword))
+	mux.HandleFunc("POST /account/passkeys/begin", h.signedIn(h.addPasskeyBegin))
+	mux.HandleFunc("POST /account/passkeys/finish", h.signedIn(h.addPasskeyFinish))
+	mux.HandleFunc("POST /account/passkeys/{id}/remove", h.signedIn(h.removePasskey))
+	mux.HandleFunc("POST /account/sign-out-everywhere", h.signedIn(h.signOutEverywhere))
+	mux.HandleFunc("GET /people", h.signedIn(h.peoplePage))
+	mux.HandleFunc("POST /people/invite", h.signedIn(h.invite))
+	mux.HandleFunc("POST /people/{id}/role", h.signedIn(h.setRole))
+	mux.HandleFunc("POST /people/{id}/remove", h.signedIn(h.removeMember))
+	mux.HandleFunc("POST /people/{id}/end-sessions", h.signedIn(h.endSessions))
+	mux.HandleFunc("GET /orgs", h.signedIn(h.orgsPage))
+	mux.HandleFunc("POST /orgs", h.signedIn(h.chooseOrg))
+	mux.HandleFunc("/", h.notFound)
+
+	csrf := http.NewCrossOriginProtection()
+	csrf.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.message(w, r, http.StatusForbidden, "Refused", "This request came from another site, so it was refused. Nothing was changed.")
+	}))
+	return h.headers(h.oneOrigin(csrf.Handler(http.MaxBytesHandler(mux, maxFormBytes)))), nil
+}
+
+// headers sets the security headers of every page response.
+func (h *handler) headers(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
+			"connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'")
+		hd.Set("Referrer-Policy", "same-origin")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("X-Frame-Options", "DENY")
+		if h.secure {
+			hd.Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
+		}
+		if !strings.HasPrefix(r.URL.Path, "/assets/") {
+			hd.Set("Cache-Control", "no-store")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// oneOrigin redirects a page asked for on another host name to the same
+// path on the one origin: cookies and passkeys belong to that origin only.
+func (h *handler) oneOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.EqualFold(r.Host, h.origin.Host) {
+			target := *h.origin
+			target.Path, target.RawQuery = r.URL.Path, r.URL.RawQuery
+			code := http.StatusFound
+			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+				code = http.StatusPermanentRedirect
+			}
+			http.Redirect(w, r, target.String(), code)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// address is the request's client address.
+func (h *handler) address(r *http.Request) string {
+	return carrier.ClientAddress(r, h.cfg.TrustedProxies)
+}
+
+// view is what every page renders from.
+type view struct {
+	Title  string
+	Person *core.Person
+	Org    *core.Org
+	Role   core.Role
+	Notice string
+	Error  string
+	// Values are what was typed (never a secret), Errors the message
+	// beside each field.
+	Values map[string]string
+	Errors map[string]string
+
+	Message    string
+	Link       *people.LinkView
+	LinkSecret string
+	Passkeys   []*core.Passkey
+	HasPass    bool
+	Members    []*core.Member
+	CanManage  bool
+	NewLink    string
+	NewEmail   string
+	LinkTTL    string
+	Orgs       []*core.Membership
+}
+
+// HasPassword is the account page's flag under its template name.
+func (v *view) HasPassword() bool { return v.HasPass }
+
+// NewLinkEmail names whom a new invitation link is for.
+func (v *view) NewLinkEmail() string { return v.NewEmail }
+
+func newView(title string, p *access.Principal) *view {
+	v := &view{Title: title, Values: map[string]string{}, Errors: map[string]string{}}
+	if p != nil {
+		v.Person, v.Org, v.Role = p.Person, p.Org, p.Role
+	}
+	return v
+}
+
+// render writes a page.
+func (h *handler) render(w http.ResponseWriter, status int, page string, v *view) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	if err := h.pages[page].ExecuteTemplate(w, "layout", v); err != nil {
+		h.log.Warn("rendering a page", slog.String("page", page), slog.String("error", err.Error()))
+	}
+}
+
+// message renders a page that only says something.
+func (h *handler) message(w http.ResponseWriter, r *http.Request, status int, title, msg string) {
+	v := newView(title, principalOf(r.Context()))
+	v.Message = msg
+	h.render(w, status, "message", v)
+}
+
+func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
+	h.message(w, r, http.StatusNotFound, "Not found", "There is no page at this address.")
+}
+
+// failed answers an error no form can show: a refusal of the policy, a
+// missing thing, or the database being away.
+func (h *handler) failed(w http.ResponseWriter, r *http.Request, err error) {
+	var ce *core.Error
+	switch {
+	case errors.As(err, &ce):
+		status := core.InfoFor(ce.Code).Status
+		title := "Not allowed"
+		if ce.Code == core.CodeServiceUnavailable {
+			title = "Unavailable"
+		}
+		h.message(w, r, status, title, ce.Message)
+	case errors.Is(err, core.ErrNotFound):
+		h.notFound(w, r)
+	default:
+		h.log.Error("a page failed", slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+		h.message(w, r, http.StatusServiceUnavailable, "Unavailable", "Something went wrong on our side; nothing was changed. Try again shortly.")
+	}
+}
+
+type principalKey struct{}
+
+func principalOf(ctx context.Context) *access.Principal {
+	p, _ := ctx.Value(principalKey{}).(*access.Principal)
+	return p
+}
+
+// session resolves the request's cookie: the principal, or nil when signed
+// out (a stale or forged cookie is cleared). A store failure is returned.
+func (h *handler) session(w http.ResponseWriter, r *http.Request) (*access.Principal, error) {
+	c, err := r.Cookie(CookieName)
+	if err != nil || c.Value == "" {
+		return nil, nil
+	}
+	p, _, err := h.people.Principal(r.Context(), c.Value, h.address(r))
+	if errors.Is(err, core.ErrNotFound) {
+		h.clearCookie(w)
+		return nil, nil
+	}
+	return p, err
+}
+
+// signedIn runs next for a signed-in person, with the principal and its
+// actor on the request's context; others go to the sign-in page.
+func (h *handler) signedIn(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, err := h.session(w, r)
+		if err != nil {
+			h.failed(w, r, err)
+			return
+		}
+		if p == nil {
+			if r.Method == http.MethodGet {
+				http.Redirect(w, r, "/sign-in?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			h.message(w, r, http.StatusUnauthorized, "Signed out", "You are signed out. Sign in, then try again.")
+			return
+		}
+		ctx := context.WithValue(r.Context(), principalKey{}, p)
+		next(w, r.WithContext(core.WithActor(ctx, p.Actor())))
+	}
+}
+
+func (h *handler) setCookie(w http.ResponseWriter, secret string) {
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: secret, Path: "/", HttpOnly: true, Secure: h.secure,
+		SameSite: http.SameSiteLaxMode, MaxAge: int(h.people.Config().SessionMaxAge / time.Second)})
+}
+
+func (h *handler) clearCookie(w http.ResponseWriter) {
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", HttpOnly: true, Secure: h.secure,
+		SameSite: http.SameSiteLaxMode, MaxAge: -1})
+}
+
+// signIn sets the new session's cookie, ending the one the browser had
+// (the session id is rotated at every sign-in).
+func (h *handler) signIn(w http.ResponseWriter, r *http.Request, s *people.SignedIn) {
+	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
+		_ = h.people.SignOut(r.Context(), c.Value)
+	}
+	h.setCookie(w, s.Secret)
+}
+
+// next is where to go after signing in: a local path only.
+func next(r *http.Request) string {
+	n := r.FormValue("next")
+	if n == "" || !strings.HasPrefix(n, "/") || strings.HasPrefix(n, "//") || strings.HasPrefix(n, "/\\") {
+		return "/"
+	}
+	return n
+}
+
+// fieldError renders a form's page again with err beside its field; other
+// errors are not the form's.
+func fieldError(err error, v *view) (int, bool) {
+	var fe *people.FieldError
+	if errors.As(err, &fe) {
+		v.Errors[fe.Field] = fe.Message
+		return http.StatusUnprocessableEntity, true
+	}
+	var ce *core.Error
+	if errors.As(err, &ce) && ce.Code == core.CodeRateLimitExceeded {
+		v.Error = ce.Message
+		return http.StatusTooManyRequests, true
+	}
+	return 0, false
+}
+
+// --- Sign-in -------------------------------------------------------------------
+
+func (h *handler) signInPage(w http.ResponseWriter, r *http.Request) {
+	p, err := h.session(w, r)
+	if err != nil {
+		h.renderSignInUnavailable(w, r)
+		return
+	}
+	if p != nil {
+		http.Redirect(w, r, next(r), http.StatusSeeOther)
+		return
+	}
+	v := newView("Sign in", nil)
+	v.Values["next"] = next(r)
+	h.render(w, http.StatusOK, "signin", v)
+}
+
+func (h *handler) renderSignInUnavailable(w http.ResponseWriter, r *http.Request) {
+	v := newView("Sign in", nil)
+	v.Error = "Sign-in is unavailable right now. Try again in a few minutes."
+	h.render(w, http.StatusServiceUnavailable, "signin", v)
+}
+
+func (h *handler) signInPassword(w http.ResponseWriter, r *http.Request) {
+	email := r.PostFormValue("email")
+	s, err := h.people.SignInPassword(r.Context(), email, r.PostFormValue("password"), h.address(r))
+	if err != nil {
+		v := newView("Sign in", nil)
+		v.Values["email"], v.Values["next"] = email, next(r)
+		if status, ok := fieldError(err, v); ok {
+			h.render(w, status, "signin", v)
+			return
+		}
+		h.log.Warn("sign-in failed", slog.String("error", err.Error()))
+		h.renderSignInUnavailable(w, r)
+		return
+	}
+	h.signIn(w, r, s)
+	http.Redirect(w, r, next(r), http.StatusSeeOther)
+}
+
+// jsonError answers a passkey endpoint's failure as {"error": message}.
+func (h *handler) jsonError(w http.ResponseWriter, err error) {
+	status, msg := http.StatusServiceUnavailable, "Something went wrong on our side. Try again shortly."
+	var (
+		fe *people.FieldError
+		ce *core.Error
+	)
+	switch {
+	case errors.As(err, &fe):
+		status, msg = http.StatusUnprocessableEntity, fe.Message
+	case errors.As(err, &ce):
+		status, msg = core.InfoFor(ce.Code).Status, ce.Message
+	case errors.Is(err, core.ErrGone):
+		status, msg = http.StatusGone, "This link was already used or has expired."
+	case errors.Is(err, core.ErrNotFound):
+		status, msg = http.StatusNotFound, "This link is not valid."
+	default:
+		h.log.Warn("a passkey step failed", slog.String("error", err.Error()))
+	}
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// begun answers a ceremony's start: the options and the ceremony's
+// secret, or why it could not start.
+func (h *handler) begun(w http.ResponseWriter, c *people.Ceremony, err error) {
+	if err != nil {
+		h.jsonError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"options": json.RawMessage(c.Options), "ceremony": c.Secret})
+}
+
+// finishBody is what the passkey script posts to finish a ceremony.
+type finishBody struct {
+	Ceremony   string          `json:"ceremony"`
+	Credential json.RawMessage `json:"credential"`
+	Name       string          `json:"name"`
+}
+
+func readFinish(r *http.Request) (*finishBody, error) {
+	var b finishBody
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, &people.FieldError{Field: "passkey", Message: "The passkey answer is too large."}
+	}
+	if err := json.Unmarshal(data, &b); err != nil || len(b.Credential) == 0 {
+		return nil, &people.FieldError{Field: "passkey", Message: "The passkey answer could not be read."}
+	}
+	return &b, nil
+}
+
+func (h *handler) passkeySignInBegin(w http.ResponseWriter, r *http.Request) {
+	c, err := h.people.BeginPasskeySignIn(r.Context(), h.address(r))
+	h.begun(w, c, err)
+}
+
+func (h *handler) passkeySignInFinish(w http.ResponseWriter, r *http.Request) {
+	b, err := readFinish(r)
+	if err != nil {
+		h.jsonError(w, err)
+		return
+	}
+	s, err := h.people.FinishPasskeySignIn(r.Context(), b.Ceremony, b.Credential, h.address(r))
+	if err != nil {
+		h.jsonError(w, err)
+		return
+	}
+	h.signIn(w, r, s)
+	writeJSON(w, http.StatusOK, map[string]string{"redirect": next(r)})
+}
+
+func (h *handler) signOut(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(CookieName); err == nil {
+		if err := h.people.SignOut(r.Context(), c.Value); err != nil {
+			h.failed(w, r, err)
+			return
+		}
+	}
+	h.clearCookie(w)
+	http.Redirect(w, r, "/sign-in", http.StatusSeeOther)
+}
+
+// --- Links ---------------------------------------------------------------------
+
+// linkGone answers a link that cannot be used: nothing changed.
+func (h *handler) linkFailed(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, core.ErrGone):
+		h.message(w, r, http.StatusGone, "Link used or expired",
+			"This link was already used or has expired. Ask whoever sent it for a new one. Nothing was changed.")
+	case errors.Is(err, core.ErrNotFound):
+		h.message(w, r, http.StatusNotFound, "Link not valid",
+			"This link is not valid: check that it was copied whole, or ask for a new one. Nothing was changed.")
+	default:
+		h.failed(w, r, err)
+	}
+}
+
+// linkView renders the link page with what was typed and err beside its
+// field.
+func (h *handler) linkView(w http.ResponseWriter, r *http.Request, p *access.Principal, status int, v *view) {
+	secret := r.PathValue("secret")
+	lv, err := h.people.Link(r.Context(), secret)
+	if err != nil {
+		h.linkFailed(w, r, err)
+		return
+	}
+	v.Link, v.LinkSecret = lv, secret
+	h.render(w, status, "link", v)
+}
+
+func (h *handler) linkPage(w http.ResponseWriter, r *http.Request) {
+	p, err := h.session(w, r)
+	if err != nil {
+		h.failed(w, r, err)
+		return
+	}
+	h.linkView(w, r, p, http.StatusOK, newView("Your invitation", p))
+}
+
+func (h *handler) linkPassword(w http.ResponseWriter, r *http.Request) {
+	name := r.PostFormValue("name")
+	s, err := h.people.AcceptWithPassword(r.Context(), r.PathValue("secret"), name, r.PostFormValue("password"), h.address(r))
+	if err != nil {
+		v := newView("Your invitation", nil)
+		v.Values["name"] = name
+		if status, ok := fieldError(err, v); ok {
+			if msg, isLink := v.Errors["link"]; isLink {
+				v.Error = msg
+			}
+			h.linkView(w, r, nil, status, v)
+			return
+		}
+		h.linkFailed(w, r, err)
+		return
+	}
+	h.signIn(w, r, s)
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (h *handler) linkPasskeyBegin(w http.ResponseWriter, r *http.Request) {
+	c, err := h.people.BeginLinkPasskey(r.Context(), r.PathValue("secret"), r.PostFormValue("name"))
+	h.begun(w, c, err)
+}
+
+func (h *handler) linkPasskeyFinish(w http.ResponseWriter, r *http.Request) {
+	b, err := readFinish(r)
+	if err != nil {
+		h.jsonError(w, err)
+		return
+	}
+	s, err := h.people.FinishLinkPasskey(r.Context(), r.PathValue("secret"), b.Ceremony, b.Credential, h.address(r))
+	if err != nil {
+		h.jsonError(w, err)
+		return
+	}
+	h.signIn(w, r, s)
+	writeJSON(w, http.StatusOK, map[string]string{"redirect": "/"})
+}
+
+func (h *handler) linkAccept(w http.ResponseWriter, r *http.Request) {
+	p := principalOf(r.Context())
+	m, err := h.people.AcceptSignedIn(r.Context(), r.PathValue("secret"), p)
+	if err != nil {
+		h.linkFailed(w, r, err)
+		return
+	}
+	if c, err := r.Cookie(CookieName); err == nil {
+		_ = h.people.ChooseOrg(r.Context(), c.Value, p, m.OrgID)
+	}
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// --- Home, account, organisations ------------------------------------------------
+
+func (h *handler) home(w http.ResponseWriter, r *http.Request) {
+	h.render(w, http.StatusOK, "home", newView("Home", principalOf(r.Context())))
+}
+
+func (h *handler) accountView(w http.ResponseWriter, r *http.Request, status int, v *view) {
+	p := principalOf(r.Context())
+	var err error
+	if v.Passkeys, err = h.people.Passkeys(r.Context(), p); err != nil {
+		h.failed(w, r, err)
+		return
+	}
+	if v.HasPass, err = h.people.HasPassword(r.Context(), p); err != nil {
+		h.failed(w, r, err)
+		return
+	}
+	h.render(w, status, "account", v)
+}
+
+func (h *handler) account(w http.ResponseWriter, r *http.Request) {
+	v := newView("Account", principalOf(r.Context()))
+	v.Notice = notice(r)
+	h.accountView(w, r, http.StatusOK, v)
+}
+
+// notice is the one-line confirmation a redirect asked for (?done=…), from
+// a fixed set: nothing a link could inject.
+func notice(r *http.Request) string {
+	switch r.URL.Query().Get("done") {
+	case "password":
+		return "Password saved. Your other sessions were signed out."
+	case "passkey-removed":
+		return "Passkey removed."
+	case "passkey-added":
+		return "Passkey added."
+	case "role":
+		return "Role changed."
+	case "removed":
+		return "Person removed from the organisation."
+	case "ended":
+		return "Their sessions were ended."
+	case "org":
+		return "Switched organisation."
+	}
+	return ""
+}
+
+func (h *handler) accountPassword(w http.ResponseWriter, r *http.Request) {
+	p := principalOf(r.Context())
+	keep := ""
+	if c, err := r.Cookie(CookieName); err == nil {
+		keep = c.Value
+	}
+	err := h.people.ChangePassword(r.Context(), p, r.PostFormValue("current"), r.PostFormValue("password"), keep)
+	if err != nil {
+		v := newView("Account", p)
+		if status, ok := fieldError(err, v); ok {
+			h.accountView(w, r, status, v)
+			return
+		}
+		h.failed(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/account?done=password", http.StatusSeeOther)
+}
+
+func (h *handler) addPasskeyBegin(w http.ResponseWriter, r *http.Request) {
+	c, err := h.people.BeginAddPasskey(r.Context(), principalOf(r.Context()))
+	h.begun(w, c, err)
+}
+
+func (h *handler) addPasskeyFinish(w http.ResponseWriter, r *http.Request) {
+	b, err := readFinish(r)
+	if err != nil {
+		h.jsonError(w, err)
+		return
+	}
+	if _, err := h.people.FinishAddPasskey(r.Context(), principalOf(r.Context()), b.Ceremony, b.Credential, b.Name); err != nil {
+		h.jsonError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"redirect": "/account?done=passkey-added"})
+}
+
+func (h *handler) removePasskey(w http.ResponseWriter, r *http.Request) {
+	p := principalOf(r.Context())
+	if err := h.people.RemovePasskey(r.Context(), p, r.PathValue("id")); err != nil {
+		v := newView("Account", p)
+		if status, ok := fieldError(err, v); ok {
+			h.accountView(w, r, status, v)
+			return
+		}
+		h.failed(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/account?done=passkey-removed", http.StatusSeeOther)
+}
+
+func (h *handler) signOutEverywhere(w http.ResponseWriter, r *http.Request) {
+	if err := h.people.SignOutEverywhere(r.Context(), principalOf(r.Context())); err != nil {
+		h.failed(w, r, err)
+		return
+	}
+	h.clearCookie(w)
+	http.Redirect(w, r, "/sign-in", http.StatusSeeOther)
+}
+
+func (h *handler) orgsPage(w http.ResponseWriter, r *http.Request) {
+	p := principalOf(r.Context())
+	v := newView("Organisations", p)
+	v.Notice = notice(r)
+	var err error
+	if v.Orgs, err = h.people.Memberships(r.Context(), p); err != nil {
+		h.failed(w, r, err)
+		return
+	}
+	h.render(w, http.StatusOK, "orgs", v)
+}
+
+func (h *handler) chooseOrg(w http.ResponseWriter, r *http.Request) {
+	c, err := r.Cookie(CookieName)
+	if err != nil {
+		http.Redirect(w, r, "/sign-in", http.StatusSeeOther)
+		return
+	}
+	if err := h.people.ChooseOrg(r.Context(), c.Value, principalOf(r.Context()), r.PostFormValue("org")); err != nil {
+		h.failed(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/orgs?done=org", http.StatusSeeOther)
+}
+
+// --- People ------------------------------------------------------------------------
+
+func (h *handler) peopleView(w http.ResponseWriter, r *http.Request, status int, v *view) {
+	p := principalOf(r.Context())
+	members, err := h.people.Members(r.Context(), p)
+	if err != nil {
+		h.failed(w, r, err)
+		return
+	}
+	v.Members = members
+	v.CanManage = h.people.Allowed(r.Context(), p, core.ActionPeopleManage)
+	if !v.CanManage {
+		h.message(w, r, http.StatusForbidden, "Not allowed",
+			fmt.Sprintf("Only people whose role may manage people can open this page; you are %s of %s.", p.Role, p.Org.Name))
+		return
+	}
+	h.render(w, status, "people", v)
+}
+
+func (h *handler) peoplePage(w http.ResponseWriter, r *http.Request) {
+	v := newView("People", principalOf(r.Context()))
+	v.Notice = notice(r)
+	h.peopleView(w, r, http.StatusOK, v)
+}
+
+func (h *handler) invite(w http.ResponseWriter, r *http.Request) {
+	p := principalOf(r.Context())
+	email, role := r.PostFormValue("email"), r.PostFormValue("role")
+	link, _, err := h.people.Invite(r.Context(), p, email, core.Role(role))
+	v := newView("People", p)
+	if err != nil {
+		v.Values["email"], v.Values["role"] = email, role
+		if status, ok := fieldError(err, v); ok {
+			h.peopleView(w, r, status, v)
+			return
+		}
+		h.failed(w, r, err)
+		return
+	}
+	// The link is shown once, on this answer; it is never stored.
+	v.NewLink, v.NewEmail, v.LinkTTL = link, core.NormalEmail(email), core.Spell(h.people.Config().LinkTTL)
+	h.peopleView(w, r, http.StatusCreated, v)
+}
+
+func (h *handler) setRole(w http.ResponseWriter, r *http.Request) {
+	p := principalOf(r.Context())
+	if _, err := h.people.SetRole(r.Context(), p, r.PathValue("id"), core.Role(r.PostFormValue("role"))); err != nil {
+		h.peopleFailed(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/people?done=role", http.StatusSeeOther)
+}
+
+func (h *handler) removeMember(w http.ResponseWriter, r *http.Request) {
+	if err := h.people.RemoveMember(r.Context(), principalOf(r.Context()), r.PathValue("id")); err != nil {
+		h.peopleFailed(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/people?done=removed", http.StatusSeeOther)
+}
+
+func (h *handler) endSessions(w http.ResponseWriter, r *http.Request) {
+	if _, err := h.people.EndSessions(r.Context(), principalOf(r.Context()), r.PathValue("id")); err != nil {
+		h.peopleFailed(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/people?done=ended", http.StatusSeeOther)
+}
+
+// peopleFailed shows a refused change on the people page (last_owner, a
+// bad role) and anything else as its own page.
+func (h *handler) peopleFailed(w http.ResponseWriter, r *http.Request, err error) {
+	var (
+		ce *core.Error
+		fe *people.FieldError
+	)
+	v := newView("People", principalOf(r.Context()))
+	switch {
+	case errors.As(err, &ce) && ce.Code == core.CodeLastOwner:
+		v.Error = ce.Message
+		h.peopleView(w, r, http.StatusConflict, v)
+	case errors.As(err, &fe):
+		v.Error = fe.Message
+		h.peopleView(w, r, http.StatusUnprocessableEntity, v)
+	default:
+		h.failed(w, r, err)
+	}
+}

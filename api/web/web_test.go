@@ -1,0 +1,97 @@
+package web_test
+
+import (
+	"context"
+	"crypto/rand"
+	"net"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclavehq/conclave/api/web"
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/people"
+	"github.com/conclavehq/conclave/internal/pgstore"
+	"github.com/conclavehq/conclave/internal/pgtest"
+	"github.com/conclavehq/conclave/plugins/byok"
+	"github.com/conclavehq/conclave/policies"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m, closeBrowser) }
+
+// bundle is one server of the pages on a real PostgreSQL: an organisation,
+// ACME, and its owner, with a set-up link.
+type bundle struct {
+	store     *pgstore.Store
+	people    *people.Service
+	origin    string // http://localhost:PORT, the one origin
+	ipURL     string // http://127.0.0.1:PORT, the same server on another host name
+	org       *core.Org
+	owner     *core.Person
+	ownerLink string
+}
+
+func setup(t testing.TB, cfg people.Config) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	store := pgstore.New(pgtest.NewPool(t))
+	authz, err := policies.New(ctx, policies.Config{})
+	require.NoError(t, err)
+	acc, err := access.New(access.Config{}, store, authz, store)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	b := &bundle{store: store, origin: "http://localhost:" + strconv.Itoa(port), ipURL: "http://" + ln.Addr().String()}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	sealer, err := byok.NewSealer(key)
+	require.NoError(t, err)
+	cfg.PublicURL = b.origin
+	b.people, err = people.New(cfg, people.Deps{Store: store, Orgs: store, Keys: store, Access: acc,
+		Credentials: store, Maker: byok.Maker{Sealer: sealer}})
+	require.NoError(t, err)
+	h, err := web.New(web.Config{PublicURL: b.origin}, web.Deps{People: b.people})
+	require.NoError(t, err)
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	b.org, _, err = store.CreateOrg(ctx, &core.CreateOrgParams{Name: "Acme Research", Ticker: "ACME"})
+	require.NoError(t, err)
+	b.owner, b.ownerLink, err = b.people.CreatePerson(core.WithActor(ctx, core.Operator), b.org.ID, "olive@acme.example", "Olive Owner", core.RoleOwner)
+	require.NoError(t, err)
+	return b
+}
+
+// principal is the session principal of person in the bundle's
+// organisation, as the pages resolve it.
+func (b *bundle) principal(t testing.TB, person *core.Person) *access.Principal {
+	t.Helper()
+	m, err := b.store.Membership(context.Background(), person.ID, b.org.ID)
+	require.NoError(t, err)
+	return &access.Principal{Kind: core.PrincipalSession, Person: person, Role: m.Role, Org: b.org, Address: "127.0.0.1"}
+}
+
+// audit is the organisation's audit trail as action → count.
+func (b *bundle) audit(t testing.TB) map[string]int {
+	t.Helper()
+	rows, err := b.store.Audit(context.Background(), &core.AuditQuery{OrgID: b.org.ID})
+	require.NoError(t, err)
+	out := map[string]int{}
+	for _, r := range rows {
+		out[r.Action]++
+	}
+	return out
+}
+
+func listenLoopback(t testing.TB) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	return ln
+}

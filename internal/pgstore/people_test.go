@@ -1,0 +1,223 @@
+package pgstore_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/internal/pgstore"
+	"github.com/conclavehq/conclave/internal/pgtest"
+)
+
+// Sign-in attempt budgets hold across replicas: two stores on two pools of
+// one database, spending one account's budget at once, admit exactly its
+// limit between them.
+func TestAttemptBudgetsHoldAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	replicas := make([]*pgstore.Store, 2)
+	for i := range replicas {
+		pool, err := pgxpool.New(context.Background(), url)
+		require.NoError(t, err)
+		t.Cleanup(pool.Close)
+		replicas[i] = pgstore.New(pool)
+	}
+	budget := core.AttemptBudget{Subject: "account:race@example.com", Limit: 10, Window: time.Hour}
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Go(func() {
+			wait, err := replicas[i%2].SpendAttempt(context.Background(), &core.AttemptParams{Subjects: []core.AttemptBudget{budget}})
+			require.NoError(t, err)
+			if wait == 0 {
+				admitted.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, int64(10), admitted.Load())
+}
+
+// tripCounter counts the round trips a pool makes: queries sent alone and
+// batches (a batch is one trip, whatever it holds).
+type tripCounter struct{ queries, batches atomic.Int64 }
+
+func (c *tripCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.queries.Add(1)
+	return ctx
+}
+func (c *tripCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c *tripCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.batches.Add(1)
+	return ctx
+}
+func (c *tripCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (c *tripCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// An audited change costs no round trip of its own: creating and revoking a
+// key and removing a provider credential are each one trip, their audit
+// row inside it.
+func TestAuditedChangesAddNoRoundTrip(t *testing.T) {
+	t.Parallel()
+	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
+	require.NoError(t, err)
+	trips := &tripCounter{}
+	cfg.ConnConfig.Tracer = trips
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	s := pgstore.New(pool)
+	ctx := core.WithActor(context.Background(), core.Operator)
+	org, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Tripped"})
+	require.NoError(t, err)
+
+	count := func(f func()) int64 {
+		q, b := trips.queries.Load(), trips.batches.Load()
+		f()
+		// A batch's queries are traced one by one inside it: a trip is a
+		// batch, or a query sent outside one.
+		return (trips.queries.Load() - q) + (trips.batches.Load() - b)
+	}
+	secret, hash := core.NewKeySecret(false)
+	var key *core.Key
+	require.Equal(t, int64(1), count(func() {
+		key, err = s.CreateKey(ctx, &core.CreateKeyParams{OrgID: org.ID, Hash: hash, Hint: core.KeyHint(secret), Name: "k"})
+		require.NoError(t, err)
+	}), "CreateKey with its audit row")
+	require.Equal(t, int64(1), count(func() {
+		_, err = s.RevokeKey(ctx, key.ID)
+		require.NoError(t, err)
+	}), "RevokeKey with its audit row")
+	rows, err := s.Audit(ctx, &core.AuditQuery{OrgID: org.ID})
+	require.NoError(t, err)
+	require.Len(t, rows, 2)
+}
+
+// People changes carry their audit rows in their own trips: a link is one
+// trip, a passkey removed one statement, and a role change is its
+// transaction's four (begin, the lock and count, the change with its row,
+// commit) — the row is sent with the change, never alone.
+func TestPeopleChangesAuditWithoutATripOfTheirOwn(t *testing.T) {
+	t.Parallel()
+	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
+	require.NoError(t, err)
+	trips := &tripCounter{}
+	cfg.ConnConfig.Tracer = trips
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	s := pgstore.New(pool)
+	ctx := context.Background()
+	org, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Counted"})
+	require.NoError(t, err)
+	ada, err := s.CreatePerson(ctx, &core.CreatePersonParams{Email: "ada@example.com", Name: "Ada", OrgID: org.ID, Role: core.RoleOwner})
+	require.NoError(t, err)
+	bob, err := s.CreatePerson(ctx, &core.CreatePersonParams{Email: "bob@example.com", Name: "Bob", OrgID: org.ID, Role: core.RoleMember})
+	require.NoError(t, err)
+	as := core.WithActor(ctx, core.Actor{Kind: core.ActorPerson, ID: ada.ID, Address: "203.0.113.7"})
+
+	count := func(f func()) int64 {
+		q, b := trips.queries.Load(), trips.batches.Load()
+		f()
+		return (trips.queries.Load() - q) + (trips.batches.Load() - b)
+	}
+	invite := func(email string) {
+		_, err := s.CreateInvitation(as, &core.CreateInvitationParams{Hash: []byte(email), Kind: core.InvitationInvite,
+			OrgID: org.ID, Email: email, Role: core.RoleMember, ExpiresAt: time.Now().Add(time.Hour)})
+		require.NoError(t, err)
+	}
+	setRole := func(role core.Role) {
+		_, err := s.SetRole(as, &core.SetRoleParams{OrgID: org.ID, PersonID: bob.ID, Role: role})
+		require.NoError(t, err)
+	}
+	// Warm the pool's statement cache first: a statement's first use is
+	// prepared in a trip of its own, once per connection.
+	invite("warm@example.com")
+	setRole(core.RoleOwner)
+	pk, err := s.AddPasskey(as, &core.Passkey{PersonID: ada.ID, CredentialID: []byte("c1"), Name: "Laptop", Credential: []byte("{}")})
+	require.NoError(t, err)
+	require.NoError(t, s.RemovePasskey(as, ada.ID, pk.ID))
+	pk, err = s.AddPasskey(as, &core.Passkey{PersonID: ada.ID, CredentialID: []byte("c2"), Name: "Phone", Credential: []byte("{}")})
+	require.NoError(t, err)
+
+	require.Equal(t, int64(1), count(func() { invite("cy@example.com") }), "an invitation and its row")
+	require.Equal(t, int64(4), count(func() { setRole(core.RoleMember) }), "a role change and its row")
+	require.Equal(t, int64(1), count(func() { require.NoError(t, s.RemovePasskey(as, ada.ID, pk.ID)) }),
+		"a passkey removed and its row")
+
+	rows, err := s.Audit(ctx, &core.AuditQuery{OrgID: org.ID})
+	require.NoError(t, err)
+	var actions []string
+	for _, r := range rows[len(rows)-3:] {
+		actions = append(actions, r.Action)
+	}
+	require.Equal(t, []string{core.AuditPersonInvited, core.AuditPersonRole, core.AuditPasskeyRemoved}, actions)
+}
+
+// A session's use is written at most once a minute: a fresh one is read
+// without a write, a stale one is brought up to now.
+func TestSessionUseIsWrittenOnceAMinute(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	s := pgstore.New(pool)
+	p, err := s.CreatePerson(ctx, &core.CreatePersonParams{Email: "ada@example.com", Name: "Ada"})
+	require.NoError(t, err)
+	hash := []byte("session-hash")
+	created, err := s.CreateSession(ctx, &core.CreateSessionParams{Hash: hash, PersonID: p.ID, ExpiresAt: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+
+	xmin := func() uint32 {
+		var x uint32
+		require.NoError(t, pool.QueryRow(ctx, `SELECT xmin::text::bigint FROM sessions WHERE hash = $1`, hash).Scan(&x))
+		return x
+	}
+	before := xmin()
+	got, err := s.Session(ctx, hash, time.Hour)
+	require.NoError(t, err)
+	require.True(t, got.LastSeenAt.Equal(created.LastSeenAt))
+	require.Equal(t, before, xmin(), "a fresh session is not written")
+
+	_, err = pool.Exec(ctx, `UPDATE sessions SET last_seen_at = now() - interval '5 minutes' WHERE hash = $1`, hash)
+	require.NoError(t, err)
+	stale := xmin()
+	got, err = s.Session(ctx, hash, time.Hour)
+	require.NoError(t, err)
+	require.False(t, got.LastSeenAt.Before(created.LastSeenAt), "the use is recorded as now, not five minutes ago")
+	require.NotEqual(t, stale, xmin(), "a stale session is written")
+
+	_, err = pool.Exec(ctx, `UPDATE sessions SET last_seen_at = now() - interval '13 hours' WHERE hash = $1`, hash)
+	require.NoError(t, err)
+	_, err = s.Session(ctx, hash, 12*time.Hour)
+	require.ErrorIs(t, err, core.ErrNotFound, "idle past twelve hours")
+	_, err = s.Session(ctx, hash, 24*time.Hour)
+	require.NoError(t, err, "a longer idle timeout still finds it")
+}
+
+// Idle sign-in budgets are pruned as attempts go on: a flood of unknown
+// emails leaves no lasting rows.
+func TestIdleAttemptBudgetsArePruned(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	s := pgstore.New(pool)
+	_, err := pool.Exec(ctx, `INSERT INTO signin_attempts (subject, tat)
+		SELECT 'account:old' || g || '@example.com', now() - interval '1 hour' FROM generate_series(1, 20) g`)
+	require.NoError(t, err)
+	budget := core.AttemptBudget{Subject: "address:192.0.2.9", Limit: 100, Window: time.Hour}
+	for range 3 {
+		wait, err := s.SpendAttempt(ctx, &core.AttemptParams{Subjects: []core.AttemptBudget{budget}})
+		require.NoError(t, err)
+		require.Zero(t, wait)
+	}
+	var left int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM signin_attempts WHERE subject LIKE 'account:old%'`).Scan(&left))
+	require.Zero(t, left, "each attempt prunes up to eight idle budgets")
+}
