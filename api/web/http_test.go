@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -145,4 +146,28 @@ func TestSignInUnavailableWithoutTheDatabase(t *testing.T) {
 	res, body = fetch(t, req)
 	require.Equal(t, http.StatusServiceUnavailable, res.StatusCode)
 	require.Contains(t, body, "Sign-in is unavailable")
+}
+
+// Under an https public URL the pages send HSTS and the session cookie is
+// Secure.
+func TestHTTPSPublicURL(t *testing.T) {
+	t.Parallel()
+	b := setup(t, people.Config{})
+	h, err := web.New(web.Config{PublicURL: "https://conclave.example"}, web.Deps{People: b.people})
+	require.NoError(t, err)
+	req := httptest.NewRequest("GET", "https://conclave.example/sign-in", nil)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	require.Equal(t, 200, rec.Code)
+	require.Contains(t, rec.Header().Get("Strict-Transport-Security"), "max-age=")
+
+	req = httptest.NewRequest("POST", "https://conclave.example/sign-out", nil)
+	req.Header.Set("Origin", "https://conclave.example")
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	cookies := rec.Result().Cookies()
+	require.NotEmpty(t, cookies)
+	require.True(t, cookies[0].Secure)
+	require.True(t, cookies[0].HttpOnly)
+	require.Equal(t, http.SameSiteLaxMode, cookies[0].SameSite)
 }

@@ -67,6 +67,7 @@ func demoOwnerLink(ctx context.Context, svc *people.Service, store *pgstore.Stor
 // database's — a new key is issued and kept. A file others could read is
 // not trusted: its key is revoked and replaced.
 func prepareDemo(ctx context.Context, store *pgstore.Store, dataDir string, log *slog.Logger) (*demo, error) {
+	ctx = core.WithActor(ctx, core.Operator) // serve --demo is the operator's doing
 	org, err := store.OrgByTicker(ctx, "DEMO")
 	if errors.Is(err, core.ErrNotFound) {
 		org, _, err = store.CreateOrg(ctx, &core.CreateOrgParams{Name: "Demo", Ticker: "DEMO"})

@@ -221,3 +221,34 @@ func TestIdleAttemptBudgetsArePruned(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM signin_attempts WHERE subject LIKE 'account:old%'`).Scan(&left))
 	require.Zero(t, left, "each attempt prunes up to eight idle budgets")
 }
+
+// The operator's changes to an organisation's settings are audited as the
+// operator's, with what changed.
+func TestOrgSettingsAreAudited(t *testing.T) {
+	t.Parallel()
+	s := pgstore.New(pgtest.NewPool(t))
+	ctx := core.WithActor(context.Background(), core.Operator)
+	org, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Settled"})
+	require.NoError(t, err)
+	_, err = s.SetOrgPlan(ctx, &core.SetOrgPlanParams{OrgID: org.ID, Plan: "pro"})
+	require.NoError(t, err)
+	conc, quota := 9, core.Micros(5_000_000)
+	_, err = s.SetOrgLimits(ctx, &core.SetOrgLimitsParams{OrgID: org.ID, Concurrency: &conc, MonthlyQuota: &quota})
+	require.NoError(t, err)
+	_, err = s.SetOrgSuspended(ctx, &core.SetOrgSuspendedParams{OrgID: org.ID, Suspended: true})
+	require.NoError(t, err)
+	_, err = s.SetOrgVerified(ctx, org.ID, false)
+	require.NoError(t, err)
+	_, err = s.SetOrgPlan(ctx, &core.SetOrgPlanParams{OrgID: "org_missing", Plan: "pro"})
+	require.ErrorIs(t, err, core.ErrNotFound)
+
+	rows, err := s.Audit(ctx, &core.AuditQuery{OrgID: org.ID})
+	require.NoError(t, err)
+	var details []string
+	for _, r := range rows {
+		require.Equal(t, core.AuditOrgSettings, r.Action)
+		require.Equal(t, core.Operator, r.Actor)
+		details = append(details, r.Detail)
+	}
+	require.Equal(t, []string{"plan pro", "concurrency 9, monthly quota 5", "suspended true", "verified false"}, details)
+}
