@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -61,6 +62,10 @@ type Config struct {
 type Deps struct {
 	// People is the people service. Required.
 	People *people.Service
+	// Health, when set, is asked before the sign-in form is shown, so that
+	// with the database away the page says sign-in is unavailable (503)
+	// instead of offering a form that cannot work. Optional.
+	Health core.Pinger
 	// Logger defaults to a logger that discards.
 	Logger *slog.Logger
 }
@@ -68,6 +73,7 @@ type Deps struct {
 type handler struct {
 	cfg    Config
 	people *people.Service
+	health core.Pinger
 	log    *slog.Logger
 	origin *url.URL
 	secure bool
@@ -87,7 +93,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &handler{cfg: cfg, people: d.People, log: d.Logger, origin: u, secure: u.Scheme == "https",
+	h := &handler{cfg: cfg, people: d.People, health: d.Health, log: d.Logger, origin: u, secure: u.Scheme == "https",
 		pages: map[string]*template.Template{}}
 	for _, name := range []string{"signin", "link", "message", "home", "account", "people", "orgs"} {
 		t, err := template.ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
@@ -102,7 +108,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(assets)))
+	mux.Handle("GET /assets/", h.files(http.StripPrefix("/assets/", http.FileServerFS(assets))))
 	mux.HandleFunc("GET /{$}", h.signedIn(h.home))
 	mux.HandleFunc("GET /sign-in", h.signInPage)
 	mux.HandleFunc("POST /sign-in", h.signInPassword)
@@ -155,6 +161,17 @@ func (h *handler) headers(next http.Handler) http.Handler {
 	})
 }
 
+// files serves the embedded assets, but no listing of their folder.
+func (h *handler) files(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/") {
+			h.notFound(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // oneOrigin redirects a page asked for on another host name to the same
 // path on the one origin: cookies and passkeys belong to that origin only.
 func (h *handler) oneOrigin(next http.Handler) http.Handler {
@@ -184,6 +201,10 @@ type view struct {
 	Person *core.Person
 	Org    *core.Org
 	Role   core.Role
+	// ShowPeople offers the people page to those the policy lets manage
+	// people; the page itself asks again.
+	ShowPeople bool
+	principal  *access.Principal
 	Notice string
 	Error  string
 	// Values are what was typed (never a secret), Errors the message
@@ -213,13 +234,16 @@ func (v *view) NewLinkEmail() string { return v.NewEmail }
 func newView(title string, p *access.Principal) *view {
 	v := &view{Title: title, Values: map[string]string{}, Errors: map[string]string{}}
 	if p != nil {
-		v.Person, v.Org, v.Role = p.Person, p.Org, p.Role
+		v.Person, v.Org, v.Role, v.principal = p.Person, p.Org, p.Role, p
 	}
 	return v
 }
 
 // render writes a page.
-func (h *handler) render(w http.ResponseWriter, status int, page string, v *view) {
+func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, page string, v *view) {
+	if v.principal != nil && v.principal.Org != nil {
+		v.ShowPeople = h.people.Allowed(r.Context(), v.principal, core.ActionPeopleManage)
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	if err := h.pages[page].ExecuteTemplate(w, "layout", v); err != nil {
@@ -231,7 +255,7 @@ func (h *handler) render(w http.ResponseWriter, status int, page string, v *view
 func (h *handler) message(w http.ResponseWriter, r *http.Request, status int, title, msg string) {
 	v := newView(title, principalOf(r.Context()))
 	v.Message = msg
-	h.render(w, status, "message", v)
+	h.render(w, r, status, "message", v)
 }
 
 func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
@@ -321,18 +345,34 @@ func (h *handler) signIn(w http.ResponseWriter, r *http.Request, s *people.Signe
 	h.setCookie(w, s.Secret)
 }
 
-// next is where to go after signing in: a local path only.
+// next is where to go after signing in: a path of this origin, never
+// another site. Browsers drop tabs and newlines from an address and read a
+// backslash as a slash, so "/\t/evil.example" and "/\\evil.example" would
+// leave the site: anything but a plain local path goes home.
 func next(r *http.Request) string {
-	n := r.FormValue("next")
-	if n == "" || !strings.HasPrefix(n, "/") || strings.HasPrefix(n, "//") || strings.HasPrefix(n, "/\\") {
+	return localPath(r.FormValue("next"))
+}
+
+func localPath(n string) string {
+	if n == "" || n[0] != '/' || len(n) > 2048 || strings.ContainsRune(n, '\\') {
+		return "/"
+	}
+	for i := 0; i < len(n); i++ {
+		if n[i] < 0x20 || n[i] == 0x7f {
+			return "/"
+		}
+	}
+	u, err := url.Parse(n)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || strings.HasPrefix(u.Path, "//") {
 		return "/"
 	}
 	return n
 }
 
-// fieldError renders a form's page again with err beside its field; other
-// errors are not the form's.
-func fieldError(err error, v *view) (int, bool) {
+// fieldError renders a form's page again with err beside its field, or,
+// for too many attempts, the wait above the form (and in Retry-After);
+// other errors are not the form's.
+func fieldError(w http.ResponseWriter, err error, v *view) (int, bool) {
 	var fe *people.FieldError
 	if errors.As(err, &fe) {
 		v.Errors[fe.Field] = fe.Message
@@ -341,9 +381,17 @@ func fieldError(err error, v *view) (int, bool) {
 	var ce *core.Error
 	if errors.As(err, &ce) && ce.Code == core.CodeRateLimitExceeded {
 		v.Error = ce.Message
+		retryAfter(w, ce)
 		return http.StatusTooManyRequests, true
 	}
 	return 0, false
+}
+
+// retryAfter sets Retry-After from a refusal that carries a wait.
+func retryAfter(w http.ResponseWriter, ce *core.Error) {
+	if ce.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((ce.RetryAfter+time.Second-1)/time.Second)))
+	}
 }
 
 // --- Sign-in -------------------------------------------------------------------
@@ -358,15 +406,25 @@ func (h *handler) signInPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, next(r), http.StatusSeeOther)
 		return
 	}
+	if h.health != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+		err := h.health.Ping(ctx)
+		cancel()
+		if err != nil {
+			h.log.Warn("sign-in is unavailable", slog.String("error", err.Error()))
+			h.renderSignInUnavailable(w, r)
+			return
+		}
+	}
 	v := newView("Sign in", nil)
 	v.Values["next"] = next(r)
-	h.render(w, http.StatusOK, "signin", v)
+	h.render(w, r, http.StatusOK, "signin", v)
 }
 
 func (h *handler) renderSignInUnavailable(w http.ResponseWriter, r *http.Request) {
 	v := newView("Sign in", nil)
 	v.Error = "Sign-in is unavailable right now. Try again in a few minutes."
-	h.render(w, http.StatusServiceUnavailable, "signin", v)
+	h.render(w, r, http.StatusServiceUnavailable, "signin", v)
 }
 
 func (h *handler) signInPassword(w http.ResponseWriter, r *http.Request) {
@@ -375,8 +433,8 @@ func (h *handler) signInPassword(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		v := newView("Sign in", nil)
 		v.Values["email"], v.Values["next"] = email, next(r)
-		if status, ok := fieldError(err, v); ok {
-			h.render(w, status, "signin", v)
+		if status, ok := fieldError(w, err, v); ok {
+			h.render(w, r, status, "signin", v)
 			return
 		}
 		h.log.Warn("sign-in failed", slog.String("error", err.Error()))
@@ -399,6 +457,7 @@ func (h *handler) jsonError(w http.ResponseWriter, err error) {
 		status, msg = http.StatusUnprocessableEntity, fe.Message
 	case errors.As(err, &ce):
 		status, msg = core.InfoFor(ce.Code).Status, ce.Message
+		retryAfter(w, ce)
 	case errors.Is(err, core.ErrGone):
 		status, msg = http.StatusGone, "This link was already used or has expired."
 	case errors.Is(err, core.ErrNotFound):
@@ -501,7 +560,7 @@ func (h *handler) linkView(w http.ResponseWriter, r *http.Request, p *access.Pri
 		return
 	}
 	v.Link, v.LinkSecret = lv, secret
-	h.render(w, status, "link", v)
+	h.render(w, r, status, "link", v)
 }
 
 func (h *handler) linkPage(w http.ResponseWriter, r *http.Request) {
@@ -519,7 +578,7 @@ func (h *handler) linkPassword(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		v := newView("Your invitation", nil)
 		v.Values["name"] = name
-		if status, ok := fieldError(err, v); ok {
+		if status, ok := fieldError(w, err, v); ok {
 			if msg, isLink := v.Errors["link"]; isLink {
 				v.Error = msg
 			}
@@ -569,7 +628,7 @@ func (h *handler) linkAccept(w http.ResponseWriter, r *http.Request) {
 // --- Home, account, organisations ------------------------------------------------
 
 func (h *handler) home(w http.ResponseWriter, r *http.Request) {
-	h.render(w, http.StatusOK, "home", newView("Home", principalOf(r.Context())))
+	h.render(w, r, http.StatusOK, "home", newView("Home", principalOf(r.Context())))
 }
 
 func (h *handler) accountView(w http.ResponseWriter, r *http.Request, status int, v *view) {
@@ -583,7 +642,7 @@ func (h *handler) accountView(w http.ResponseWriter, r *http.Request, status int
 		h.failed(w, r, err)
 		return
 	}
-	h.render(w, status, "account", v)
+	h.render(w, r, status, "account", v)
 }
 
 func (h *handler) account(w http.ResponseWriter, r *http.Request) {
@@ -623,7 +682,7 @@ func (h *handler) accountPassword(w http.ResponseWriter, r *http.Request) {
 	err := h.people.ChangePassword(r.Context(), p, r.PostFormValue("current"), r.PostFormValue("password"), keep)
 	if err != nil {
 		v := newView("Account", p)
-		if status, ok := fieldError(err, v); ok {
+		if status, ok := fieldError(w, err, v); ok {
 			h.accountView(w, r, status, v)
 			return
 		}
@@ -655,7 +714,7 @@ func (h *handler) removePasskey(w http.ResponseWriter, r *http.Request) {
 	p := principalOf(r.Context())
 	if err := h.people.RemovePasskey(r.Context(), p, r.PathValue("id")); err != nil {
 		v := newView("Account", p)
-		if status, ok := fieldError(err, v); ok {
+		if status, ok := fieldError(w, err, v); ok {
 			h.accountView(w, r, status, v)
 			return
 		}
@@ -683,7 +742,7 @@ func (h *handler) orgsPage(w http.ResponseWriter, r *http.Request) {
 		h.failed(w, r, err)
 		return
 	}
-	h.render(w, http.StatusOK, "orgs", v)
+	h.render(w, r, http.StatusOK, "orgs", v)
 }
 
 func (h *handler) chooseOrg(w http.ResponseWriter, r *http.Request) {
@@ -715,7 +774,7 @@ func (h *handler) peopleView(w http.ResponseWriter, r *http.Request, status int,
 			fmt.Sprintf("Only people whose role may manage people can open this page; you are %s of %s.", p.Role, p.Org.Name))
 		return
 	}
-	h.render(w, status, "people", v)
+	h.render(w, r, status, "people", v)
 }
 
 func (h *handler) peoplePage(w http.ResponseWriter, r *http.Request) {
@@ -731,7 +790,7 @@ func (h *handler) invite(w http.ResponseWriter, r *http.Request) {
 	v := newView("People", p)
 	if err != nil {
 		v.Values["email"], v.Values["role"] = email, role
-		if status, ok := fieldError(err, v); ok {
+		if status, ok := fieldError(w, err, v); ok {
 			h.peopleView(w, r, status, v)
 			return
 		}

@@ -59,6 +59,10 @@ type chatOutcome struct {
 // start runs a chat in the background and returns once it is running.
 func start(t *testing.T, svc *calls.Service, p *access.Principal, req *calls.ChatParams) <-chan chatOutcome {
 	t.Helper()
+	// A call that has just answered may still count as running for a
+	// moment (it settles after its answer): wait until it is gone, so that
+	// the count below is this call's.
+	require.Eventually(t, func() bool { return svc.Running() == 0 }, 10*time.Second, 5*time.Millisecond)
 	out := make(chan chatOutcome, 1)
 	go func() {
 		res, err := svc.Chat(context.Background(), p, calls.Call{RequestID: core.NewID("req")}, req)
