@@ -48,6 +48,8 @@ type setupOpts struct {
 	launches func(runs.LaunchStore) runs.LaunchStore
 	// judgeWorking reports whether a judge's engine works now; nil: all do.
 	judgeWorking func(runs.Judge) bool
+	// judgeConfigured reports whether a judge has an engine; nil: all do.
+	judgeConfigured func(runs.Judge) bool
 }
 
 // enterpriseMode is a system mode limited to organisations on plan
@@ -77,7 +79,7 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 	if ready == nil {
 		ready = store.Ready
 	}
-	pt := &parts{store: store, authz: authz, catalog: catalog, ready: ready, limits: o.cfg, available: o.available, launches: o.launches, judgeWorking: o.judgeWorking,
+	pt := &parts{store: store, authz: authz, catalog: catalog, ready: ready, limits: o.cfg, available: o.available, launches: o.launches, judgeWorking: o.judgeWorking, judgeConfigured: o.judgeConfigured,
 		logger: slog.New(slog.NewJSONHandler(logs, nil)), registry: prometheus.NewRegistry()}
 	h, _ := pt.serve(t)
 	srv := newServer(t, h)

@@ -860,3 +860,21 @@ func TestChangesThroughTheAPIAreAudited(t *testing.T) {
 	require.Equal(t, id, byAction[core.AuditTestLaunched].Object)
 	require.Equal(t, id, byAction[core.AuditTestCancelled].Object)
 }
+
+// A deployment whose configuration names no engine for a judge (judges: [])
+// still serves; a launch that needs the judge is provider_unavailable,
+// saying the judge is not configured, and charges nothing.
+func TestLaunchRefusesAJudgeNotConfigured(t *testing.T) {
+	t.Parallel()
+	rb := setupRuns(t, func(o *setupOpts) {
+		o.judgeConfigured = func(j runs.Judge) bool { return j != runs.JudgeNovaPro }
+	})
+	before := rb.money(t, rb.acme.ID)
+	r := rb.launch(t, "/v1/tests", rb.key, `{"model":"acme-panl","buckets":{"light":1}}`)
+	requireError(t, r, 409, core.CodeProviderUnavailable, "api_error")
+	require.Equal(t, "judges", obj(r.body["error"])["param"])
+	require.Contains(t, obj(r.body["error"])["message"], "nova_pro is not configured")
+	require.Equal(t, before, rb.money(t, rb.acme.ID), "a refused launch charges nothing")
+	r = rb.launch(t, "/v1/tests", rb.key, `{"model":"acme-panl","buckets":{"light":1},"judges":["mistral_large","llama4_maverick"]}`)
+	require.Equal(t, 200, r.status, r.raw)
+}

@@ -61,6 +61,8 @@ type parts struct {
 	launches func(runs.LaunchStore) runs.LaunchStore
 	// judgeWorking reports whether a judge's engine works now; nil: all do.
 	judgeWorking func(runs.Judge) bool
+	// judgeConfigured reports whether a judge has an engine; nil: all do.
+	judgeConfigured func(runs.Judge) bool
 	// uncontracted leaves the exchanges unchecked against the OpenAPI
 	// document, which describes the whole API: for a handler that serves
 	// less of it (withoutModes).
@@ -117,7 +119,7 @@ func (p *parts) serve(t testing.TB) (http.Handler, *calls.Service) {
 	benchRuns, err := runs.NewService(runs.Config{TestLaunchesPerDay: l.TestLaunches, CertifyLaunchesPerDay: l.CertifyLaunches,
 		ActivationAllowance: l.ActivationAllowance, Pace: testPace}, runs.Deps{
 		Access: acc, Modes: svc, Store: launches, Bank: testBank{}, Catalog: p.catalog, Logger: p.logger,
-		JudgeWorking: p.judgeWorking,
+		JudgeWorking: p.judgeWorking, JudgeConfigured: p.judgeConfigured,
 	})
 	require.NoError(t, err)
 	h, err := api.New(api.Config{MaxBodyBytes: l.MaxBodyBytes}, api.Deps{

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"log/slog"
 
 	"github.com/conclavehq/conclave/core"
@@ -39,10 +38,17 @@ func newBench(cfg *config.Config, catalog *core.Catalog, db *database, g *gatewa
 	for _, j := range cfg.Judges {
 		judges[runs.Judge(j.Name)] = j.Engine
 	}
+	// A judge without an engine (judges: [] in the configuration) leaves
+	// the server serving; launches that need it are refused, saying so.
+	var missing []string
 	for _, j := range runs.Judges {
 		if _, ok := judges[j]; !ok {
-			return nil, fmt.Errorf("judges: no engine for the judge %s (the configuration's judges block names each judge's engine)", j)
+			missing = append(missing, string(j))
 		}
+	}
+	if len(missing) > 0 {
+		log.Warn("test runs and certifications that need these judges are refused: the configuration names no engine for them",
+			slog.Any("judges", missing))
 	}
 	health := execute.NewHealth(nil)
 	launch, err := runs.NewService(runs.Config{
@@ -50,7 +56,8 @@ func newBench(cfg *config.Config, catalog *core.Catalog, db *database, g *gatewa
 		Lease: cfg.Limits.Lease, ActivationAllowance: core.Micros(cfg.Limits.ActivationAllowanceUSD),
 		Pace: runs.Pace{Workers: cfg.Jobs.BenchWorkers, QuestionTime: cfg.Jobs.BenchQuestionTime},
 	}, runs.Deps{Access: g.acc, Modes: g.svc, Store: batches, Bank: execute.Bank{}, Catalog: catalog, Logger: log,
-		JudgeWorking: func(j runs.Judge) bool { return health.Working(judges[j]) }})
+		JudgeWorking:    func(j runs.Judge) bool { return health.Working(judges[j]) },
+		JudgeConfigured: func(j runs.Judge) bool { _, ok := judges[j]; return ok }})
 	if err != nil {
 		return nil, err
 	}

@@ -480,3 +480,19 @@ func TestRepeatWaitFromTheConfiguration(t *testing.T) {
 	require.Negative(t, repeatWait(0))
 	require.Equal(t, 20*time.Second, repeatWait(20*time.Second))
 }
+
+// A configuration without judges (judges: [], as the benchmarks write it)
+// starts the server: calls are served, and launches that need a judge are
+// refused (api's TestLaunchRefusesAJudgeNotConfigured), with a warning in
+// the log.
+func TestServeStartsWithoutJudges(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "conclave.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("judges: []\n"), 0o600))
+	p := startServe(t, dir, []string{"DATABASE_URL=" + pgtest.NewDatabase(t)}, "--config", cfg)
+	status, body := get(t, p.base+"/readyz", "")
+	require.Equal(t, 200, status, body)
+	require.Contains(t, p.stderr.String(), "the configuration names no engine for them")
+	p.stop(t)
+}

@@ -132,6 +132,10 @@ type Deps struct {
 	// launch needing a judge that is not is provider_unavailable. Nil
 	// means every judge works.
 	JudgeWorking func(Judge) bool
+	// JudgeConfigured reports whether the deployment names an engine for
+	// a judge; a launch needing one it does not is provider_unavailable,
+	// saying so. Nil means every judge is configured.
+	JudgeConfigured func(Judge) bool
 	// Logger defaults to a logger that discards.
 	Logger *slog.Logger
 }
@@ -311,6 +315,11 @@ func (s *Service) prepare(ctx context.Context, p *access.Principal, plan *Plan) 
 		return acc, nil, nil
 	}
 	for _, j := range plan.Judges {
+		if s.d.JudgeConfigured != nil && !s.d.JudgeConfigured(j) {
+			return nil, nil, core.Errorf(core.CodeProviderUnavailable,
+				"The judge %s is not configured on this server: its operator's configuration names no engine for it, "+
+					"so test runs and certifications that need it cannot be judged here.", j).WithParam("judges")
+		}
 		if s.d.JudgeWorking != nil && !s.d.JudgeWorking(j) {
 			return nil, nil, core.Errorf(core.CodeProviderUnavailable,
 				"The judge %s has no working engine right now: its recent calls failed. Launch again in a few minutes%s.",
