@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/access"
 	"github.com/conclavehq/conclave/core/people"
 )
 
@@ -258,7 +260,7 @@ func TestBrowserOwnerInvitesAMemberWhoIsRefusedOwnersActions(t *testing.T) {
 	require.NoError(t, chromedp.Do(member, chromedp.SendKeys(chromedp.CSS("#name"), "Mia Member"),
 		chromedp.SendKeys(chromedp.CSS("#password"), "short"),
 		chromedp.Click(chromedp.CSS(`#link-form button[type="submit"]`))))
-	waitText(t, member, "at least 12 characters")
+	waitText(t, member, "Use at least 12 characters")
 	name, err := chromedp.Run(member, chromedp.Value(chromedp.CSS("#name")))
 	require.NoError(t, err)
 	require.Equal(t, "Mia Member", name)
@@ -337,4 +339,72 @@ func TestBrowserForgedCrossSitePostAndIdleSession(t *testing.T) {
 	loc, err := chromedp.Run(ctx, chromedp.Location())
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(loc, b.origin+"/sign-in"), loc)
+}
+
+// A person of one organisation is invited into another. Signed out, the
+// link sends them to sign in and back; they join, and choose between their
+// organisations. On the account page they add a passkey and remove it.
+func TestBrowserExistingPersonJoinsAnotherOrganisation(t *testing.T) {
+	t.Parallel()
+	b := setup(t, people.Config{})
+	b.setOwnerPassword(t)
+	ctx := context.Background()
+	beta, _, err := b.store.CreateOrg(ctx, &core.CreateOrgParams{Name: "Beta Labs", Ticker: "BETA"})
+	require.NoError(t, err)
+	bob, _, err := b.people.CreatePerson(core.WithActor(ctx, core.Operator), beta.ID, "bob@beta.example", "Bob Beta", core.RoleOwner)
+	require.NoError(t, err)
+	bobP := &access.Principal{Kind: core.PrincipalSession, Person: bob, Role: core.RoleOwner, Org: beta, Address: "127.0.0.1"}
+	invite, _, err := b.people.Invite(ctx, bobP, "olive@acme.example", core.RoleMember)
+	require.NoError(t, err)
+
+	tab := browser(t)
+	virtualAuthenticator(t, tab)
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(invite)))
+	waitText(t, tab, "You already have an account")
+	require.Contains(t, text(t, tab), "member of Beta Labs, as olive@acme.example")
+	shoot(t, tab, "invitation-existing")
+
+	// Signing in comes back to the link, which now offers to join.
+	require.NoError(t, chromedp.Do(tab, chromedp.Click(chromedp.CSS(`main a[href^="/sign-in"]`))))
+	waitText(t, tab, "With a password")
+	require.NoError(t, chromedp.Do(tab, chromedp.SendKeys(chromedp.CSS("#email"), "olive@acme.example"),
+		chromedp.SendKeys(chromedp.CSS("#password"), ownerPassword),
+		chromedp.Click(chromedp.CSS(`form[action="/sign-in"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`form[action$="/accept"] button`))))
+	shoot(t, tab, "invitation-join")
+	require.NoError(t, chromedp.Do(tab, chromedp.Click(chromedp.CSS(`form[action$="/accept"] button`))))
+	waitText(t, tab, "Hello, Olive Owner")
+	require.Contains(t, text(t, tab), "member of Beta Labs", "the organisation joined is the current one")
+	joined, err := b.store.Audit(ctx, &core.AuditQuery{OrgID: beta.ID})
+	require.NoError(t, err)
+	require.True(t, slices.ContainsFunc(joined, func(e *core.AuditEntry) bool { return e.Action == core.AuditPersonJoined }),
+		"the join is in Beta's audit trail")
+
+	// Choosing the organisation to act in.
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(b.origin+"/orgs")))
+	waitText(t, tab, "Act in")
+	shoot(t, tab, "orgs")
+	require.NoError(t, chromedp.Do(tab, chromedp.Click(chromedp.CSS(`input[name="org"][value="`+b.org.ID+`"]`)),
+		chromedp.Click(chromedp.CSS(`form[action="/orgs"] button`))))
+	waitText(t, tab, "Switched organisation.")
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(b.origin+"/")))
+	waitText(t, tab, "owner of Acme Research")
+
+	// A passkey added from the account page, then removed.
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(b.origin+"/account"),
+		chromedp.SendKeys(chromedp.CSS("#pkname"), "Work laptop"),
+		chromedp.Click(chromedp.CSS(`button[data-passkey="create"]`))))
+	waitText(t, tab, "Passkey added.")
+	require.Contains(t, text(t, tab), "Work laptop")
+	shoot(t, tab, "account-passkey-added")
+	require.NoError(t, chromedp.Do(tab, chromedp.Click(chromedp.CSS(`form[action$="/remove"] button`))))
+	waitText(t, tab, "Passkey removed.")
+	pks, err := b.store.Passkeys(ctx, b.owner.ID)
+	require.NoError(t, err)
+	require.Empty(t, pks)
+
+	// A forged link: a clear page.
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(b.origin+"/link/forged")))
+	waitText(t, tab, "Link not valid")
+	shoot(t, tab, "link-not-valid")
 }

@@ -201,12 +201,13 @@ type view struct {
 	Person *core.Person
 	Org    *core.Org
 	Role   core.Role
+	Notice string
+	Error  string
 	// ShowPeople offers the people page to those the policy lets manage
 	// people; the page itself asks again.
 	ShowPeople bool
 	principal  *access.Principal
-	Notice string
-	Error  string
+
 	// Values are what was typed (never a secret), Errors the message
 	// beside each field.
 	Values map[string]string
@@ -423,6 +424,7 @@ func (h *handler) signInPage(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) renderSignInUnavailable(w http.ResponseWriter, r *http.Request) {
 	v := newView("Sign in", nil)
+	v.Values["email"], v.Values["next"] = r.PostFormValue("email"), next(r)
 	v.Error = "Sign-in is unavailable right now. Try again in a few minutes."
 	h.render(w, r, http.StatusServiceUnavailable, "signin", v)
 }

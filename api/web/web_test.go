@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,7 +56,7 @@ func setup(t testing.TB, cfg people.Config) *bundle {
 	b.people, err = people.New(cfg, people.Deps{Store: store, Orgs: store, Keys: store, Access: acc,
 		Credentials: store, Maker: byok.Maker{Sealer: sealer}})
 	require.NoError(t, err)
-	h, err := web.New(web.Config{PublicURL: b.origin}, web.Deps{People: b.people})
+	h, err := web.New(web.Config{PublicURL: b.origin}, web.Deps{People: b.people, Health: store})
 	require.NoError(t, err)
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
@@ -87,6 +88,21 @@ func (b *bundle) audit(t testing.TB) map[string]int {
 		out[r.Action]++
 	}
 	return out
+}
+
+// ownerPassword sets the owner's password through their set-up link, as
+// the link page does.
+const ownerPassword = "a long owner passphrase"
+
+func (b *bundle) setOwnerPassword(t testing.TB) {
+	t.Helper()
+	_, err := b.people.AcceptWithPassword(context.Background(), linkSecret(b.ownerLink), "", ownerPassword, "127.0.0.1")
+	require.NoError(t, err)
+}
+
+// linkSecret is the secret at the end of a link's URL.
+func linkSecret(link string) string {
+	return link[strings.LastIndex(link, "/")+1:]
 }
 
 func listenLoopback(t testing.TB) net.Listener {

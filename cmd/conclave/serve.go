@@ -255,7 +255,7 @@ func (g *gateway) mountPublic(public *listener) error {
 		return err
 	}
 	pages, err := web.New(web.Config{PublicURL: origin, TrustedProxies: cfg.Server.Proxies()},
-		web.Deps{People: g.people, Logger: g.log})
+		web.Deps{People: g.people, Health: g.db.store, Logger: g.log})
 	if err != nil {
 		return err
 	}
