@@ -1,7 +1,9 @@
 # Conclave's authorization policy.
 #
-# For every /v1 request Conclave evaluates data.conclave.authz.decision with
-# the request's AuthzInput as `input`, and reads back
+# For every /v1 request, and for every action a person takes on the pages or
+# through the core services for people (keys, people, BYOK, the audit
+# trail), Conclave evaluates data.conclave.authz.decision with the request's
+# AuthzInput as `input`, and reads back
 #
 #     {"allow": true|false, "code": "…", "message": "…"}
 #
@@ -97,7 +99,7 @@ precedence := {
 	"mode_of_another_org": 1, # forbidden, mode_not_published, lab_not_available
 	"key_limited": 2, # model_not_found; mode_not_allowed for modes.read, .write, .release and .list
 	"missing_scope": 3, # insufficient_scope
-	"role": 4, # forbidden: the person's role does not grant the action
+	"role": 4, # forbidden: the person's role does not grant the action (or a scope, for keys.create)
 	"test_key": 5, # test_key_not_allowed
 	"plan_excluded": 6, # mode_not_permitted
 	"tier": 7, # tier_not_permitted
@@ -156,10 +158,13 @@ principal_kind := principal.kind if {
 person_principal if principal_kind in {"session", "oauth_app"}
 
 # person is who acts (a person principal, or the creator of an API key);
-# undefined when no person does.
-person := input.person if is_object(input.person)
+# empty when no person does. A person that is present but not an object
+# reads as one with no role, and is refused everything.
+person := input.person if {
+	is_object(input.person)
+} else := {}
 
-has_person if is_object(input.person)
+has_person if input.person != null
 
 person_id := person.id if {
 	is_string(person.id)
@@ -256,60 +261,104 @@ denials contains {
 # what they created. A person no longer in the organisation may do nothing.
 # ---------------------------------------------------------------------------
 
-role_allows if role_grants[action][person_role] == "any"
+# role_grant is what the table gives the person's role for the action: "any",
+# "own", or "" (nothing). Any other value grants nothing, so a typo in the
+# table refuses rather than allows.
+role_grant := object.get(role_grants, [action, person_role], "")
+
+role_allows if role_grant == "any"
 
 role_allows if {
-	role_grants[action][person_role] == "own"
+	role_grant == "own"
 	person_id != ""
 	owner_id == person_id
+}
+
+# role_phrase names the role with its article: "a member", "an owner".
+role_phrase := sprintf("an %s", [person_role]) if {
+	regex.match(`^[aeiouAEIOU]`, person_role)
+} else := sprintf("a %s", [person_role])
+
+# role_subject says whose role decided: the person acting, or — for a key
+# they created — its creator, so that the key's holder learns why a key
+# with the right scope is refused.
+role_subject := sprintf(
+	"This key was created by %s of this organisation, and %s",
+	[role_phrase, role_phrase],
+) if {
+	principal_kind == "api_key"
+} else := sprintf("%s of this organisation", [capitalized(role_phrase)])
+
+capitalized(s) := concat("", [upper(substring(s, 0, 1)), substring(s, 1, -1)])
+
+# A person principal (signed in, or a connected app) always names its
+# person; one that does not is refused rather than treated as a key.
+denials contains {
+	"rank": precedence.role,
+	"code": "forbidden",
+	"message": "This request acts for no person of the organisation; sign in again.",
+} if {
+	person_principal
+	not has_person
 }
 
 denials contains {
 	"rank": precedence.role,
 	"code": "forbidden",
-	"message": "You are no longer a member of this organisation.",
+	"message": left_message,
 } if {
 	has_person
 	person_role == ""
 }
 
+left_message := "The person who created this key is no longer a member of this organisation, so it can do nothing." if {
+	principal_kind == "api_key"
+} else := "You are no longer a member of this organisation."
+
 denials contains {
 	"rank": precedence.role,
 	"code": "forbidden",
-	"message": sprintf("A %s of this organisation cannot do %s.", [person_role, action]),
+	"message": sprintf("%s cannot do %s.", [role_subject, action]),
 } if {
 	has_person
 	person_role != ""
-	not role_grants[action][person_role]
-}
-
-denials contains {
-	"rank": precedence.role,
-	"code": "forbidden",
-	"message": sprintf("A %s of this organisation can do %s only on what they created.", [person_role, action]),
-} if {
-	has_person
-	role_grants[action][person_role] == "own"
+	role_grant != "own"
 	not role_allows
 }
 
-# keys.create: a new key's scopes must be ones the creator's role may use: a
-# scope is grantable when the role is granted an action that needs it. (A
-# key a person created is also held to the role table at every use, so a
-# scope that also needs actions the role lacks grants none of them.)
+denials contains {
+	"rank": precedence.role,
+	"code": "forbidden",
+	"message": sprintf("%s can do %s only on what they created.", [role_subject, action]),
+} if {
+	has_person
+	person_role != ""
+	role_grant == "own"
+	not role_allows
+}
+
+# keys.create: each scope a new key asks for must be grantable by the
+# creator's role: the role is granted at least one action that needs it.
+# "At least one" and not "every" because a key a person created is held to
+# the role table again at every use: a member's key with the certify scope
+# may read certifications (granted) but never launch one (not granted).
 grantable_scope(role, scope) if {
 	some a, s in required_scope
 	s == scope
-	role_grants[a][role]
+	role_grants[a][role] in {"any", "own"}
 }
 
 denials contains {
 	"rank": precedence.role,
 	"code": "forbidden",
-	"message": sprintf("A %s cannot give a key the %q scope.", [person_role, scope]),
+	"message": sprintf(
+		"%s of this organisation cannot give a key the %q scope: the role is granted no action that needs it.",
+		[capitalized(role_phrase), scope],
+	),
 } if {
 	action == "keys.create"
 	has_person
+	person_role != ""
 	some scope in input.scopes
 	not grantable_scope(person_role, scope)
 }

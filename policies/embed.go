@@ -3,9 +3,11 @@
 // core.Authorizer on top of them.
 //
 // The policies decide; Go counts. authz.rego (package conclave.authz)
-// answers one decision per /v1 request: whether the caller's key may perform
-// the action it asks for, on the mode and at the tier it names. Rate limits,
-// concurrency and money are counted in Go and never appear here.
+// answers one decision per request: whether the caller — an API key, a
+// person signed in, or a connected app acting for one — may perform the
+// action it asks for, on the mode and at the tier it names; its role_grants
+// table says what each role of a person may do. Rate limits, concurrency
+// and money are counted in Go and never appear here.
 // modespec.rego (package conclave.modespec) answers which rules a mode spec
 // breaks: every refusal at once (docs/modes.md); ModeValidator evaluates it
 // for core/modes.Validate.

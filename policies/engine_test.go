@@ -86,8 +86,8 @@ func reached(r *core.ModeReach) *core.AuthzMode {
 func TestDecide(t *testing.T) {
 	t.Parallel()
 	free := &core.AuthzOrg{ID: "org_ours", Plan: "free"}
-	app := key()
-	app.Kind = core.PrincipalOAuthApp
+	app := core.PrincipalForPerson(core.PrincipalOAuthApp)
+	member := &core.AuthzPerson{ID: "person_m", Role: core.RoleMember}
 
 	tests := []struct {
 		name string
@@ -104,7 +104,8 @@ func TestDecide(t *testing.T) {
 		{"allow plan-limited mode on its plan", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: &core.AuthzOrg{ID: "org_ours", Plan: "pro"}, Mode: maxMode}, ""},
 		{"allow key limited by ticker", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(func(k *core.Key) { k.Modes = []string{"CNCL:STND"} }), Org: core.OrgForPolicy(ours), Mode: standardMode}, ""},
 		{"allow api key pro on free plan", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: free, Mode: standardMode, Tier: core.TierPro}, ""},
-		{"allow app within plan", core.AuthzInput{Action: core.ActionChatCreate, Principal: app, Org: free, Mode: standardMode, Tier: core.TierExperience}, ""},
+		{"allow app within plan", core.AuthzInput{Action: core.ActionChatCreate, Principal: app, Person: member, Org: free, Mode: standardMode,
+			Tier: core.TierExperience}, ""},
 		{"allow nil key scopes and modes read as empty", core.AuthzInput{Action: core.ActionModelsRead, Principal: &core.AuthzPrincipal{Kind: "api_key", Scopes: []string{core.ScopeModelsRead}}, Org: core.OrgForPolicy(ours)}, ""},
 
 		{"allow published mode of another org", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: core.OrgForPolicy(ours), Mode: publishedMode, Tier: core.TierPlus}, ""},
@@ -130,12 +131,16 @@ func TestDecide(t *testing.T) {
 		{"mode_not_allowed key limited modes.read", core.AuthzInput{Action: core.ActionModesRead, Principal: key(func(k *core.Key) { k.Modes = []string{"conclave-fast"} }), Org: core.OrgForPolicy(ours), Mode: ownMode}, core.CodeModeNotAllowed},
 		{"model_not_found key limited published mode", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(func(k *core.Key) { k.Modes = []string{"conclave-fast"} }), Org: core.OrgForPolicy(ours), Mode: publishedMode}, core.CodeModelNotFound},
 		{"tier_not_permitted no seats", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: core.OrgForPolicy(ours), Mode: ownMode, Tier: core.TierPro}, core.CodeTierNotPermitted},
-		{"tier_not_permitted over plan", core.AuthzInput{Action: core.ActionChatCreate, Principal: app, Org: free, Mode: standardMode, Tier: core.TierPlus}, core.CodeTierNotPermitted},
+		{"tier_not_permitted over plan", core.AuthzInput{Action: core.ActionChatCreate, Principal: app, Person: member, Org: free, Mode: standardMode,
+			Tier: core.TierPlus}, core.CodeTierNotPermitted},
 		{"tier_not_permitted unknown tier", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(), Org: core.OrgForPolicy(ours), Mode: standardMode, Tier: "ultra"}, core.CodeTierNotPermitted},
 		{"precedence not published over scope", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(func(k *core.Key) { k.Scopes = nil }), Org: core.OrgForPolicy(ours), Mode: unpublishedMode}, core.CodeModeNotPublished},
 		{"precedence lab over key limited", core.AuthzInput{Action: core.ActionChatCreate, Principal: key(func(k *core.Key) { k.Modes = []string{"conclave-fast"} }), Org: core.OrgForPolicy(ours), Mode: labMode}, core.CodeLabNotAvailable},
 		{"precedence forbidden over test key", core.AuthzInput{Action: core.ActionModesWrite, Principal: key(func(k *core.Key) { k.Test = true }), Org: core.OrgForPolicy(ours), Mode: publishedMode}, core.CodeForbidden},
-		{"precedence mode_not_permitted over tier", core.AuthzInput{Action: core.ActionChatCreate, Principal: app, Org: free, Mode: maxMode, Tier: core.TierPro}, core.CodeModeNotPermitted},
+		{"precedence mode_not_permitted over tier", core.AuthzInput{Action: core.ActionChatCreate, Principal: app, Person: member, Org: free, Mode: maxMode,
+			Tier: core.TierPro}, core.CodeModeNotPermitted},
+		{"forbidden app acting for no person", core.AuthzInput{Action: core.ActionChatCreate, Principal: app, Org: free, Mode: standardMode,
+			Tier: core.TierExperience}, core.CodeForbidden},
 	}
 	e := engine(t)
 	for _, tt := range tests {

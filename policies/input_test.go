@@ -36,6 +36,18 @@ func TestInputValueMatchesJSON(t *testing.T) {
 				Version: 3, Suffix: "v3", Listing: core.ListingApproved, Published: true, Invited: true},
 		},
 		{Mode: &core.AuthzMode{ID: "m", OwnerOrg: "o", Version: 1, Suffix: "lab", Listing: core.ListingNone}},
+		// A person acting, on an object someone created, asking for a key's
+		// scopes; and one who left (role "").
+		{
+			Action:    core.ActionKeysCreate,
+			Principal: core.PrincipalForPerson(core.PrincipalSession),
+			Org:       &core.AuthzOrg{ID: "o", Plan: "free"},
+			Person:    &core.AuthzPerson{ID: "person_1", Role: core.RoleMember},
+			Owner:     "person_2",
+			Scopes:    []string{core.ScopeTests, core.ScopeDeliberate},
+		},
+		{Action: core.ActionTestsCancel, Person: &core.AuthzPerson{ID: "person_1"}, Owner: "person_1"},
+		{Action: core.ActionKeysCreate, Person: &core.AuthzPerson{}, Scopes: []string{}},
 	}
 	for _, in := range inputs {
 		b, err := json.Marshal(in)
