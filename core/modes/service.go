@@ -427,9 +427,10 @@ func (s *Service) Publish(ctx context.Context, p *access.Principal, req PublishR
 
 // SetLabInvite invites the organisation with ticker orgTicker to the
 // caller's mode's lab versions, or withdraws the invitation. A ticker no
-// organisation has is answered as one that an organisation has, and
-// nothing is recorded for it: the answer does not tell whether the
-// organisation exists (only a ticker's form, which is public, is checked).
+// organisation has is answered as one that an organisation has, and no
+// invitation is recorded for it (the audit row, written either way, names
+// the ticker as asked): neither tells whether the organisation exists
+// (only a ticker's form, which is public, is checked).
 func (s *Service) SetLabInvite(ctx context.Context, p *access.Principal, modeRef, orgTicker string, invited bool) (*LabInvite, error) {
 	am, err := s.own(ctx, p, modeRef, core.ActionModesList)
 	if err != nil {

@@ -374,18 +374,24 @@ func (s *Store) ModeVersions(ctx context.Context, refs []core.ModeVersionRef) ([
 	return out, nil
 }
 
-// SetLabInvite implements core.ModeStore.
+// SetLabInvite implements core.ModeStore. The invitation (or its
+// withdrawal) and its audit row are one batch: one round trip, one
+// implicit transaction. The row is written whether or not an organisation
+// has the ticker, so that the trail does not tell either.
 func (s *Store) SetLabInvite(ctx context.Context, ownerOrgID, modeID, orgTicker string, invited bool) error {
 	if _, err := s.AuthoredMode(ctx, ownerOrgID, modeID); err != nil {
 		return err
 	}
-	var err error
+	b := &pgx.Batch{}
+	detail := "lab invite " + orgTicker
 	if invited {
-		_, err = s.pool.Exec(ctx, mq("InviteToLab"), modeID, ownerOrgID, orgTicker)
+		b.Queue(mq("InviteToLab"), modeID, ownerOrgID, orgTicker)
 	} else {
-		_, err = s.pool.Exec(ctx, mq("UninviteFromLab"), modeID, orgTicker)
+		b.Queue(mq("UninviteFromLab"), modeID, orgTicker)
+		detail = "lab invite withdrawn " + orgTicker
 	}
-	return translate(err)
+	queueAudit(ctx, b, ownerOrgID, core.AuditModeListing, modeID, detail)
+	return translate(s.pool.SendBatch(ctx, b).Close())
 }
 
 // LabInvites implements core.ModeStore.

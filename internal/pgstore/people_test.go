@@ -62,8 +62,8 @@ func (c *tripCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatch
 func (c *tripCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
 // An audited change costs no round trip of its own: creating and revoking a
-// key and removing a provider credential are each one trip, their audit
-// row inside it.
+// key are each one trip, their audit row inside it (audit_test.go covers
+// the other changes).
 func TestAuditedChangesAddNoRoundTrip(t *testing.T) {
 	t.Parallel()
 	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
