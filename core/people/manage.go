@@ -112,22 +112,34 @@ func (s *Service) ChangePassword(ctx context.Context, p *access.Principal, curre
 }
 
 // CreateKey creates an API key for p's organisation, recorded as p's
-// person's, whose scopes the policy bounds by p's role (keys.create). Nil
-// scopes ask for every scope.
+// person's, whose scopes the policy bounds by p's role (keys.create): a
+// scope asked for that the role may not grant refuses the key. Nil scopes
+// ask for every scope the policy lets the role grant (each asked for on its
+// own); when it grants none, the refusal says why.
 func (s *Service) CreateKey(ctx context.Context, p *access.Principal, k *NewKey) (string, *core.Key, error) {
 	if err := checkName(k.Name, "name", false); err != nil {
 		return "", nil, err
 	}
-	scopes := k.Scopes
-	if scopes == nil {
-		scopes = core.AllScopes
-	}
 	if p.Org == nil {
 		return "", nil, core.Errorf(core.CodeForbidden, "You are not in an organisation yet.")
 	}
-	in := p.PolicyInput(core.ActionKeysCreate)
-	in.Scopes = scopes
-	if err := s.d.Access.AuthorizeInput(ctx, in); err != nil {
+	ask := func(scopes []string) error {
+		in := p.PolicyInput(core.ActionKeysCreate)
+		in.Scopes = scopes
+		return s.d.Access.AuthorizeInput(ctx, in)
+	}
+	scopes := k.Scopes
+	if scopes == nil {
+		for _, sc := range core.AllScopes {
+			if ask([]string{sc}) == nil {
+				scopes = append(scopes, sc)
+			}
+		}
+		if scopes == nil {
+			scopes = core.AllScopes
+		}
+	}
+	if err := ask(scopes); err != nil {
 		return "", nil, err
 	}
 	secret, hash := core.NewKeySecret(k.Test)

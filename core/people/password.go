@@ -82,16 +82,16 @@ func parsePHC(s string) (*phc, error) {
 		return nil, errBadHash
 	}
 	var h phc
-	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &h.params.MemoryKiB, &h.params.Time, &h.params.Threads); err != nil {
-		return nil, errBadHash
+	_, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &h.params.MemoryKiB, &h.params.Time, &h.params.Threads)
+	if err != nil || parts[3] != fmt.Sprintf("m=%d,t=%d,p=%d", h.params.MemoryKiB, h.params.Time, h.params.Threads) {
+		return nil, errBadHash // nothing before, after or between the three
 	}
 	// Bounds, so that a stored hash cannot make one check cost minutes.
 	if h.params.Time < 1 || h.params.Time > 100 || h.params.MemoryKiB < 8 || h.params.MemoryKiB > 1<<21 || h.params.Threads < 1 {
 		return nil, errBadHash
 	}
 	enc := base64.RawStdEncoding
-	var err error
-	if h.salt, err = enc.DecodeString(parts[4]); err != nil {
+	if h.salt, err = enc.DecodeString(parts[4]); err != nil || len(h.salt) < 8 || len(h.salt) > 64 {
 		return nil, errBadHash
 	}
 	if h.key, err = enc.DecodeString(parts[5]); err != nil || len(h.key) < 16 || len(h.key) > 64 {

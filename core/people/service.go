@@ -134,7 +134,7 @@ type Ceremony struct {
 type NewKey struct {
 	Name   string
 	Test   bool
-	Scopes []string // nil: every scope the creator's role may grant
+	Scopes []string // nil: every scope the creator's role may grant (asked of the policy)
 	Modes  []string
 }
 

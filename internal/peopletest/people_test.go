@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclavehq/conclave/core"
@@ -26,6 +27,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 var cheap = people.Argon2Params{Time: 1, MemoryKiB: 1024, Threads: 1}
 
 type bundle struct {
+	pool   *pgxpool.Pool
 	store  *pgstore.Store
 	acc    *access.Service
 	svc    *people.Service
@@ -38,8 +40,16 @@ var ctx = context.Background()
 
 func setup(t testing.TB, cfg people.Config) *bundle {
 	t.Helper()
-	store := pgstore.New(pgtest.NewPool(t))
-	authz, err := policies.New(ctx, policies.Config{})
+	return setupWithPolicies(t, cfg, "")
+}
+
+// setupWithPolicies is setup with the policies of policyDir ("" for the
+// embedded ones).
+func setupWithPolicies(t testing.TB, cfg people.Config, policyDir string) *bundle {
+	t.Helper()
+	pool := pgtest.NewPool(t)
+	store := pgstore.New(pool)
+	authz, err := policies.New(ctx, policies.Config{Dir: policyDir})
 	require.NoError(t, err)
 	acc, err := access.New(access.Config{}, store, authz, store)
 	require.NoError(t, err)
@@ -56,7 +66,7 @@ func setup(t testing.TB, cfg people.Config) *bundle {
 	svc, err := people.New(cfg, people.Deps{Store: store, Orgs: store, Keys: store, Access: acc, Credentials: store,
 		Maker: byok.Maker{Sealer: sealer}})
 	require.NoError(t, err)
-	b := &bundle{store: store, acc: acc, svc: svc}
+	b := &bundle{pool: pool, store: store, acc: acc, svc: svc}
 	b.org, _, err = store.CreateOrg(ctx, &core.CreateOrgParams{Name: "Acme Research", Ticker: "ACME"})
 	require.NoError(t, err)
 	b.owner = b.person(t, "olive@acme.example", core.RoleOwner)
