@@ -681,17 +681,22 @@ func (h *handler) accountPassword(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(CookieName); err == nil {
 		keep = c.Value
 	}
-	err := h.people.ChangePassword(r.Context(), p, r.PostFormValue("current"), r.PostFormValue("password"), keep)
-	if err != nil {
-		v := newView("Account", p)
-		if status, ok := fieldError(w, err, v); ok {
-			h.accountView(w, r, status, v)
-			return
-		}
-		h.failed(w, r, err)
+	if err := h.people.ChangePassword(r.Context(), p, r.PostFormValue("current"), r.PostFormValue("password"), keep); err != nil {
+		h.accountFailed(w, r, p, err)
 		return
 	}
 	http.Redirect(w, r, "/account?done=password", http.StatusSeeOther)
+}
+
+// accountFailed shows a refused account change beside its field on the
+// account page, and anything else as its own page.
+func (h *handler) accountFailed(w http.ResponseWriter, r *http.Request, p *access.Principal, err error) {
+	v := newView("Account", p)
+	if status, ok := fieldError(w, err, v); ok {
+		h.accountView(w, r, status, v)
+		return
+	}
+	h.failed(w, r, err)
 }
 
 func (h *handler) addPasskeyBegin(w http.ResponseWriter, r *http.Request) {
@@ -715,12 +720,7 @@ func (h *handler) addPasskeyFinish(w http.ResponseWriter, r *http.Request) {
 func (h *handler) removePasskey(w http.ResponseWriter, r *http.Request) {
 	p := principalOf(r.Context())
 	if err := h.people.RemovePasskey(r.Context(), p, r.PathValue("id")); err != nil {
-		v := newView("Account", p)
-		if status, ok := fieldError(w, err, v); ok {
-			h.accountView(w, r, status, v)
-			return
-		}
-		h.failed(w, r, err)
+		h.accountFailed(w, r, p, err)
 		return
 	}
 	http.Redirect(w, r, "/account?done=passkey-removed", http.StatusSeeOther)

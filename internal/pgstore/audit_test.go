@@ -355,13 +355,8 @@ func (a *auditTracer) TraceBatchStart(ctx context.Context, c *pgx.Conn, d pgx.Tr
 // statement the change sent anyway.
 func TestAuditRowsNeverTakeATripOfTheirOwn(t *testing.T) {
 	t.Parallel()
-	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
-	require.NoError(t, err)
 	traced := &auditTracer{}
-	cfg.ConnConfig.Tracer = traced
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := tracedPool(t, traced)
 	s := pgstore.New(pool)
 	b := batches(t, pool)
 	ctx := core.WithActor(context.Background(), adaActor)

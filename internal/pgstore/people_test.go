@@ -61,30 +61,31 @@ func (c *tripCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tr
 func (c *tripCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
 func (c *tripCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
+// tracedPool is a pool on a new database whose every trip tracer sees.
+func tracedPool(t *testing.T, tracer pgx.QueryTracer) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
+	require.NoError(t, err)
+	cfg.ConnConfig.Tracer = tracer
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
 // An audited change costs no round trip of its own: creating and revoking a
 // key are each one trip, their audit row inside it (audit_test.go covers
 // the other changes).
 func TestAuditedChangesAddNoRoundTrip(t *testing.T) {
 	t.Parallel()
-	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
-	require.NoError(t, err)
 	trips := &tripCounter{}
-	cfg.ConnConfig.Tracer = trips
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := tracedPool(t, trips)
 	s := pgstore.New(pool)
 	ctx := core.WithActor(context.Background(), core.Operator)
 	org, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Tripped"})
 	require.NoError(t, err)
 
-	count := func(f func()) int64 {
-		q, b := trips.queries.Load(), trips.batches.Load()
-		f()
-		// A batch's queries are traced one by one inside it: a trip is a
-		// batch, or a query sent outside one.
-		return (trips.queries.Load() - q) + (trips.batches.Load() - b)
-	}
+	count := func(f func()) int64 { return tripsOf(trips, f) }
 	secret, hash := core.NewKeySecret(false)
 	var key *core.Key
 	require.Equal(t, int64(1), count(func() {
@@ -106,13 +107,8 @@ func TestAuditedChangesAddNoRoundTrip(t *testing.T) {
 // commit) — the row is sent with the change, never alone.
 func TestPeopleChangesAuditWithoutATripOfTheirOwn(t *testing.T) {
 	t.Parallel()
-	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
-	require.NoError(t, err)
 	trips := &tripCounter{}
-	cfg.ConnConfig.Tracer = trips
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := tracedPool(t, trips)
 	s := pgstore.New(pool)
 	ctx := context.Background()
 	org, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Counted"})
@@ -123,11 +119,7 @@ func TestPeopleChangesAuditWithoutATripOfTheirOwn(t *testing.T) {
 	require.NoError(t, err)
 	as := core.WithActor(ctx, core.Actor{Kind: core.ActorPerson, ID: ada.ID, Address: "203.0.113.7"})
 
-	count := func(f func()) int64 {
-		q, b := trips.queries.Load(), trips.batches.Load()
-		f()
-		return (trips.queries.Load() - q) + (trips.batches.Load() - b)
-	}
+	count := func(f func()) int64 { return tripsOf(trips, f) }
 	invite := func(email string) {
 		_, err := s.CreateInvitation(as, &core.CreateInvitationParams{Hash: []byte(email), Kind: core.InvitationInvite,
 			OrgID: org.ID, Email: email, Role: core.RoleMember, ExpiresAt: time.Now().Add(time.Hour)})
