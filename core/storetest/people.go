@@ -31,10 +31,21 @@ type peopleStore interface {
 // their two expiries, WebAuthn ceremonies, sign-in attempt budgets, the
 // creator's role a key carries, and the audit row of every change.
 func RunPeople[S peopleStore](t *testing.T, newStore func(t *testing.T) S) {
+	runPeopleMembers(t, newStore)
+	runPeopleCredentials(t, newStore)
+	runPeopleLinks(t, newStore)
+	runPeopleSessions(t, newStore)
+	runPeopleAudit(t, newStore)
+}
+
+// actingAs is a context whose changes are person id's, from an address.
+func actingAs(id string) context.Context {
+	return core.WithActor(context.Background(), core.Actor{Kind: core.ActorPerson, ID: id, Address: "203.0.113.7"})
+}
+
+// runPeopleMembers: people and their emails, memberships and roles, the last-owner rule (also under a race), and removal.
+func runPeopleMembers[S peopleStore](t *testing.T, newStore func(t *testing.T) S) {
 	ctx := context.Background()
-	owner := func(id string) context.Context {
-		return core.WithActor(ctx, core.Actor{Kind: core.ActorPerson, ID: id, Address: "203.0.113.7"})
-	}
 
 	t.Run("PersonCreateFind", func(t *testing.T) {
 		t.Parallel()
@@ -137,6 +148,7 @@ func RunPeople[S peopleStore](t *testing.T, newStore func(t *testing.T) S) {
 	// Two owners demote (or remove) each other at the same moment: one
 	// wins, and the organisation keeps exactly one owner. Each round starts
 	// both changes together.
+
 	t.Run("OwnersDemotingEachOtherKeepOne", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
@@ -146,9 +158,9 @@ func RunPeople[S peopleStore](t *testing.T, newStore func(t *testing.T) S) {
 			b := createPerson(t, s, org.ID, fmt.Sprintf("b%d@example.com", round), core.RoleOwner)
 			change := func(by, target string) error {
 				if round%2 == 1 && by == b.ID {
-					return s.RemoveMember(owner(by), org.ID, target)
+					return s.RemoveMember(actingAs(by), org.ID, target)
 				}
-				_, err := s.SetRole(owner(by), &core.SetRoleParams{OrgID: org.ID, PersonID: target, Role: core.RoleMember})
+				_, err := s.SetRole(actingAs(by), &core.SetRoleParams{OrgID: org.ID, PersonID: target, Role: core.RoleMember})
 				return err
 			}
 			errs := together(func() error { return change(a.ID, b.ID) }, func() error { return change(b.ID, a.ID) })
@@ -195,6 +207,11 @@ func RunPeople[S peopleStore](t *testing.T, newStore func(t *testing.T) S) {
 		_, err = s.GetPerson(ctx, bob.ID)
 		require.NoError(t, err, "the person remains")
 	})
+}
+
+// runPeopleCredentials: passwords, passkeys and WebAuthn ceremonies.
+func runPeopleCredentials[S peopleStore](t *testing.T, newStore func(t *testing.T) S) {
+	ctx := context.Background()
 
 	t.Run("PasswordsEndOtherSessions", func(t *testing.T) {
 		t.Parallel()
@@ -267,12 +284,34 @@ func RunPeople[S peopleStore](t *testing.T, newStore func(t *testing.T) S) {
 		require.ErrorIs(t, err, core.ErrNotFound)
 	})
 
+	t.Run("Ceremonies", func(t *testing.T) {
+		t.Parallel()
+		s := newStore(t)
+		hash := randomBytes(t, 32)
+		require.NoError(t, s.PutCeremony(ctx, hash, []byte(`{"challenge":"abc"}`), time.Now().Add(5*time.Minute)))
+		state, err := s.TakeCeremony(ctx, hash)
+		require.NoError(t, err)
+		require.JSONEq(t, `{"challenge":"abc"}`, string(state))
+		_, err = s.TakeCeremony(ctx, hash)
+		require.ErrorIs(t, err, core.ErrNotFound, "a ceremony is finished once")
+
+		stale := randomBytes(t, 32)
+		require.NoError(t, s.PutCeremony(ctx, stale, []byte("{}"), time.Now().Add(-time.Second)))
+		_, err = s.TakeCeremony(ctx, stale)
+		require.ErrorIs(t, err, core.ErrNotFound, "an expired ceremony")
+	})
+}
+
+// runPeopleLinks: single-use invitations and set-up links.
+func runPeopleLinks[S peopleStore](t *testing.T, newStore func(t *testing.T) S) {
+	ctx := context.Background()
+
 	t.Run("InvitationIsSingleUse", func(t *testing.T) {
 		t.Parallel()
 		s, org := newOrg(t, newStore, "Inviting")
 		ada := createPerson(t, s, org.ID, "ada@example.com", core.RoleOwner)
 		hash := randomBytes(t, 32)
-		inv, err := s.CreateInvitation(owner(ada.ID), &core.CreateInvitationParams{Hash: hash, Kind: core.InvitationInvite,
+		inv, err := s.CreateInvitation(actingAs(ada.ID), &core.CreateInvitationParams{Hash: hash, Kind: core.InvitationInvite,
 			OrgID: org.ID, Email: "Bob@Example.com", Role: core.RoleMember, ExpiresAt: time.Now().Add(time.Hour)})
 		require.NoError(t, err)
 		require.Equal(t, "bob@example.com", inv.Email)
@@ -326,6 +365,7 @@ func RunPeople[S peopleStore](t *testing.T, newStore func(t *testing.T) S) {
 	// A set-up link gives an existing person a passkey; an invitation for a
 	// signed-in person's email makes them join; an invitation is never a
 	// way into someone else's account.
+
 	t.Run("LinksForPeopleWhoExist", func(t *testing.T) {
 		t.Parallel()
 		s, org := newOrg(t, newStore, "Existing")
@@ -354,7 +394,7 @@ func RunPeople[S peopleStore](t *testing.T, newStore func(t *testing.T) S) {
 
 		invite := func(email string) []byte {
 			h := randomBytes(t, 32)
-			_, err := s.CreateInvitation(owner(ada.ID), &core.CreateInvitationParams{Hash: h, Kind: core.InvitationInvite,
+			_, err := s.CreateInvitation(actingAs(ada.ID), &core.CreateInvitationParams{Hash: h, Kind: core.InvitationInvite,
 				OrgID: org.ID, Email: email, Role: core.RoleMember, ExpiresAt: time.Now().Add(time.Hour)})
 			require.NoError(t, err)
 			return h
@@ -368,7 +408,7 @@ func RunPeople[S peopleStore](t *testing.T, newStore func(t *testing.T) S) {
 		_, err = s.Membership(ctx, dan.ID, org.ID)
 		require.ErrorIs(t, err, core.ErrNotFound)
 
-		joined, _, err := s.AcceptInvitation(owner(cy.ID), &core.AcceptInvitationParams{Hash: forCy, PersonID: cy.ID})
+		joined, _, err := s.AcceptInvitation(actingAs(cy.ID), &core.AcceptInvitationParams{Hash: forCy, PersonID: cy.ID})
 		require.NoError(t, err, "the refusals above left the link unused")
 		require.Equal(t, cy.ID, joined.ID)
 		m, err := s.Membership(ctx, cy.ID, org.ID)
@@ -379,6 +419,7 @@ func RunPeople[S peopleStore](t *testing.T, newStore func(t *testing.T) S) {
 	})
 
 	// Two accepts of one link at once: exactly one takes it.
+
 	t.Run("ConcurrentAcceptsOneWins", func(t *testing.T) {
 		t.Parallel()
 		s, org := newOrg(t, newStore, "Racing links")
@@ -416,6 +457,11 @@ func RunPeople[S peopleStore](t *testing.T, newStore func(t *testing.T) S) {
 			require.Equal(t, fmt.Sprintf("hash-%d", winner), got)
 		}
 	})
+}
+
+// runPeopleSessions: sessions and their expiries, and sign-in attempt budgets.
+func runPeopleSessions[S peopleStore](t *testing.T, newStore func(t *testing.T) S) {
+	ctx := context.Background()
 
 	t.Run("SessionsExpire", func(t *testing.T) {
 		t.Parallel()
@@ -474,23 +520,6 @@ func RunPeople[S peopleStore](t *testing.T, newStore func(t *testing.T) S) {
 		require.ErrorIs(t, err, core.ErrNotFound)
 	})
 
-	t.Run("Ceremonies", func(t *testing.T) {
-		t.Parallel()
-		s := newStore(t)
-		hash := randomBytes(t, 32)
-		require.NoError(t, s.PutCeremony(ctx, hash, []byte(`{"challenge":"abc"}`), time.Now().Add(5*time.Minute)))
-		state, err := s.TakeCeremony(ctx, hash)
-		require.NoError(t, err)
-		require.JSONEq(t, `{"challenge":"abc"}`, string(state))
-		_, err = s.TakeCeremony(ctx, hash)
-		require.ErrorIs(t, err, core.ErrNotFound, "a ceremony is finished once")
-
-		stale := randomBytes(t, 32)
-		require.NoError(t, s.PutCeremony(ctx, stale, []byte("{}"), time.Now().Add(-time.Second)))
-		_, err = s.TakeCeremony(ctx, stale)
-		require.ErrorIs(t, err, core.ErrNotFound, "an expired ceremony")
-	})
-
 	t.Run("AttemptBudgets", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
@@ -546,6 +575,11 @@ func RunPeople[S peopleStore](t *testing.T, newStore func(t *testing.T) S) {
 		_, err = s.SpendAttempt(ctx, &core.AttemptParams{Subjects: []core.AttemptBudget{{Subject: "x", Limit: 0, Window: time.Hour}}})
 		require.Error(t, err, "a budget of nothing is a mistake")
 	})
+}
+
+// runPeopleAudit: the creator's role a key carries, and the audit row of every change.
+func runPeopleAudit[S peopleStore](t *testing.T, newStore func(t *testing.T) S) {
+	ctx := context.Background()
 
 	t.Run("KeysCarryTheirCreatorsRole", func(t *testing.T) {
 		t.Parallel()
@@ -553,7 +587,7 @@ func RunPeople[S peopleStore](t *testing.T, newStore func(t *testing.T) S) {
 		ada := createPerson(t, s, org.ID, "ada@example.com", core.RoleOwner)
 		bob := createPerson(t, s, org.ID, "bob@example.com", core.RoleOwner)
 		secret, hash := core.NewKeySecret(false)
-		k, err := s.CreateKey(owner(bob.ID), &core.CreateKeyParams{OrgID: org.ID, Hash: hash, Hint: core.KeyHint(secret), PersonID: bob.ID})
+		k, err := s.CreateKey(actingAs(bob.ID), &core.CreateKeyParams{OrgID: org.ID, Hash: hash, Hint: core.KeyHint(secret), PersonID: bob.ID})
 		require.NoError(t, err)
 		require.Equal(t, bob.ID, k.PersonID)
 		roleOfKey := func() core.Role {
@@ -563,10 +597,10 @@ func RunPeople[S peopleStore](t *testing.T, newStore func(t *testing.T) S) {
 			return got.CreatorRole
 		}
 		require.Equal(t, core.RoleOwner, roleOfKey())
-		_, err = s.SetRole(owner(ada.ID), &core.SetRoleParams{OrgID: org.ID, PersonID: bob.ID, Role: core.RoleMember})
+		_, err = s.SetRole(actingAs(ada.ID), &core.SetRoleParams{OrgID: org.ID, PersonID: bob.ID, Role: core.RoleMember})
 		require.NoError(t, err)
 		require.Equal(t, core.RoleMember, roleOfKey(), "the creator's current role")
-		require.NoError(t, s.RemoveMember(owner(ada.ID), org.ID, bob.ID))
+		require.NoError(t, s.RemoveMember(actingAs(ada.ID), org.ID, bob.ID))
 		require.Equal(t, core.Role(""), roleOfKey(), "a creator who left has no role")
 
 		keys, err := s.ListKeys(ctx, org.ID)
@@ -582,6 +616,7 @@ func RunPeople[S peopleStore](t *testing.T, newStore func(t *testing.T) S) {
 
 	// Every people change writes one row in the organisation it was made
 	// in, naming who, what and to what, and none holds a secret.
+
 	t.Run("AuditRows", func(t *testing.T) {
 		t.Parallel()
 		s, org := newOrg(t, newStore, "Audited")
@@ -596,7 +631,7 @@ func RunPeople[S peopleStore](t *testing.T, newStore func(t *testing.T) S) {
 		require.NoError(t, err)
 
 		inviteHash := randomBytes(t, 32)
-		inv, err := s.CreateInvitation(owner(ada.ID), &core.CreateInvitationParams{Hash: inviteHash, Kind: core.InvitationInvite,
+		inv, err := s.CreateInvitation(actingAs(ada.ID), &core.CreateInvitationParams{Hash: inviteHash, Kind: core.InvitationInvite,
 			OrgID: org.ID, Email: "bob@example.com", Role: core.RoleMember, ExpiresAt: time.Now().Add(time.Hour)})
 		require.NoError(t, err)
 		phc := "$argon2id$v=19$m=65536,t=3,p=1$c2VjcmV0c2FsdA$c2VjcmV0aGFzaA"
@@ -606,17 +641,17 @@ func RunPeople[S peopleStore](t *testing.T, newStore func(t *testing.T) S) {
 		require.NoError(t, err)
 		bobCtx := core.WithActor(ctx, core.Actor{Kind: core.ActorPerson, ID: bob.ID, Address: "198.51.100.4"})
 
-		_, err = s.SetRole(owner(ada.ID), &core.SetRoleParams{OrgID: org.ID, PersonID: bob.ID, Role: core.RoleOwner})
+		_, err = s.SetRole(actingAs(ada.ID), &core.SetRoleParams{OrgID: org.ID, PersonID: bob.ID, Role: core.RoleOwner})
 		require.NoError(t, err)
 		cred, record := randomBytes(t, 16), randomBytes(t, 64)
-		pk, err := s.AddPasskey(owner(ada.ID), &core.Passkey{PersonID: ada.ID, CredentialID: cred, Name: "Laptop", Credential: record})
+		pk, err := s.AddPasskey(actingAs(ada.ID), &core.Passkey{PersonID: ada.ID, CredentialID: cred, Name: "Laptop", Credential: record})
 		require.NoError(t, err)
-		require.NoError(t, s.RemovePasskey(owner(ada.ID), ada.ID, pk.ID))
+		require.NoError(t, s.RemovePasskey(actingAs(ada.ID), ada.ID, pk.ID))
 		require.NoError(t, s.SetPassword(bobCtx, bob.ID, phc+"2", sessHash))
-		n, err := s.EndSessions(owner(ada.ID), bob.ID, org.ID, nil)
+		n, err := s.EndSessions(actingAs(ada.ID), bob.ID, org.ID, nil)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
-		require.NoError(t, s.RemoveMember(owner(ada.ID), org.ID, bob.ID))
+		require.NoError(t, s.RemoveMember(actingAs(ada.ID), org.ID, bob.ID))
 
 		type row struct{ Action, ActorKind, ActorID, Address, Object, Detail string }
 		rowsOf := func(orgID string) []row {
@@ -675,7 +710,7 @@ func RunPeople[S peopleStore](t *testing.T, newStore func(t *testing.T) S) {
 		require.Less(t, len(since), len(all))
 
 		// A refused change writes no row.
-		_, err = s.SetRole(owner(ada.ID), &core.SetRoleParams{OrgID: org.ID, PersonID: ada.ID, Role: core.RoleMember})
+		_, err = s.SetRole(actingAs(ada.ID), &core.SetRoleParams{OrgID: org.ID, PersonID: ada.ID, Role: core.RoleMember})
 		require.ErrorIs(t, err, core.ErrLastOwner)
 		after, err := s.Audit(ctx, &core.AuditQuery{OrgID: org.ID})
 		require.NoError(t, err)
