@@ -282,7 +282,7 @@ func TestBrowserOwnerInvitesAMemberWhoIsRefusedOwnersActions(t *testing.T) {
 	// The people page is an owner's.
 	require.NoError(t, chromedp.Do(member, chromedp.Navigate(b.origin+"/people")))
 	waitText(t, member, "Not allowed")
-	require.Contains(t, text(t, member), "you are member of Acme Research")
+	require.Contains(t, text(t, member), "you are a member of Acme Research")
 	shoot(t, member, "people-refused")
 
 	// BYOK at the core service: the member is refused, the owner may.

@@ -435,7 +435,7 @@ func TestMemberIsRefusedThePeoplePage(t *testing.T) {
 	require.NotContains(t, body, `href="/people"`)
 	res, body = get(t, b, "/people", c)
 	require.Equal(t, http.StatusForbidden, res.StatusCode)
-	require.Contains(t, body, "you are member of Acme Research")
+	require.Contains(t, body, "you are a member of Acme Research")
 
 	req := newRequest(t, "POST", b.origin+"/people/invite", url.Values{"email": {"x@acme.example"}, "role": {"owner"}})
 	req.Header.Set("Origin", b.origin)

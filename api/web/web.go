@@ -773,7 +773,7 @@ func (h *handler) peopleView(w http.ResponseWriter, r *http.Request, status int,
 	v.CanManage = h.people.Allowed(r.Context(), p, core.ActionPeopleManage)
 	if !v.CanManage {
 		h.message(w, r, http.StatusForbidden, "Not allowed",
-			fmt.Sprintf("Only people whose role may manage people can open this page; you are %s of %s.", p.Role, p.Org.Name))
+			fmt.Sprintf("Only people whose role may manage people can open this page; you are %s %s of %s.", article(string(p.Role)), p.Role, p.Org.Name))
 		return
 	}
 	h.render(w, r, status, "people", v)
@@ -827,6 +827,14 @@ func (h *handler) endSessions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, "/people?done=ended", http.StatusSeeOther)
+}
+
+// article is "a" or "an" before word.
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }
 
 // peopleFailed shows a refused change on the people page (last_owner, a
