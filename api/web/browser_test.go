@@ -408,3 +408,57 @@ func TestBrowserExistingPersonJoinsAnotherOrganisation(t *testing.T) {
 	waitText(t, tab, "Link not valid")
 	shoot(t, tab, "link-not-valid")
 }
+
+// A member creates a key on the keys page (shown once, with the curl line
+// to try it), calls the API with it, revokes it after a confirmation, and
+// the call is refused; the owner sees every key with its creator, the
+// member only their own.
+func TestBrowserKeysCreateUseRevoke(t *testing.T) {
+	t.Parallel()
+	b := setup(t, people.Config{})
+	ctx := browser(t)
+	link, _, err := b.people.Invite(context.Background(), b.principal(t, b.owner), "kim@acme.example", core.RoleMember)
+	require.NoError(t, err)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(link),
+		chromedp.SendKeys(chromedp.CSS("#name"), "Kim Member"),
+		chromedp.SendKeys(chromedp.CSS("#password"), "kim's long passphrase"),
+		chromedp.Click(chromedp.CSS(`#link-form button[type="submit"]`))))
+	waitText(t, ctx, "Hello, Kim Member")
+	_, _, err = b.people.CreateKey(context.Background(), b.principal(t, b.owner), &people.NewKey{Name: "owner's ci"})
+	require.NoError(t, err)
+
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(b.origin+"/keys")))
+	waitText(t, ctx, "No keys yet of yours")
+	require.NotContains(t, text(t, ctx), "owner's ci", "a member sees only their own keys")
+	require.NoError(t, chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#name"), "kim's laptop"),
+		chromedp.Click(chromedp.CSS(`form[action="/keys"] button`))))
+	waitText(t, ctx, "Your new key")
+	secret, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS("#new-key")))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(secret, "ccl_live_"), secret)
+	require.Contains(t, text(t, ctx), "curl -s -H \"Authorization: Bearer "+secret+"\" "+b.origin+"/v1/models")
+	shoot(t, ctx, "keys-created")
+
+	kp, err := b.acc.Authenticate(context.Background(), secret)
+	require.NoError(t, err, "the key works")
+	require.Equal(t, "kim's laptop", kp.Key.Name)
+
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(b.origin+"/keys")))
+	waitText(t, ctx, "kim's laptop")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`a[href$="/revoke"]`))))
+	waitText(t, ctx, "cannot be restored")
+	shoot(t, ctx, "keys-revoke-confirm")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`form[action$="/revoke"] button`))))
+	waitText(t, ctx, "Key revoked")
+	shoot(t, ctx, "keys")
+	_, err = b.acc.Authenticate(context.Background(), secret)
+	require.Equal(t, core.CodeRevokedAPIKey, core.AsError(err).Code, "the revoked key is refused")
+
+	// The owner sees both keys, each with its creator.
+	all, err := b.people.Keys(context.Background(), b.principal(t, b.owner))
+	require.NoError(t, err)
+	require.Len(t, all, 2)
+	audit := b.audit(t)
+	require.Equal(t, 2, audit[core.AuditKeyCreated])
+	require.Equal(t, 1, audit[core.AuditKeyRevoked])
+}

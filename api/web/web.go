@@ -95,8 +95,9 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	}
 	h := &handler{cfg: cfg, people: d.People, health: d.Health, log: d.Logger, origin: u, secure: u.Scheme == "https",
 		pages: map[string]*template.Template{}}
-	for _, name := range []string{"signin", "link", "message", "home", "account", "people", "orgs"} {
-		t, err := template.ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+	funcs := template.FuncMap{"join": strings.Join}
+	for _, name := range []string{"signin", "link", "message", "home", "account", "people", "orgs", "keys", "revoke"} {
+		t, err := template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, err
 		}
@@ -131,6 +132,10 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	mux.HandleFunc("POST /people/{id}/role", h.signedIn(h.setRole))
 	mux.HandleFunc("POST /people/{id}/remove", h.signedIn(h.removeMember))
 	mux.HandleFunc("POST /people/{id}/end-sessions", h.signedIn(h.endSessions))
+	mux.HandleFunc("GET /keys", h.signedIn(h.keysPage))
+	mux.HandleFunc("POST /keys", h.signedIn(h.createKey))
+	mux.HandleFunc("GET /keys/{id}/revoke", h.signedIn(h.confirmRevoke))
+	mux.HandleFunc("POST /keys/{id}/revoke", h.signedIn(h.revokeKey))
 	mux.HandleFunc("GET /orgs", h.signedIn(h.orgsPage))
 	mux.HandleFunc("POST /orgs", h.signedIn(h.chooseOrg))
 	mux.HandleFunc("/", h.notFound)
@@ -224,6 +229,13 @@ type view struct {
 	NewEmail   string
 	LinkTTL    string
 	Orgs       []*core.Membership
+	// The keys page: the keys a person may see, their creators' emails by
+	// person id, a new key's secret (shown once), the key to revoke.
+	Keys     []*core.Key
+	Creators map[string]string
+	NewKey   string
+	Origin   string
+	Key      *core.Key
 }
 
 // HasPassword is the account page's flag under its template name.
@@ -671,6 +683,8 @@ func notice(r *http.Request) string {
 		return "Their sessions were ended."
 	case "org":
 		return "Switched organisation."
+	case "revoked":
+		return "Key revoked. Calls with it are refused within a few seconds."
 	}
 	return ""
 }
@@ -855,4 +869,89 @@ func (h *handler) peopleFailed(w http.ResponseWriter, r *http.Request, err error
 	default:
 		h.failed(w, r, err)
 	}
+}
+
+// --- Keys ------------------------------------------------------------------------
+
+// keysView renders the keys page: the keys the person may revoke (all of
+// them for owners, their own for members), with their creators.
+func (h *handler) keysView(w http.ResponseWriter, r *http.Request, status int, v *view) {
+	p := principalOf(r.Context())
+	if p.Org == nil {
+		h.message(w, r, http.StatusForbidden, "Not allowed", "You are not in an organisation yet.")
+		return
+	}
+	keys, err := h.people.Keys(r.Context(), p)
+	if err != nil {
+		h.failed(w, r, err)
+		return
+	}
+	v.Keys, v.Origin, v.Creators = keys, h.people.Origin(), map[string]string{}
+	if members, err := h.people.Members(r.Context(), p); err == nil {
+		for _, m := range members {
+			v.Creators[m.ID] = m.Email
+		}
+	}
+	h.render(w, r, status, "keys", v)
+}
+
+func (h *handler) keysPage(w http.ResponseWriter, r *http.Request) {
+	v := newView("Keys", principalOf(r.Context()))
+	v.Notice = notice(r)
+	h.keysView(w, r, http.StatusOK, v)
+}
+
+func (h *handler) createKey(w http.ResponseWriter, r *http.Request) {
+	p := principalOf(r.Context())
+	name, test := strings.TrimSpace(r.PostFormValue("name")), r.PostFormValue("test") == "1"
+	secret, _, err := h.people.CreateKey(r.Context(), p, &people.NewKey{Name: name, Test: test})
+	v := newView("Keys", p)
+	if err != nil {
+		v.Values["name"] = name
+		if test {
+			v.Values["test"] = "1"
+		}
+		if status, ok := fieldError(w, err, v); ok {
+			h.keysView(w, r, status, v)
+			return
+		}
+		h.failed(w, r, err)
+		return
+	}
+	// The secret is shown once, on this answer; only its hash is kept.
+	v.NewKey = secret
+	h.keysView(w, r, http.StatusCreated, v)
+}
+
+// revocable finds one of the keys the person may revoke.
+func (h *handler) revocable(r *http.Request) (*core.Key, error) {
+	keys, err := h.people.Keys(r.Context(), principalOf(r.Context()))
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		if k.ID == r.PathValue("id") {
+			return k, nil
+		}
+	}
+	return nil, core.ErrNotFound
+}
+
+func (h *handler) confirmRevoke(w http.ResponseWriter, r *http.Request) {
+	k, err := h.revocable(r)
+	if err != nil {
+		h.failed(w, r, err)
+		return
+	}
+	v := newView("Revoke "+k.Name, principalOf(r.Context()))
+	v.Key = k
+	h.render(w, r, http.StatusOK, "revoke", v)
+}
+
+func (h *handler) revokeKey(w http.ResponseWriter, r *http.Request) {
+	if _, err := h.people.RevokeKey(r.Context(), principalOf(r.Context()), r.PathValue("id")); err != nil {
+		h.failed(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/keys?done=revoked", http.StatusSeeOther)
 }

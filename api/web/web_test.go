@@ -28,6 +28,7 @@ func TestMain(m *testing.M) { pgtest.Main(m, closeBrowser) }
 // ACME, and its owner, with a set-up link.
 type bundle struct {
 	store     *pgstore.Store
+	acc       *access.Service
 	people    *people.Service
 	origin    string // http://localhost:PORT, the one origin
 	ipURL     string // http://127.0.0.1:PORT, the same server on another host name
@@ -47,7 +48,7 @@ func setup(t testing.TB, cfg people.Config) *bundle {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	port := ln.Addr().(*net.TCPAddr).Port
-	b := &bundle{store: store, origin: "http://localhost:" + strconv.Itoa(port), ipURL: "http://" + ln.Addr().String()}
+	b := &bundle{store: store, acc: acc, origin: "http://localhost:" + strconv.Itoa(port), ipURL: "http://" + ln.Addr().String()}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	sealer, err := byok.NewSealer(key)

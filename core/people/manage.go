@@ -234,3 +234,27 @@ func (s *Service) Audit(ctx context.Context, p *access.Principal, q *core.AuditQ
 func (s *Service) Allowed(ctx context.Context, p *access.Principal, action string) bool {
 	return s.authorize(ctx, p, action, "") == nil
 }
+
+// Keys lists the API keys of p's organisation that p may revoke: every key
+// for a role granted keys.revoke on any key (owners), only their own for a
+// role granted it on their own (members), oldest first, revoked ones
+// included.
+func (s *Service) Keys(ctx context.Context, p *access.Principal) ([]*core.Key, error) {
+	if p.Org == nil {
+		return nil, nil
+	}
+	all, err := s.d.Keys.ListKeys(ctx, p.Org.ID)
+	if err != nil {
+		return nil, err
+	}
+	if s.authorize(ctx, p, core.ActionKeysRevoke, "") == nil {
+		return all, nil
+	}
+	var own []*core.Key
+	for _, k := range all {
+		if k.PersonID == p.Person.ID {
+			own = append(own, k)
+		}
+	}
+	return own, nil
+}
