@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -457,4 +458,37 @@ func TestAssets(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, res.StatusCode)
 	res, _ = fetch(t, newRequest(t, "GET", b.origin+"/no-such-page", nil))
 	require.Equal(t, http.StatusNotFound, res.StatusCode)
+}
+
+// The client address the audit trail records is the request's peer, unless
+// the peer is a trusted proxy: then the client its X-Forwarded-For names.
+func TestClientAddressBehindATrustedProxy(t *testing.T) {
+	t.Parallel()
+	b := setup(t, people.Config{})
+	for _, tc := range []struct {
+		trusted []netip.Prefix
+		want    string
+	}{
+		{nil, "192.0.2.1"}, // httptest's peer; the header is not believed
+		{[]netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}, "198.51.100.9"},
+	} {
+		h, err := web.New(web.Config{PublicURL: b.origin, TrustedProxies: tc.trusted}, web.Deps{People: b.people})
+		require.NoError(t, err)
+		_, link, err := b.people.CreatePerson(core.WithActor(context.Background(), core.Operator), b.org.ID,
+			"proxied-"+strconv.Itoa(len(tc.trusted))+"@acme.example", "Proxied", core.RoleMember)
+		require.NoError(t, err)
+		req := httptest.NewRequest("POST", link+"/password", strings.NewReader(url.Values{"password": {"a long proxied passphrase"}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", b.origin)
+		req.Header.Set("X-Forwarded-For", "198.51.100.9")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		require.Equal(t, http.StatusSeeOther, rec.Code, rec.Body.String())
+
+		rows, err := b.store.Audit(context.Background(), &core.AuditQuery{OrgID: b.org.ID})
+		require.NoError(t, err)
+		last := rows[len(rows)-1]
+		require.Equal(t, core.AuditPasswordSet, last.Action)
+		require.Equal(t, tc.want, last.Actor.Address)
+	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/carrier"
 )
 
 // authorize asks the policy whether p may do action in its organisation;
@@ -21,7 +22,20 @@ func (s *Service) authorize(ctx context.Context, p *access.Principal, action, ow
 
 // member finds a person of p's organisation: core.ErrNotFound otherwise.
 func (s *Service) member(ctx context.Context, p *access.Principal, personID string) (*core.Membership, error) {
+	if err := knownID(personID); err != nil {
+		return nil, err
+	}
 	return s.d.Store.Membership(ctx, personID, p.Org.ID)
+}
+
+// knownID refuses, as unknown, an id that could not name anything because
+// it cannot reach the database (a NUL, or bytes that are not UTF-8: a page
+// path's %00): the answer is 404, never a failed query's 503.
+func knownID(id string) error {
+	if !carrier.Text(id) {
+		return core.ErrNotFound
+	}
+	return nil
 }
 
 // lastOwner words core.ErrLastOwner for people.
@@ -49,6 +63,9 @@ func (s *Service) SetRole(ctx context.Context, p *access.Principal, personID str
 	if !role.Valid() {
 		return nil, &FieldError{Field: "role", Message: "Choose owner or member."}
 	}
+	if err := knownID(personID); err != nil {
+		return nil, err
+	}
 	m, err := s.d.Store.SetRole(act(ctx, p), &core.SetRoleParams{OrgID: p.Org.ID, PersonID: personID, Role: role})
 	return m, lastOwner(err)
 }
@@ -57,6 +74,9 @@ func (s *Service) SetRole(ctx context.Context, p *access.Principal, personID str
 // last_owner for the last owner).
 func (s *Service) RemoveMember(ctx context.Context, p *access.Principal, personID string) error {
 	if err := s.authorize(ctx, p, core.ActionPeopleManage, ""); err != nil {
+		return err
+	}
+	if err := knownID(personID); err != nil {
 		return err
 	}
 	return lastOwner(s.d.Store.RemoveMember(act(ctx, p), p.Org.ID, personID))
@@ -214,6 +234,9 @@ func (s *Service) RemoveBYOK(ctx context.Context, p *access.Principal, provider 
 	}
 	if s.d.Credentials == nil {
 		return byokOff
+	}
+	if !core.ValidBYOKProvider(provider) {
+		return &FieldError{Field: "provider", Message: "Choose openai, anthropic, google, mistral or aws."}
 	}
 	return s.d.Credentials.RemoveProviderCredential(act(ctx, p), p.Org.ID, provider)
 }

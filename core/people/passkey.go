@@ -240,6 +240,9 @@ func (s *Service) FinishAddPasskey(ctx context.Context, p *access.Principal, cer
 // RemovePasskey removes one of p's person's passkeys; removing the last
 // way to sign in (no password, no other passkey) is a *FieldError.
 func (s *Service) RemovePasskey(ctx context.Context, p *access.Principal, passkeyID string) error {
+	if err := knownID(passkeyID); err != nil {
+		return err
+	}
 	pks, err := s.d.Store.Passkeys(ctx, p.Person.ID)
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/crypto/argon2"
 
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/carrier"
 )
 
 // Password rules: at least MinPasswordLen characters, at most
@@ -46,7 +47,7 @@ func CheckPassword(password, email string) error {
 	switch {
 	case len(password) > MaxPasswordBytes:
 		return refuse(fmt.Sprintf("Use at most %d bytes.", MaxPasswordBytes))
-	case !utf8.ValidString(password) || strings.ContainsRune(password, 0):
+	case !carrier.Text(password):
 		return refuse("Use printable characters only.")
 	case utf8.RuneCountInString(password) < MinPasswordLen:
 		return refuse(fmt.Sprintf("Use at least %d characters.", MinPasswordLen))

@@ -12,7 +12,6 @@ package people
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -255,8 +254,7 @@ func hashSecret(secret string) []byte {
 	if err != nil || len(b) != 32 {
 		return nil
 	}
-	h := sha256.Sum256([]byte(secret))
-	return h[:]
+	return core.HashKey(secret) // the SHA-256 every stored secret is kept as
 }
 
 func randomBytes(n int) []byte {

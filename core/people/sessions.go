@@ -9,6 +9,7 @@ import (
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/carrier"
 )
 
 // Principal resolves a session cookie's secret to the person signed in, in
@@ -101,6 +102,9 @@ func (s *Service) SignOutEverywhere(ctx context.Context, p *access.Principal) er
 // ChooseOrg makes orgID the session's current organisation; one the person
 // does not belong to returns core.ErrNotFound.
 func (s *Service) ChooseOrg(ctx context.Context, secret string, p *access.Principal, orgID string) error {
+	if err := knownID(orgID); err != nil {
+		return err
+	}
 	if _, err := s.d.Store.Membership(ctx, p.Person.ID, orgID); err != nil {
 		return err
 	}
@@ -127,7 +131,9 @@ func (s *Service) SignInPassword(ctx context.Context, email, password, address s
 	if email == "" || password == "" {
 		return nil, wrong
 	}
-	if len(password) > MaxPasswordBytes || len(email) > 320 {
+	// Too long, or text no query could carry (a NUL): the same answer,
+	// without an attempt or a hash — it names no account either way.
+	if len(password) > MaxPasswordBytes || len(email) > 320 || !carrier.Text(email) || !carrier.Text(password) {
 		return nil, wrong
 	}
 	if err := s.spendAttempt(ctx, email, address); err != nil {

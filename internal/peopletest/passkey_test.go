@@ -150,3 +150,22 @@ func randomBytes(n int) []byte {
 	_, _ = rand.Read(b)
 	return b
 }
+
+// A passkey sign-in names no account, so its attempts count against the
+// client address: past the address's budget a finish is refused before
+// the ceremony is even read.
+func TestPasskeySignInSpendsTheAddressBudget(t *testing.T) {
+	t.Parallel()
+	b := setup(t, people.Config{AddressAttempts: 2, AccountAttempts: 100})
+	for range 2 {
+		_, err := b.svc.FinishPasskeySignIn(ctx, "forged", []byte(`{}`), "203.0.113.40")
+		require.Equal(t, "passkey", fieldOf(t, err))
+	}
+	c, err := b.svc.BeginPasskeySignIn(ctx, "203.0.113.40")
+	require.NoError(t, err)
+	_, err = b.svc.FinishPasskeySignIn(ctx, c.Secret, []byte(`{}`), "203.0.113.40")
+	require.Equal(t, core.CodeRateLimitExceeded, code(t, err))
+	_, err = b.svc.FinishPasskeySignIn(ctx, c.Secret, []byte(`{}`), "203.0.113.41")
+	require.Equal(t, "passkey", fieldOf(t, err), "another address has its own budget, and the ceremony was not spent")
+	require.NotContains(t, err.Error(), "already used")
+}

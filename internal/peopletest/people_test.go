@@ -362,3 +362,23 @@ func TestLastOwnerRaceAtTheService(t *testing.T) {
 	require.Equal(t, 1, failed)
 	require.Equal(t, 409, core.InfoFor(core.CodeLastOwner).Status)
 }
+
+// Text no query can carry (a NUL, as a page path's %00 decodes to) is an
+// unknown thing or a wrong sign-in — never a failed query's 503.
+func TestTextNoQueryCanCarry(t *testing.T) {
+	t.Parallel()
+	b := setup(t, people.Config{})
+	_, err := b.svc.SignInPassword(ctx, "mia\x00@acme.example", "a long passphrase of mia@acme.example", "203.0.113.50")
+	require.Equal(t, "password", fieldOf(t, err))
+	_, err = b.svc.SignInPassword(ctx, "mia@acme.example", "a long\x00passphrase", "203.0.113.50")
+	require.Equal(t, "password", fieldOf(t, err))
+	require.ErrorIs(t, b.svc.ChooseOrg(ctx, "secret", b.member, "org_\x00"), core.ErrNotFound)
+	_, err = b.svc.SetRole(ctx, b.owner, "person_\x00", core.RoleMember)
+	require.ErrorIs(t, err, core.ErrNotFound)
+	require.ErrorIs(t, b.svc.RemoveMember(ctx, b.owner, "person_\xff"), core.ErrNotFound)
+	_, err = b.svc.EndSessions(ctx, b.owner, "person_\x00")
+	require.ErrorIs(t, err, core.ErrNotFound)
+	require.ErrorIs(t, b.svc.RemovePasskey(ctx, b.member, "passkey_\x00"), core.ErrNotFound)
+	require.Equal(t, "provider", fieldOf(t, b.svc.RemoveBYOK(ctx, b.owner, "open\x00ai")))
+	require.Equal(t, "password", fieldOf(t, people.CheckPassword("a long enough\x00password", "")))
+}

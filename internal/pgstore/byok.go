@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -57,12 +56,11 @@ func (s *Store) SetProviderCredential(ctx context.Context, c *core.ProviderCrede
 		detail = "role " + c.RoleARN
 	}
 	queueAudit(ctx, b, c.OrgID, core.AuditBYOKSet, c.Provider, detail)
-	err := s.pool.SendBatch(ctx, b).Close()
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation: no such organisation
-		return nil, fmt.Errorf("organisation %q: %w", c.OrgID, core.ErrNotFound)
+	// A missing organisation (the foreign key) is core.ErrNotFound.
+	if err := sendBatch(ctx, s.pool, b); err != nil {
+		return nil, fmt.Errorf("organisation %q: %w", c.OrgID, err)
 	}
-	return out, translate(err)
+	return out, nil
 }
 
 // ListProviderCredentials implements core.ProviderCredentials.
@@ -99,8 +97,8 @@ func (s *Store) RemoveProviderCredential(ctx context.Context, orgID, provider st
 		removed = tag.RowsAffected()
 		return nil
 	})
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return translate(err)
+	if err := sendBatch(ctx, s.pool, b); err != nil {
+		return err
 	}
 	if removed == 0 {
 		return core.ErrNotFound

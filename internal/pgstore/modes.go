@@ -391,7 +391,7 @@ func (s *Store) SetLabInvite(ctx context.Context, ownerOrgID, modeID, orgTicker 
 		detail = "lab invite withdrawn " + orgTicker
 	}
 	queueAudit(ctx, b, ownerOrgID, core.AuditModeListing, modeID, detail)
-	return translate(s.pool.SendBatch(ctx, b).Close())
+	return sendBatch(ctx, s.pool, b)
 }
 
 // LabInvites implements core.ModeStore.

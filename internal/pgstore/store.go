@@ -220,8 +220,8 @@ func (s *Store) orgChange(ctx context.Context, orgID, detail, sql string, args .
 		return err
 	})
 	queueAudit(ctx, b, orgID, core.AuditOrgSettings, orgID, detail)
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return nil, translateWrite(err)
+	if err := sendBatch(ctx, s.pool, b); err != nil {
+		return nil, err
 	}
 	return o, nil
 }
@@ -300,13 +300,9 @@ func (s *Store) CreateKey(ctx context.Context, p *core.CreateKeyParams) (*core.K
 		detail += " test"
 	}
 	queueAudit(ctx, b, p.OrgID, core.AuditKeyCreated, id, detail)
-	err := s.pool.SendBatch(ctx, b).Close()
-	if err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation: no such org
-			return nil, fmt.Errorf("creating key for %s: %w", p.OrgID, core.ErrNotFound)
-		}
-		return nil, fmt.Errorf("creating key for %s: %w", p.OrgID, translate(err))
+	if err := sendBatch(ctx, s.pool, b); err != nil {
+		// A missing organisation (the foreign key) is core.ErrNotFound.
+		return nil, fmt.Errorf("creating key for %s: %w", p.OrgID, err)
 	}
 	return &k, nil
 }
@@ -330,8 +326,8 @@ func (s *Store) RevokeKey(ctx context.Context, id string) (*core.Key, error) {
 	b := &pgx.Batch{}
 	b.Queue(q("AuditKeyRevoked"), id, a.Kind, a.ID, a.Address)
 	b.Queue(q("RevokeKey"), id).QueryRow(func(row pgx.Row) error { return row.Scan(keyCols(&k)...) })
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return nil, translate(err)
+	if err := sendBatch(ctx, s.pool, b); err != nil {
+		return nil, err
 	}
 	return &k, nil
 }
