@@ -64,6 +64,10 @@ const (
 	ActionAuditRead = "audit.read"
 	// ActionJournalRead reads the balance and the journal.
 	ActionJournalRead = "journal.read"
+	// ActionUsageRead reads the organisation's usage on the dashboard:
+	// spend by day and the receipts list ("own": the person's keys' and
+	// sessions' only).
+	ActionUsageRead = "usage.read"
 	// ActionOrgSettings changes the organisation's settings.
 	ActionOrgSettings = "org.settings"
 )

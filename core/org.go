@@ -80,6 +80,10 @@ type Key struct {
 	ExpiresAt   *time.Time
 	RevokedAt   *time.Time
 	CreatedAt   time.Time
+	// LastUsedAt is when the key was last used, as last flushed from the
+	// replicas' memory (every few seconds); nil when never. Read by
+	// ListKeys only.
+	LastUsedAt *time.Time
 }
 
 // Status reports whether the key may be used at t: "" when it may,

@@ -212,6 +212,7 @@ func inPrefixes(a netip.Addr, ps []netip.Prefix) bool {
 const (
 	AuditKeyCreated       = "key.created"
 	AuditKeyRevoked       = "key.revoked"
+	AuditKeyChanged       = "key.changed"
 	AuditPersonInvited    = "person.invited"
 	AuditPersonJoined     = "person.joined"
 	AuditPersonRole       = "person.role_changed"
@@ -232,6 +233,15 @@ const (
 	AuditSessionsEnded    = "session.ended_by_owner"
 	AuditOrgSettings      = "org.settings_changed"
 )
+
+// AuditActions lists every audit action, in the order above: the audit
+// page's filter offers them.
+var AuditActions = []string{
+	AuditKeyCreated, AuditKeyRevoked, AuditKeyChanged, AuditPersonInvited, AuditPersonJoined, AuditPersonRole,
+	AuditPersonRemoved, AuditSetupLinkCreated, AuditPasskeyAdded, AuditPasskeyRemoved, AuditPasswordSet,
+	AuditBYOKSet, AuditBYOKRemoved, AuditModeDrafted, AuditModeReleased, AuditModeListing, AuditTestLaunched,
+	AuditTestCancelled, AuditCertifyLaunched, AuditCertifyCancelled, AuditSessionsEnded, AuditOrgSettings,
+}
 
 // AuditEntry is one row of an organisation's append-only audit trail. It
 // never holds a secret: no key, password, passkey material or provider

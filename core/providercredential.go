@@ -117,3 +117,14 @@ type ProviderCredentials interface {
 	// what it is not using.
 	AnyProviderCredentials(ctx context.Context) (bool, error)
 }
+
+// ProviderTest is what a test of an organisation's own provider
+// credential found: one short real call, through the egress layer.
+type ProviderTest struct {
+	// OK is true when the engine answered on the organisation's own
+	// credential; otherwise Problem says what went wrong, in words.
+	OK      bool
+	Engine  string
+	Latency time.Duration
+	Problem string
+}

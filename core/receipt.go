@@ -77,6 +77,19 @@ type Receipt struct {
 	SeatCount        int  // seats convened
 	Payer            string
 	Lane             Lane // LaneExpress, LanePanel, or "" when no seat row was recorded
+	// PayerKind is the kind of principal that made the call
+	// (PrincipalAPIKey, PrincipalSession, PrincipalOAuthApp); KeyID the
+	// API key that called ("" for none) and PersonID the person behind the
+	// call: the session's or app's person, or the key's creator ("" for
+	// an operator's key).
+	PayerKind string
+	KeyID     string
+	PersonID  string
+	// FinishReason is the answer's finish reason ("stop", "length",
+	// "cost_cap"); Substituted is true when an answer the panel used came
+	// from a seat's backup engine.
+	FinishReason string
+	Substituted  bool
 
 	DifficultyScore       *float64
 	TaskType              string
@@ -151,4 +164,28 @@ type ReceiptCall struct {
 	Fee Micros
 	// Content is the call's text; shown only with include_transcript=true.
 	Content string
+	// The record of the attempt (PEOPLE.md): the seat it served ("" for
+	// staff), whether it was a backup raced beside its slow primary, how
+	// it ended (Attempt…) and, for a failure, the failure's class.
+	Seat       string
+	Hedged     bool
+	Attempt    string
+	ErrorClass string
 }
+
+// How one engine call of a deliberation ended, as its receipt records it.
+const (
+	// AttemptWon: the call answered and its answer was the one used (a
+	// seat's answer in its round, the judge's reading, the synthesis).
+	AttemptWon = "won"
+	// AttemptAnswered: the call answered but another call's answer was
+	// used (the loser of a race both finished).
+	AttemptAnswered = "answered"
+	// AttemptCut: a straggler cancelled when its round closed on quorum.
+	AttemptCut = "cut"
+	// AttemptCancelled: cancelled otherwise — a hedge race's loser, or a
+	// deliberation the caller ended.
+	AttemptCancelled = "cancelled"
+	// AttemptFailed: the engine failed; ErrorClass says how.
+	AttemptFailed = "failed"
+)

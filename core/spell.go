@@ -2,6 +2,7 @@ package core
 
 import (
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -27,4 +28,22 @@ func Spell(d time.Duration) string {
 		return "a " + unit
 	}
 	return strconv.Itoa(n) + " " + unit + "s"
+}
+
+// Thousands writes an integer with thousands separators: 12,450.
+func Thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }

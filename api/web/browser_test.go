@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/webauthn"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
@@ -121,31 +122,46 @@ func screenshotDir(t *testing.T) string {
 	return out
 }
 
-// shoot writes the page as a person sees it at a phone's and a desktop's
-// width: <name>-phone.png and <name>-desktop.png.
+// shoot writes the page as a person sees it, in the light and the dark
+// colour scheme, at a phone's and a desktop's width:
+// <name>-light-phone.png, <name>-light-desktop.png, <name>-dark-phone.png
+// and <name>-dark-desktop.png. At the desktop width it runs axe-core in
+// each scheme too (contrast differs between them).
 func shoot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	dir := screenshotDir(t)
-	for _, size := range []struct {
-		suffix        string
-		width, height int64
-	}{{"phone", 390, 844}, {"desktop", 1280, 800}} {
-		require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(size.width, size.height),
-			chromedp.WaitVisible(chromedp.CSS("main"))))
-		// Just after the viewport changes the page may not be laid out
-		// yet ("0 width"): try again shortly.
-		var png []byte
-		var err error
-		for try := 0; try < 20; try++ {
-			if png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+	defer func() {
+		// Back to the system's scheme (no emulation) and the desktop.
+		_, _ = chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: ""}, {Name: "prefers-reduced-motion", Value: ""}}})
+		_ = chromedp.Do(ctx, chromedp.EmulateViewport(1440, 900))
+	}()
+	for _, scheme := range []string{"light", "dark"} {
+		_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			// Reduced motion too: no transition caught half-way.
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}, {Name: "prefers-reduced-motion", Value: "reduce"}}})
 		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name+"-"+size.suffix+".png"), png, 0o644))
+		for _, size := range []struct {
+			suffix        string
+			width, height int64
+		}{{"phone", 375, 812}, {"desktop", 1440, 900}} {
+			require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(size.width, size.height),
+				chromedp.WaitVisible(chromedp.CSS("main"))))
+			// Just after the viewport changes the page may not be laid out
+			// yet ("0 width"): try again shortly.
+			var png []byte
+			var err error
+			for try := 0; try < 20; try++ {
+				if png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, name+"-"+scheme+"-"+size.suffix+".png"), png, 0o644))
+		}
+		axe(t, ctx, name+" ("+scheme+")")
 	}
-	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)))
 }
 
 // text is the visible text of the page's main element.

@@ -27,7 +27,7 @@ import (
 // noRedirects is a client that shows redirects instead of following them.
 var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
-func fetch(t *testing.T, req *http.Request) (*http.Response, string) {
+func fetch(t testing.TB, req *http.Request) (*http.Response, string) {
 	t.Helper()
 	res, err := noRedirects.Do(req)
 	require.NoError(t, err)
@@ -37,7 +37,7 @@ func fetch(t *testing.T, req *http.Request) (*http.Response, string) {
 	return res, string(b)
 }
 
-func newRequest(t *testing.T, method, u string, form url.Values) *http.Request {
+func newRequest(t testing.TB, method, u string, form url.Values) *http.Request {
 	t.Helper()
 	var body io.Reader
 	if form != nil {
@@ -181,7 +181,7 @@ func TestHTTPSPublicURL(t *testing.T) {
 // signIn posts the sign-in form as a browser of the one origin would and
 // returns the session cookie it sets, and the cookie it was sent with
 // (nil for none).
-func signIn(t *testing.T, b *bundle, email, password string, with *http.Cookie) *http.Cookie {
+func signIn(t testing.TB, b *bundle, email, password string, with *http.Cookie) *http.Cookie {
 	t.Helper()
 	req := newRequest(t, "POST", b.origin+"/sign-in", url.Values{"email": {email}, "password": {password}})
 	req.Header.Set("Origin", b.origin)
@@ -205,7 +205,7 @@ func sessionCookie(res *http.Response) *http.Cookie {
 }
 
 // get fetches a page with a session cookie.
-func get(t *testing.T, b *bundle, path string, c *http.Cookie) (*http.Response, string) {
+func get(t testing.TB, b *bundle, path string, c *http.Cookie) (*http.Response, string) {
 	t.Helper()
 	req := newRequest(t, "GET", b.origin+path, nil)
 	req.AddCookie(c)

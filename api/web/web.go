@@ -31,9 +31,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/conclavehq/conclave/api/web/draw"
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
 	"github.com/conclavehq/conclave/core/carrier"
+	"github.com/conclavehq/conclave/core/dashboard"
 	"github.com/conclavehq/conclave/core/people"
 )
 
@@ -62,6 +64,10 @@ type Config struct {
 type Deps struct {
 	// People is the people service. Required.
 	People *people.Service
+	// Dashboard serves the dashboard's pages (overview, receipts, money,
+	// BYOK, audit, key limits). Optional: without it only the people
+	// pages are served.
+	Dashboard *dashboard.Service
 	// Health, when set, is asked before the sign-in form is shown, so that
 	// with the database away the page says sign-in is unavailable (503)
 	// instead of offering a form that cannot work. Optional.
@@ -73,6 +79,7 @@ type Deps struct {
 type handler struct {
 	cfg    Config
 	people *people.Service
+	dash   *dashboard.Service
 	health core.Pinger
 	log    *slog.Logger
 	origin *url.URL
@@ -93,10 +100,13 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &handler{cfg: cfg, people: d.People, health: d.Health, log: d.Logger, origin: u, secure: u.Scheme == "https",
+	h := &handler{cfg: cfg, people: d.People, dash: d.Dashboard, health: d.Health, log: d.Logger, origin: u, secure: u.Scheme == "https",
 		pages: map[string]*template.Template{}}
 	funcs := template.FuncMap{"join": strings.Join}
-	for _, name := range []string{"signin", "link", "message", "home", "account", "people", "orgs", "keys", "revoke"} {
+	for k, f := range dashboardFuncs {
+		funcs[k] = f
+	}
+	for _, name := range append([]string{"signin", "link", "message", "home", "account", "people", "orgs", "keys", "revoke"}, dashboardPages...) {
 		t, err := template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, err
@@ -109,8 +119,12 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	}
 
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /assets/charts.css", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+		_, _ = io.WriteString(w, draw.CSS)
+	})
 	mux.Handle("GET /assets/", h.files(http.StripPrefix("/assets/", http.FileServerFS(assets))))
-	mux.HandleFunc("GET /{$}", h.signedIn(h.home))
+	mux.HandleFunc("GET /{$}", h.signedIn(h.overview))
 	mux.HandleFunc("GET /sign-in", h.signInPage)
 	mux.HandleFunc("POST /sign-in", h.signInPassword)
 	mux.HandleFunc("POST /sign-in/passkey/begin", h.passkeySignInBegin)
@@ -138,6 +152,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	mux.HandleFunc("POST /keys/{id}/revoke", h.signedIn(h.revokeKey))
 	mux.HandleFunc("GET /orgs", h.signedIn(h.orgsPage))
 	mux.HandleFunc("POST /orgs", h.signedIn(h.chooseOrg))
+	h.dashboardRoutes(mux)
 	mux.HandleFunc("/", h.notFound)
 
 	csrf := http.NewCrossOriginProtection()
@@ -211,7 +226,13 @@ type view struct {
 	// ShowPeople offers the people page to those the policy lets manage
 	// people; the page itself asks again.
 	ShowPeople bool
-	principal  *access.Principal
+	// ShowMoney and ShowAudit offer the money and audit pages likewise.
+	ShowMoney, ShowAudit bool
+	// Nav names the section the page belongs to, marked current in the
+	// navigation; Wide lets a page of tables use the screen's width.
+	Nav       string
+	Wide      bool
+	principal *access.Principal
 
 	// Values are what was typed (never a secret), Errors the message
 	// beside each field.
@@ -236,6 +257,8 @@ type view struct {
 	NewKey   string
 	Origin   string
 	Key      *core.Key
+	// Data is a dashboard page's own figures (see dashboard.go).
+	Data any
 }
 
 // HasPassword is the account page's flag under its template name.
@@ -256,6 +279,8 @@ func newView(title string, p *access.Principal) *view {
 func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, page string, v *view) {
 	if v.principal != nil && v.principal.Org != nil {
 		v.ShowPeople = h.people.Allowed(r.Context(), v.principal, core.ActionPeopleManage)
+		v.ShowMoney = h.people.Allowed(r.Context(), v.principal, core.ActionJournalRead)
+		v.ShowAudit = h.people.Allowed(r.Context(), v.principal, core.ActionAuditRead)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
@@ -641,10 +666,6 @@ func (h *handler) linkAccept(w http.ResponseWriter, r *http.Request) {
 
 // --- Home, account, organisations ------------------------------------------------
 
-func (h *handler) home(w http.ResponseWriter, r *http.Request) {
-	h.render(w, r, http.StatusOK, "home", newView("Home", principalOf(r.Context())))
-}
-
 func (h *handler) accountView(w http.ResponseWriter, r *http.Request, status int, v *view) {
 	p := principalOf(r.Context())
 	var err error
@@ -656,6 +677,7 @@ func (h *handler) accountView(w http.ResponseWriter, r *http.Request, status int
 		h.failed(w, r, err)
 		return
 	}
+	v.Nav = "account"
 	h.render(w, r, status, "account", v)
 }
 
@@ -685,6 +707,12 @@ func notice(r *http.Request) string {
 		return "Switched organisation."
 	case "revoked":
 		return "Key revoked. Calls with it are refused within a few seconds."
+	case "limits":
+		return "Limits saved. Calls with the key follow them within a few seconds."
+	case "byok-set":
+		return "Provider key saved. Calls use it within about half a minute; test it below."
+	case "byok-removed":
+		return "Provider key removed. Calls run on the service's keys within about half a minute."
 	}
 	return ""
 }
@@ -783,7 +811,7 @@ func (h *handler) peopleView(w http.ResponseWriter, r *http.Request, status int,
 		h.failed(w, r, err)
 		return
 	}
-	v.Members = members
+	v.Members, v.Nav = members, "people"
 	v.CanManage = h.people.Allowed(r.Context(), p, core.ActionPeopleManage)
 	if !v.CanManage {
 		h.message(w, r, http.StatusForbidden, "Not allowed",
@@ -887,6 +915,7 @@ func (h *handler) keysView(w http.ResponseWriter, r *http.Request, status int, v
 		return
 	}
 	v.Keys, v.Origin, v.Creators = keys, h.people.Origin(), map[string]string{}
+	v.Nav, v.Wide = "keys", true
 	if members, err := h.people.Members(r.Context(), p); err == nil {
 		for _, m := range members {
 			v.Creators[m.ID] = m.Email

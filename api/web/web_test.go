@@ -12,13 +12,23 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/conclavehq/conclave/adapters/sim"
+	"github.com/conclavehq/conclave/api"
 	"github.com/conclavehq/conclave/api/web"
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/calls"
+	"github.com/conclavehq/conclave/core/dashboard"
+	"github.com/conclavehq/conclave/core/deliberate"
 	"github.com/conclavehq/conclave/core/people"
+	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
+	"github.com/conclavehq/conclave/internal/tokens"
 	"github.com/conclavehq/conclave/plugins/byok"
+	"github.com/conclavehq/conclave/plugins/egress"
+	"github.com/conclavehq/conclave/plugins/protocol/direct"
+	"github.com/conclavehq/conclave/plugins/providers"
 	"github.com/conclavehq/conclave/policies"
 )
 
@@ -30,6 +40,7 @@ type bundle struct {
 	store     *pgstore.Store
 	acc       *access.Service
 	people    *people.Service
+	calls     *calls.Service
 	origin    string // http://localhost:PORT, the one origin
 	ipURL     string // http://127.0.0.1:PORT, the same server on another host name
 	org       *core.Org
@@ -57,8 +68,41 @@ func setup(t testing.TB, cfg people.Config) *bundle {
 	b.people, err = people.New(cfg, people.Deps{Store: store, Orgs: store, Keys: store, Access: acc,
 		Credentials: store, Maker: byok.Maker{Sealer: sealer}})
 	require.NoError(t, err)
-	h, err := web.New(web.Config{PublicURL: b.origin}, web.Deps{People: b.people, Health: store})
+
+	// The billed call on the simulated providers, and REST at /v1, as serve
+	// mounts them beside the pages.
+	conf, err := config.Builtin()
 	require.NoError(t, err)
+	catalog, err := conf.Catalog()
+	require.NoError(t, err)
+	resolver, err := byok.NewResolver(byok.ResolverConfig{Store: store, Sealer: sealer})
+	require.NoError(t, err)
+	prov, err := providers.Start(ctx, providers.Config{Catalog: catalog, Simulator: sim.Config{TimeScale: 0.02},
+		Egress: egress.Config{MaxAttempts: 1}, BYOK: resolver})
+	require.NoError(t, err)
+	t.Cleanup(func() { prov.Stop(context.Background()) })
+	engine, err := deliberate.New(deliberate.Config{Catalog: catalog, Caller: prov, Judge: direct.New()})
+	require.NoError(t, err)
+	b.calls, err = calls.New(calls.Config{}, calls.Deps{Access: acc, Admission: store, Receipts: store, Outcomes: store,
+		Catalog: catalog, Deliberator: engine, TokensOver: tokens.Over})
+	require.NoError(t, err)
+	require.NoError(t, b.calls.Start(ctx))
+	t.Cleanup(b.calls.Stop)
+	rest, err := api.New(api.Config{}, api.Deps{Access: acc, Calls: b.calls, Ready: store.Ready})
+	require.NoError(t, err)
+	dash, err := dashboard.New(dashboard.Deps{Access: acc, Store: store, Keys: store, Receipts: b.calls, Credentials: store,
+		Tester: &byok.Tester{Catalog: catalog, Caller: prov, Forget: resolver.Forget}, MaxInputTokens: 8000,
+		ActivationAllowance: 10 * core.MicrosPerUSD})
+	require.NoError(t, err)
+	pages, err := web.New(web.Config{PublicURL: b.origin}, web.Deps{People: b.people, Dashboard: dash, Health: store})
+	require.NoError(t, err)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/") {
+			rest.ServeHTTP(w, r)
+			return
+		}
+		pages.ServeHTTP(w, r)
+	})
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })

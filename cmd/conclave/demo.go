@@ -175,11 +175,12 @@ func issueDemoKey(ctx context.Context, store *pgstore.Store, org *core.Org, path
 }
 
 // banner is what serve prints on stdout once it listens: the URL, and with
-// --demo the demo organisation and its key, last, so that they are the
+// --demo the dashboard's (the one origin), the demo organisation and its key, last, so that they are the
 // lines a person sees (the logs go to stderr).
-func banner(base string, d *demo) string {
+func banner(base, origin string, d *demo) string {
 	s := fmt.Sprintf("Conclave is serving on %s\n", base)
 	if d != nil {
+		s += fmt.Sprintf("Dashboard: %s/ (sign in there)\n", origin)
 		s += fmt.Sprintf("Demo organisation %s (%s), balance $%s\nDemo key: %s\n", d.org.Ticker, d.org.ID, d.balance, d.secret)
 		if d.ownerLink != "" {
 			s += fmt.Sprintf("Demo owner %s: open %s to register a passkey or set a password (single-use, for %s)\n",

@@ -32,6 +32,7 @@ func managedDataDir(t *testing.T) string {
 }
 
 var bannerRe = regexp.MustCompile(`^Conclave is serving on (http://localhost:\d+)\n` +
+	`Dashboard: http://localhost:\d+/ \(sign in there\)\n` +
 	`Demo organisation DEMO \((org_\w+)\), balance \$10\n` +
 	`Demo key: (ccl_live_[A-Za-z0-9_-]{43})\n` +
 	`Demo owner owner@demo\.example: open (http://localhost:\d+/link/[A-Za-z0-9_-]{43}) to register a passkey or set a password \(single-use, for 7 days\)$`)

@@ -89,6 +89,7 @@ func newJobs(cfg *config.Config, db *database, questions jobs.QuestionRunner, lo
 		TrialPeriod: j.TrialPeriod, TrialExpiryInterval: j.TrialExpiryInterval,
 		SweepInterval: j.SweepInterval, HoldGrace: j.HoldGrace,
 		ReapInterval: j.ReapInterval, IdempotencyRetention: j.IdempotencyRetention,
+		SpendInterval: j.SpendInterval, SpendGrace: j.SpendGrace,
 		StopTimeout: j.StopTimeout, BenchWorkers: j.BenchWorkers, BenchTimeout: j.BenchTimeout, Logger: log,
 	}
 	if questions != nil {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/calls"
+	"github.com/conclavehq/conclave/core/dashboard"
 	"github.com/conclavehq/conclave/core/people"
 	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/internal/pgstore"
@@ -33,6 +35,19 @@ func newPeople(cfg *config.Config, store *pgstore.Store, acc *access.Service, or
 		AttemptWindow: p.AttemptWindow,
 		Argon2:        people.Argon2Params{Time: p.Argon2.Time, MemoryKiB: p.Argon2.MemoryKiB, Threads: p.Argon2.Threads},
 	}, d)
+}
+
+// newDashboard wires the dashboard's service on the store; byokOn says
+// whether organisations' own credentials are in use (the sealing key is
+// set), so that the BYOK page may list and test them.
+func newDashboard(cfg *config.Config, store *pgstore.Store, acc *access.Service, svc *calls.Service,
+	tester dashboard.Tester, byokOn bool) (*dashboard.Service, error) {
+	d := dashboard.Deps{Access: acc, Store: store, Keys: store, Receipts: svc, MaxInputTokens: cfg.Limits.MaxInputTokens,
+		ActivationAllowance: core.Micros(cfg.Limits.ActivationAllowanceUSD)}
+	if byokOn {
+		d.Credentials, d.Tester = store, tester
+	}
+	return dashboard.New(d)
 }
 
 // withPeople runs fn with the people service of the configured origin, as

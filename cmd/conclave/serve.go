@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -20,11 +21,13 @@ import (
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
 	"github.com/conclavehq/conclave/core/calls"
+	"github.com/conclavehq/conclave/core/dashboard"
 	"github.com/conclavehq/conclave/core/deliberate"
 	"github.com/conclavehq/conclave/core/modes"
 	"github.com/conclavehq/conclave/core/people"
 	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/mcp"
+	"github.com/conclavehq/conclave/plugins/byok"
 	"github.com/conclavehq/conclave/plugins/egress"
 	"github.com/conclavehq/conclave/plugins/goplugin"
 	"github.com/conclavehq/conclave/plugins/protocol/direct"
@@ -91,6 +94,9 @@ func serve(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) erro
 // gateway is what serve builds before it listens: the database and its
 // jobs, the providers, the call services and the REST handler. close
 // stops what was started, in reverse.
+// lastUsedFlush is how often the keys' last use is written from memory.
+const lastUsedFlush = 10 * time.Second
+
 type gateway struct {
 	cfg     *config.Config
 	log     *slog.Logger
@@ -103,6 +109,7 @@ type gateway struct {
 	bench   *benchParts
 	rest    http.Handler
 	people  *people.Service
+	dash    *dashboard.Service
 	origin  string // the one origin, once the public listener is bound
 	closers []func()
 }
@@ -138,6 +145,10 @@ func (g *gateway) build(ctx context.Context) error {
 	if g.prov, err = providers.Start(ctx, pcfg); err != nil {
 		return err
 	}
+	tester := &byok.Tester{Catalog: catalog, Caller: g.prov}
+	if pcfg.BYOK != nil {
+		tester.Forget = pcfg.BYOK.Forget
+	}
 	g.closers = append(g.closers, func() { g.prov.Stop(context.WithoutCancel(ctx)) })
 	engine, err := deliberate.New(deliberate.Config{Catalog: catalog, Caller: g.prov, Judge: direct.New()})
 	if err != nil {
@@ -150,6 +161,18 @@ func (g *gateway) build(ctx context.Context) error {
 		return err
 	}
 	g.closers = append(g.closers, g.svc.Stop)
+	if g.dash, err = newDashboard(cfg, g.db.store, g.acc, g.svc, tester, pcfg.BYOK != nil); err != nil {
+		return err
+	}
+	// When each key was last used is kept in memory and flushed every few
+	// seconds, and once more on the way out (before the database closes).
+	usedCtx, stopUsed := context.WithCancel(context.WithoutCancel(ctx))
+	usedDone := make(chan struct{})
+	go func() {
+		defer close(usedDone)
+		g.acc.KeepLastUsed(usedCtx, g.db.store, lastUsedFlush, log)
+	}()
+	g.closers = append(g.closers, func() { stopUsed(); <-usedDone })
 	specs, err := policies.NewModeValidator(ctx, policies.Config{Dir: cfg.Policy.Dir})
 	if err != nil {
 		return fmt.Errorf("loading the mode validation policy: %w", err)
@@ -217,7 +240,7 @@ func (g *gateway) run(ctx context.Context, stdout io.Writer, d *demo) error {
 		slog.Bool("managed_postgres", g.db.cluster != nil), slog.String("simulated_provider", simURL))
 	// One write: a script that waits for "serving on" finds the demo lines
 	// with it.
-	fmt.Fprint(stdout, banner(base, d))
+	fmt.Fprint(stdout, banner(base, g.origin, d))
 
 	public.start()
 	operator.start()
@@ -255,7 +278,7 @@ func (g *gateway) mountPublic(public *listener) error {
 		return err
 	}
 	pages, err := web.New(web.Config{PublicURL: origin, TrustedProxies: cfg.Server.Proxies()},
-		web.Deps{People: g.people, Health: g.db.store, Logger: g.log})
+		web.Deps{People: g.people, Dashboard: g.dash, Health: g.db.store, Logger: g.log})
 	if err != nil {
 		return err
 	}

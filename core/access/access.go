@@ -52,6 +52,18 @@ func (p *Principal) RateID() string {
 	return p.Person.ID
 }
 
+// PersonID is the person behind p: the person acting, or the creator of
+// the key that called; "" for a key the operator made.
+func (p *Principal) PersonID() string {
+	if p.Person != nil {
+		return p.Person.ID
+	}
+	if p.Key != nil {
+		return p.Key.PersonID
+	}
+	return ""
+}
+
 // Actor is p as the audit trail names who made a change.
 func (p *Principal) Actor() core.Actor {
 	if p.Key != nil {
@@ -144,6 +156,9 @@ type Service struct {
 	// at once, before any validation work and with no trip to the store.
 	mu           sync.Mutex
 	refusedUntil map[string]time.Time
+
+	// used is when each key last authenticated, flushed by KeepLastUsed.
+	used lastUsed
 }
 
 // New returns a Service reading keys from keys, deciding with authz and
@@ -178,9 +193,11 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*Principal, 
 	case err != nil:
 		return nil, core.Errorf(core.CodeServiceUnavailable, "The key could not be checked; the request was refused. Retry shortly.").WithCause(err)
 	}
-	if status := key.Status(time.Now()); status != "" {
+	now := time.Now()
+	if status := key.Status(now); status != "" {
 		return nil, core.Errorf(core.CodeRevokedAPIKey, "The API key is %s. Issue a new key.", status)
 	}
+	s.used.touch(key.ID, now)
 	p := &Principal{Key: key, Org: org}
 	if org.Suspended() {
 		return p, core.Errorf(core.CodeOrgSuspended, "The organisation is suspended.")
@@ -202,6 +219,19 @@ func (s *Service) Decide(ctx context.Context, p *Principal, action string, mode 
 		d.Code = core.CodeInsufficientScope
 	}
 	return d, err
+}
+
+// AuthorizeOwned asks the policy whether p may do action in its
+// organisation on what owner (a person id) created — the "own" grants of
+// the role table; owner "" asks for the "any" grant. A principal in no
+// organisation is refused.
+func (s *Service) AuthorizeOwned(ctx context.Context, p *Principal, action, owner string) error {
+	if p.Org == nil {
+		return core.Errorf(core.CodeForbidden, "You are not in an organisation yet.")
+	}
+	in := p.PolicyInput(action)
+	in.Owner = owner
+	return s.AuthorizeInput(ctx, in)
 }
 
 // AuthorizeInput is Authorize for an input the caller completed (Owner,

@@ -273,6 +273,10 @@ func (r *chatRun) run(ctx context.Context) (*ChatResult, error) {
 	comp := completionOf(r.mode, hash, res, bill, r.ceiling, r.c.RequestID, latency.Milliseconds())
 	receipt := receiptFor(r.mode, hash, res, bill, r.p.Org.ID, latency.Milliseconds())
 	receipt.CreatedAt, receipt.RequestID = r.start, r.c.RequestID
+	receipt.PayerKind, receipt.PersonID = r.p.PrincipalKind(), r.p.PersonID()
+	if r.p.Key != nil {
+		receipt.KeyID = r.p.Key.ID
+	}
 	// The stored answer and the one returned are the same: persisted is
 	// true in both, since the answer is returned only once the settlement
 	// that stores it has committed.

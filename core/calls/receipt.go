@@ -25,6 +25,7 @@ func receiptFor(mode *core.Mode, hash string, res *deliberate.Result, bill core.
 		Billed: bill.Billed, TokenCharge: bill.TokenCharge, Surcharge: bill.Surcharge, PlatformFee: bill.PlatformFee,
 		PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens,
 		Rounds: &rounds, SeatCount: res.Seats, Payer: orgID, Lane: res.Lane,
+		FinishReason: res.Finish, Substituted: len(res.Substitutions) > 0,
 		DifficultyScore: &score, TaskType: res.Classification.TaskType, HallucinationRisk: res.Classification.HallucinationRisk,
 		LatencyMS: &latency, CompletedAt: &now,
 	}
@@ -42,6 +43,7 @@ func receiptFor(mode *core.Mode, hash string, res *deliberate.Result, bill core.
 		rc.StaffUnavailable = append(rc.StaffUnavailable, core.Unavailable{Role: u.Role, Reason: u.Reason})
 	}
 	last := len(res.Rounds)
+	used := map[string]bool{}
 	for _, c := range res.Calls {
 		fallback := c.Fallback
 		round := c.Round
@@ -55,7 +57,9 @@ func receiptFor(mode *core.Mode, hash string, res *deliberate.Result, bill core.
 			Role: c.Role, ModelUsed: c.Engine, OriginalModel: c.Original, FallbackUsed: &fallback, RoundNumber: &round,
 			TokensIn: c.InputTokens, TokensOut: c.OutputTokens, LatencyMS: &latency, StartedAt: c.Started, EndedAt: c.Ended,
 			Source: source, RealCost: c.Cost, FeeRatePPM: rate, Fee: core.CallFee(c.Cost, rate), Content: c.Content,
+			Seat: c.Seat, Hedged: c.Hedged || c.Role == deliberate.RoleHedge,
 		}
+		call.Attempt, call.ErrorClass = attemptOf(c, res, used)
 		if c.Seat != "" && c.Round >= 1 && c.Round <= last {
 			if j := res.Rounds[c.Round-1].Judgment; j != nil && c.Outcome == deliberate.OutcomeOK {
 				if s, ok := j.Scores[c.Seat]; ok {
@@ -73,6 +77,39 @@ func receiptFor(mode *core.Mode, hash string, res *deliberate.Result, bill core.
 		rc.Staff = append(rc.Staff, call)
 	}
 	return rc
+}
+
+// attemptOf is how call c of res ended, as its receipt records it (a
+// core.Attempt… value, and the failure's class for a failed call). used
+// marks the seat turns and staff roles already given their winning call.
+func attemptOf(c deliberate.Call, res *deliberate.Result, used map[string]bool) (string, string) {
+	var turn *deliberate.SeatTurn
+	if c.Seat != "" && c.Round >= 1 && c.Round <= len(res.Rounds) {
+		for i, t := range res.Rounds[c.Round-1].Seats {
+			if t.Seat == c.Seat {
+				turn = &res.Rounds[c.Round-1].Seats[i]
+				break
+			}
+		}
+	}
+	switch c.Outcome {
+	case deliberate.OutcomeOK:
+		slot := c.Role + "/" + strconv.Itoa(c.Round)
+		if c.Seat != "" {
+			slot = c.Seat + "/" + strconv.Itoa(c.Round)
+		}
+		if used[slot] || (turn != nil && (!turn.Answered || turn.Engine != c.Engine)) {
+			return core.AttemptAnswered, ""
+		}
+		used[slot] = true
+		return core.AttemptWon, ""
+	case deliberate.OutcomeCancelled:
+		if turn != nil && turn.ClosedBy == deliberate.ClosedByQuorum {
+			return core.AttemptCut, ""
+		}
+		return core.AttemptCancelled, ""
+	}
+	return core.AttemptFailed, string(c.Outcome)
 }
 
 // ReceiptAnswer is what GET receipts answers: the call's receipt, or — for

@@ -12,12 +12,7 @@ import (
 // authorize asks the policy whether p may do action in its organisation;
 // owner is the person who created the object acted on, for "own" grants.
 func (s *Service) authorize(ctx context.Context, p *access.Principal, action, owner string) error {
-	if p.Org == nil {
-		return core.Errorf(core.CodeForbidden, "You are not in an organisation yet.")
-	}
-	in := p.PolicyInput(action)
-	in.Owner = owner
-	return s.d.Access.AuthorizeInput(ctx, in)
+	return s.d.Access.AuthorizeOwned(ctx, p, action, owner)
 }
 
 // member finds a person of p's organisation: core.ErrNotFound otherwise.

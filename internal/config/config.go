@@ -426,6 +426,13 @@ type Jobs struct {
 	HoldGrace time.Duration `yaml:"hold_grace"`
 	// ReapInterval is how often the idempotency reaper runs. Defaults to 1h.
 	ReapInterval time.Duration `yaml:"reap_interval"`
+	// SpendInterval is how often the spend job adds new journal postings
+	// to the daily spend sums the dashboard reads. Defaults to 15s.
+	SpendInterval time.Duration `yaml:"spend_interval"`
+	// SpendGrace is how long the spend job waits on a gap in the posting
+	// ids (a transaction that may still commit) before taking it for a
+	// rollback. Defaults to 30s.
+	SpendGrace time.Duration `yaml:"spend_grace"`
 	// IdempotencyRetention is how long a finished idempotency claim (and
 	// so a replay with its key) is kept. Defaults to 24h.
 	IdempotencyRetention time.Duration `yaml:"idempotency_retention"`
@@ -893,6 +900,10 @@ func (j *Jobs) validate() error {
 		return fe("hold_grace", "cannot be negative")
 	case j.ReapInterval < time.Second:
 		return fe("reap_interval", "must be at least 1s")
+	case j.SpendInterval < time.Second:
+		return fe("spend_interval", "must be at least 1s")
+	case j.SpendGrace < time.Second:
+		return fe("spend_grace", "must be at least 1s")
 	case j.IdempotencyRetention < time.Minute:
 		return fe("idempotency_retention", "must be at least 1m")
 	case j.StopTimeout <= 0:

@@ -36,6 +36,14 @@ type Config struct {
 	HoldGrace time.Duration
 	// ReapInterval is how often the idempotency reaper runs. Defaults to 1h.
 	ReapInterval time.Duration
+	// SpendInterval is how often the spend job adds the journal's new
+	// postings to the daily spend sums the dashboard reads. Defaults to
+	// 15s.
+	SpendInterval time.Duration
+	// SpendGrace is how long the spend job waits on a gap in the posting
+	// ids before it takes the gap for a rolled-back transaction
+	// (pgstore.AggregateSpend). Defaults to 30s.
+	SpendGrace time.Duration
 	// IdempotencyRetention is how long a finished idempotency claim is kept
 	// (a retry with its key replays within it). Defaults to 24h.
 	IdempotencyRetention time.Duration
@@ -76,6 +84,8 @@ func (c Config) WithDefaults() Config {
 	set(&c.TrialExpiryInterval, 5*time.Minute)
 	set(&c.SweepInterval, 30*time.Second)
 	set(&c.ReapInterval, time.Hour)
+	set(&c.SpendInterval, 15*time.Second)
+	set(&c.SpendGrace, 30*time.Second)
 	set(&c.IdempotencyRetention, 24*time.Hour)
 	set(&c.StopTimeout, 10*time.Second)
 	if c.MaxWorkers == 0 {
@@ -103,6 +113,10 @@ func (c *Config) validate() error {
 		return errors.New("jobs: HoldGrace cannot be negative")
 	case c.ReapInterval < time.Second:
 		return errors.New("jobs: ReapInterval must be at least 1s")
+	case c.SpendInterval < time.Second:
+		return errors.New("jobs: SpendInterval must be at least 1s")
+	case c.SpendGrace < time.Second:
+		return errors.New("jobs: SpendGrace must be at least 1s")
 	case c.IdempotencyRetention <= 0:
 		return errors.New("jobs: IdempotencyRetention must be positive")
 	case c.StopTimeout <= 0:
@@ -149,6 +163,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Runner, error) {
 	if err := river.AddWorkerSafely(workers, &idempotencyReapWorker{r: r}); err != nil {
 		return nil, err
 	}
+	if err := river.AddWorkerSafely(workers, &spendWorker{r: r}); err != nil {
+		return nil, err
+	}
 	queues := map[string]river.QueueConfig{Queue: {MaxWorkers: cfg.MaxWorkers}}
 	if cfg.Questions != nil {
 		if err := river.AddWorkerSafely(workers, &benchQuestionWorker{runner: cfg.Questions, timeout: cfg.BenchTimeout}); err != nil {
@@ -174,6 +191,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Runner, error) {
 			periodic(cfg.TrialExpiryInterval, TrialExpiryArgs{}),
 			periodic(cfg.SweepInterval, HoldSweepArgs{}),
 			periodic(cfg.ReapInterval, IdempotencyReapArgs{}),
+			periodic(cfg.SpendInterval, SpendArgs{}),
 		},
 		TestOnly: cfg.testOnly,
 	})
@@ -395,7 +413,50 @@ func (w *idempotencyReapWorker) Work(ctx context.Context, _ *river.Job[Idempoten
 	return nil
 }
 
+// SpendArgs is the spend job: the journal's new postings added to the
+// daily spend sums.
+type SpendArgs struct{}
+
+// Kind implements river.JobArgs.
+func (SpendArgs) Kind() string { return "daily_spend" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts.
+func (SpendArgs) InsertOpts() river.InsertOpts { return maintenanceOpts() }
+
+type spendWorker struct {
+	river.WorkerDefaults[SpendArgs]
+	r *Runner
+}
+
+func (w *spendWorker) Timeout(*river.Job[SpendArgs]) time.Duration { return jobTimeout }
+
+// spendBatch is how many postings one transaction of the spend job reads.
+const spendBatch = 5000
+
+func (w *spendWorker) Work(ctx context.Context, _ *river.Job[SpendArgs]) error {
+	_, err := w.r.AggregateSpend(ctx)
+	return err
+}
+
+// AggregateSpend adds every posting the journal has past the spend job's
+// cursor to the daily sums, a batch per transaction, until it is caught up
+// or waits on a gap; it returns how many postings it took.
+func (r *Runner) AggregateSpend(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		res, err := r.store.AggregateSpend(ctx, r.cfg.SpendGrace, spendBatch)
+		if err != nil {
+			return total, err
+		}
+		total += res.Postings
+		if res.Postings < spendBatch || res.Waiting || ctx.Err() != nil {
+			return total, nil
+		}
+	}
+}
+
 var (
+	_ river.Worker[SpendArgs]           = (*spendWorker)(nil)
 	_ river.Worker[TrialExpiryArgs]     = (*trialExpiryWorker)(nil)
 	_ river.Worker[HoldSweepArgs]       = (*holdSweepWorker)(nil)
 	_ river.Worker[IdempotencyReapArgs] = (*idempotencyReapWorker)(nil)

@@ -314,7 +314,8 @@ func queueReceipt(b *pgx.Batch, r *core.Receipt, orgID, holdID, requestID string
 		r.PromptTokens, r.CompletionTokens, r.Rounds, r.SeatCount, r.Payer, nullString(string(r.Lane)),
 		r.DifficultyScore, nullString(r.TaskType), nullString(r.HallucinationRisk), r.MinorityInsightLikely,
 		bestSeat, seatsUnavailable, staffUnavailable, r.LatencyMS, response, r.CompletedAt, received, calls,
-		nullIf(r.ModeVersion),
+		nullIf(r.ModeVersion), nullString(r.KeyID), nullString(r.PayerKind), nullString(r.PersonID),
+		nullString(r.FinishReason), r.Substituted,
 	)
 	return nil
 }
@@ -350,6 +351,10 @@ type storedCallFields struct {
 	FeeRatePPM    int64       `json:"fee_rate_ppm"`
 	Fee           core.Micros `json:"fee_micros"`
 	Content       string      `json:"content,omitempty"`
+	Seat          string      `json:"seat,omitempty"`
+	Hedged        bool        `json:"hedged,omitempty"`
+	Attempt       string      `json:"attempt,omitempty"`
+	ErrorClass    string      `json:"error_class,omitempty"`
 }
 
 // encodeReceiptCalls is the JSON array of r's calls for receipts.calls:
@@ -403,7 +408,7 @@ func (s *Store) GetReceipt(ctx context.Context, orgID, requestID string) (*core.
 		&r.PromptTokens, &r.CompletionTokens, &r.Rounds, &r.SeatCount, &r.Payer, &r.Lane,
 		&r.DifficultyScore, &r.TaskType, &r.HallucinationRisk, &r.MinorityInsightLikely,
 		&bestSeat, &seatsUnavailable, &staffUnavailable, &r.LatencyMS, &response, &r.CreatedAt, &r.CompletedAt, &calls,
-		(*nullInt)(&r.ModeVersion))
+		(*nullInt)(&r.ModeVersion), &r.KeyID, &r.PayerKind, &r.PersonID, &r.FinishReason, &r.Substituted)
 	if err != nil {
 		return nil, translate(err)
 	}

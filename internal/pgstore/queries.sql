@@ -88,7 +88,8 @@ RETURNING id, org_id, name, test, scopes, modes, rpm, concurrency, max_input_tok
 
 -- name: ListKeys
 SELECT id, org_id, name, test, scopes, modes, rpm, concurrency, max_input_tokens, ceiling_micros, hint, expires_at, revoked_at, created_at, person_id,
-          coalesce((SELECT m.role FROM memberships m WHERE m.org_id = api_keys.org_id AND m.person_id = api_keys.person_id), '')
+          coalesce((SELECT m.role FROM memberships m WHERE m.org_id = api_keys.org_id AND m.person_id = api_keys.person_id), ''),
+          last_used_at
   FROM api_keys WHERE org_id = $1 ORDER BY created_at, id;
 
 -- name: GetHold
@@ -114,15 +115,16 @@ RETURNING org_id, balance_micros, held_micros, trial_remaining_micros, updated_a
 -- name: InsertReceipt
 -- A receipt with its calls: $30 is their JSON array (0012); $31 the
 -- version of an organisation's mode that ran, null for a configured mode
--- (0014).
+-- (0014); $32-$36 who called and how the call finished (0019).
 INSERT INTO receipts (request_id, org_id, hold_id, mode_id, mode_key, mode_config_hash, status,
                       billed_micros, token_charge_micros, surcharge_micros, platform_fee_micros, cap_credit_micros,
                       prompt_tokens, completion_tokens, rounds, seat_count, payer, lane,
                       difficulty_score, task_type, hallucination_risk, minority_insight_likely,
                       best_seat, seats_unavailable, staff_unavailable, latency_ms, response, completed_at, created_at,
-                      calls, mode_version)
+                      calls, mode_version, key_id, payer_kind, person_id, finish_reason, substituted)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-        $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, coalesce($29::timestamptz, now()), $30, $31);
+        $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, coalesce($29::timestamptz, now()), $30, $31,
+        $32, $33, $34, $35, $36);
 
 -- name: GetReceipt
 SELECT request_id, org_id, mode_id, mode_key, mode_config_hash, status,
@@ -130,7 +132,8 @@ SELECT request_id, org_id, mode_id, mode_key, mode_config_hash, status,
        prompt_tokens, completion_tokens, rounds, seat_count, payer, coalesce(lane, ''),
        difficulty_score, coalesce(task_type, ''), coalesce(hallucination_risk, ''), minority_insight_likely,
        best_seat, seats_unavailable, staff_unavailable, latency_ms, response, created_at, completed_at, calls,
-       mode_version
+       mode_version, coalesce(key_id, ''), coalesce(payer_kind, ''), coalesce(person_id, ''),
+       coalesce(finish_reason, ''), substituted
   FROM receipts WHERE request_id = $1 AND org_id = $2;
 
 -- name: FreeSlot

@@ -342,7 +342,7 @@ func (s *Store) ListKeys(ctx context.Context, orgID string) ([]*core.Key, error)
 	var out []*core.Key
 	for rows.Next() {
 		var k core.Key
-		if err := rows.Scan(keyCols(&k)...); err != nil {
+		if err := rows.Scan(append(keyCols(&k), &k.LastUsedAt)...); err != nil {
 			return nil, translate(err)
 		}
 		out = append(out, &k)

@@ -4,6 +4,8 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+
+	"github.com/conclavehq/conclave/core"
 )
 
 // The closing request of every verifiable question, so that a checker can
@@ -19,22 +21,7 @@ func askFor(what string) string {
 }
 
 // commas writes an integer with thousands separators: 12,450.
-func commas(n int) string {
-	s := strconv.Itoa(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+func commas(n int) string { return core.Thousands(int64(n)) }
 
 // money writes cents as dollars: $12.40.
 func money(cents int) string {

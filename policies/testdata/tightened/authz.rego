@@ -54,6 +54,7 @@ role_grants := {
 	"estimate.create": {"owner": "any", "member": "any"},
 	"receipts.read": {"owner": "any", "member": "any"},
 	"journal.read": {"owner": "any", "member": "any"},
+	"usage.read": {"owner": "any", "member": "own"},
 	"tests.create": {"owner": "any"}, # tightened: members may not launch test runs
 	"tests.read": {"owner": "any", "member": "any"},
 	"tests.cancel": {"owner": "any", "member": "own"},
@@ -67,7 +68,7 @@ role_grants := {
 	"modes.list": {"owner": "any"},
 	"keys.create": {"owner": "any", "member": "any"},
 	"keys.revoke": {"owner": "any", "member": "own"},
-	"keys.limits": {"owner": "any"},
+	"keys.limits": {"owner": "any", "member": "own"},
 	"people.read": {"owner": "any", "member": "any"},
 	"people.manage": {"owner": "any"},
 	"byok.write": {"owner": "any"},

@@ -1,0 +1,231 @@
+package pgstore
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/conclavehq/conclave/core"
+)
+
+//go:embed dashboard_queries.sql
+var dashboardQueriesSQL string
+
+var dashboardQueries = parseQueries(dashboardQueriesSQL)
+
+// dq returns the named query of dashboard_queries.sql.
+func dq(name string) string {
+	s, ok := dashboardQueries[name]
+	if !ok {
+		panic(fmt.Sprintf("dashboard_queries.sql has no query %q", name))
+	}
+	return s
+}
+
+// maxPage bounds every list's page.
+const maxPage = 500
+
+// pageSize is limit within 1..maxPage (50 when unset).
+func pageSize(limit int) int {
+	switch {
+	case limit <= 0:
+		return 50
+	case limit > maxPage:
+		return maxPage
+	}
+	return limit
+}
+
+// where builds a list's WHERE clause one condition at a time, each value a
+// placeholder.
+type where struct {
+	conds []string
+	args  []any
+}
+
+// add appends cond, whose "?" placeholders take args in turn.
+func (w *where) add(cond string, args ...any) {
+	for _, a := range args {
+		w.args = append(w.args, a)
+		cond = strings.Replace(cond, "?", "$"+strconv.Itoa(len(w.args)), 1)
+	}
+	w.conds = append(w.conds, cond)
+}
+
+func (w *where) String() string { return strings.Join(w.conds, " AND ") }
+
+// ListReceipts implements core.Dashboard.
+func (s *Store) ListReceipts(ctx context.Context, q *core.ReceiptQuery) ([]*core.ReceiptRow, error) {
+	w := &where{}
+	w.add("org_id = ?", q.OrgID)
+	if q.PersonID != "" {
+		w.add("person_id = ?", q.PersonID)
+	}
+	if !q.From.IsZero() {
+		w.add("created_at >= ?", q.From)
+	}
+	if !q.To.IsZero() {
+		w.add("created_at < ?", q.To)
+	}
+	if q.Mode != "" {
+		w.add("mode_id = ?", q.Mode)
+	}
+	if q.KeyID != "" {
+		w.add("key_id = ?", q.KeyID)
+	}
+	if q.Lane != "" {
+		w.add("lane = ?", string(q.Lane))
+	}
+	if q.FinishReason != "" {
+		w.add("finish_reason = ?", q.FinishReason)
+	}
+	if q.Capped != nil {
+		if *q.Capped {
+			w.add("status = 'capped'")
+		} else {
+			w.add("status <> 'capped'")
+		}
+	}
+	if q.Substituted != nil {
+		w.add("substituted = ?", *q.Substituted)
+	}
+	if q.After != nil {
+		w.add("(created_at, request_id) < (?, ?)", q.After.CreatedAt, q.After.RequestID)
+	}
+	sql := `SELECT request_id, mode_id, coalesce(mode_version, 0), status, billed_micros, prompt_tokens, completion_tokens,
+	               rounds, coalesce(lane, ''), coalesce(key_id, ''), coalesce(payer_kind, ''), coalesce(person_id, ''),
+	               coalesce(finish_reason, ''), substituted, latency_ms, created_at
+	          FROM receipts WHERE ` + w.String() + `
+	         ORDER BY created_at DESC, request_id DESC LIMIT ` + strconv.Itoa(pageSize(q.Limit))
+	return collect(ctx, s, sql, func(row pgx.Rows) (*core.ReceiptRow, error) {
+		var r core.ReceiptRow
+		return &r, row.Scan(&r.RequestID, &r.Mode, &r.ModeVersion, &r.Status, &r.Billed, &r.PromptTokens, &r.CompletionTokens,
+			&r.Rounds, &r.Lane, &r.KeyID, &r.PayerKind, &r.PersonID, &r.FinishReason, &r.Substituted, &r.LatencyMS, &r.CreatedAt)
+	}, w.args...)
+}
+
+// ListJournal implements core.Dashboard.
+func (s *Store) ListJournal(ctx context.Context, q *core.JournalQuery) ([]*core.JournalRow, error) {
+	w := &where{}
+	w.add("l.org_id = ?", q.OrgID)
+	w.add("l.account = ?", core.AccountOrgBalance)
+	if q.Before > 0 {
+		w.add("l.posting_id < ?", q.Before)
+	}
+	if q.Kind != "" {
+		w.add("p.kind = ?", q.Kind)
+	}
+	if !q.From.IsZero() {
+		w.add("p.created_at >= ?", q.From)
+	}
+	if !q.To.IsZero() {
+		w.add("p.created_at < ?", q.To)
+	}
+	sql := `SELECT l.posting_id, p.kind, p.memo, l.amount_micros, p.created_at
+	          FROM journal_legs l JOIN postings p ON p.id = l.posting_id
+	         WHERE ` + w.String() + `
+	         ORDER BY l.posting_id DESC LIMIT ` + strconv.Itoa(pageSize(q.Limit))
+	return collect(ctx, s, sql, func(row pgx.Rows) (*core.JournalRow, error) {
+		var r core.JournalRow
+		return &r, row.Scan(&r.PostingID, &r.Kind, &r.Memo, &r.Amount, &r.CreatedAt)
+	}, w.args...)
+}
+
+// ListAudit implements core.Dashboard.
+func (s *Store) ListAudit(ctx context.Context, q *core.AuditFilter) ([]*core.AuditEntry, error) {
+	w := &where{}
+	w.add("org_id = ?", q.OrgID)
+	if q.Action != "" {
+		w.add("action = ?", q.Action)
+	}
+	if q.ActorID != "" {
+		w.add("actor_id = ?", q.ActorID)
+	}
+	if !q.From.IsZero() {
+		w.add("at >= ?", q.From)
+	}
+	if !q.To.IsZero() {
+		w.add("at < ?", q.To)
+	}
+	if q.After != nil {
+		w.add("(at, id) < (?, ?)", q.After.At, q.After.ID)
+	}
+	sql := `SELECT id, org_id, actor_kind, actor_id, address, action, object, detail, at
+	          FROM audit_log WHERE ` + w.String() + `
+	         ORDER BY at DESC, id DESC LIMIT ` + strconv.Itoa(pageSize(q.Limit))
+	return collect(ctx, s, sql, func(row pgx.Rows) (*core.AuditEntry, error) {
+		var e core.AuditEntry
+		return &e, row.Scan(&e.ID, &e.OrgID, &e.Actor.Kind, &e.Actor.ID, &e.Actor.Address, &e.Action, &e.Object, &e.Detail, &e.At)
+	}, w.args...)
+}
+
+// DailySpend implements core.Dashboard.
+func (s *Store) DailySpend(ctx context.Context, q *core.SpendQuery) ([]*core.DaySpend, error) {
+	return collect(ctx, s, dq("DailySpend"), func(row pgx.Rows) (*core.DaySpend, error) {
+		var d core.DaySpend
+		return &d, row.Scan(&d.Day, &d.KeyID, &d.Mode, &d.PersonID, &d.Kind, &d.Charges, &d.Billed)
+	}, q.OrgID, q.From.UTC().Format(time.DateOnly), q.To.UTC().Format(time.DateOnly), q.PersonID)
+}
+
+// MoneyState implements core.Dashboard.
+func (s *Store) MoneyState(ctx context.Context, orgID string) (*core.MoneyState, error) {
+	var m core.MoneyState
+	var created time.Time
+	err := s.pool.QueryRow(ctx, dq("MoneyState"), orgID).Scan(&m.OrgID, &m.Balance.Balance, &m.Held, &m.TrialRemaining,
+		&m.UpdatedAt, &m.ToppedUp, &m.TrialExpiredAt, &created, &m.Verified, &m.Spent)
+	if err != nil {
+		return nil, translate(err)
+	}
+	m.TrialEnds = created.Add(core.TrialPeriod)
+	return &m, nil
+}
+
+// SetKeyLimits implements core.Dashboard.
+func (s *Store) SetKeyLimits(ctx context.Context, orgID, keyID string, l *core.KeyLimits) (*core.Key, error) {
+	arg := func(v *int) int {
+		if v == nil {
+			return -1
+		}
+		return max(*v, 0)
+	}
+	var parts []string
+	for _, f := range []struct {
+		name string
+		v    *int
+	}{{"rpm", l.RPM}, {"concurrency", l.Concurrency}, {"max_input_tokens", l.MaxInputTokens}} {
+		if f.v != nil {
+			parts = append(parts, fmt.Sprintf("%s %d", f.name, max(*f.v, 0)))
+		}
+	}
+	a := core.ActorOf(ctx)
+	b := &pgx.Batch{}
+	b.Queue(dq("AuditKeyChanged"), keyID, a.Kind, a.ID, a.Address, strings.Join(parts, ", "), orgID, core.AuditKeyChanged)
+	var k core.Key
+	b.Queue(dq("SetKeyLimits"), keyID, orgID, arg(l.RPM), arg(l.Concurrency), arg(l.MaxInputTokens)).
+		QueryRow(func(row pgx.Row) error { return row.Scan(keyCols(&k)...) })
+	if err := sendBatch(ctx, s.pool, b); err != nil {
+		return nil, err
+	}
+	return &k, nil
+}
+
+// TouchKeys implements core.Dashboard.
+func (s *Store) TouchKeys(ctx context.Context, used map[string]time.Time) error {
+	if len(used) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(used))
+	ats := make([]time.Time, 0, len(used))
+	for id, at := range used {
+		ids, ats = append(ids, id), append(ats, at)
+	}
+	_, err := s.pool.Exec(ctx, dq("TouchKeys"), ids, ats)
+	return translate(err)
+}
+
+var _ core.Dashboard = (*Store)(nil)
