@@ -22,6 +22,11 @@ type Dashboard interface {
 	// DailySpend returns the spend aggregates of q.OrgID's days in
 	// [q.From, q.To), oldest first.
 	DailySpend(ctx context.Context, q *SpendQuery) ([]*DaySpend, error)
+	// SpendSeries sums the same aggregates by mode or by key
+	// (SpendByMode, SpendByKey): each label's total, and each day's sum
+	// for the q.Top labels that spent most (every other label's in one
+	// point of label "").
+	SpendSeries(ctx context.Context, q *SpendQuery) (*SpendSeries, error)
 	// MoneyState reads an organisation's balance, trial and activation.
 	MoneyState(ctx context.Context, orgID string) (*MoneyState, error)
 	// SetKeyLimits changes a key's rate, concurrency and input limits
@@ -111,6 +116,36 @@ type SpendQuery struct {
 	From, To time.Time // days, UTC
 	// PersonID keeps one person's spend (their keys' and sessions').
 	PersonID string
+	// By is SpendByMode or SpendByKey, and Top how many labels a
+	// SpendSeries keeps apart, for SpendSeries.
+	By  string
+	Top int
+}
+
+// What a SpendSeries sums by. By key, a test run's or certification's
+// spend has the label SpendTest or SpendCertify, and a call made without
+// a key (signed in) the label "".
+const (
+	SpendByMode = "mode"
+	SpendByKey  = "key"
+)
+
+// SpendSeries is spend summed by one label (a mode, a key) over days.
+type SpendSeries struct {
+	// Totals are every label's sums, largest first.
+	Totals []*SpendPoint
+	// Days are the sums per day of the top labels, and of the rest under
+	// Other true, oldest first.
+	Days []*SpendPoint
+}
+
+// SpendPoint is a label's charges and spend, on a Day or in total.
+type SpendPoint struct {
+	Day     time.Time
+	Label   string
+	Other   bool
+	Charges int64
+	Billed  Micros
 }
 
 // Kinds of spend in the aggregates.

@@ -48,16 +48,24 @@ var dashboardPages = []string{"overview", "receipts", "receipt", "money", "byok"
 
 // dashboardFuncs are the templates' formatting helpers.
 var dashboardFuncs = template.FuncMap{
-	"usd":      usd,
-	"signed":   signedUSD,
-	"when":     when,
-	"day":      func(t time.Time) string { return t.UTC().Format("2 Jan 2006") },
-	"ago":      ago,
-	"ms":       func(ms *int64) string { return spellMS(ms) },
-	"posting":  postingLabel,
-	"memo":     memoLink,
-	"num":      num,
-	"list":     func(s ...string) []string { return s },
+	"usd":     usd,
+	"signed":  signedUSD,
+	"when":    when,
+	"day":     func(t time.Time) string { return t.UTC().Format("2 Jan 2006") },
+	"ago":     ago,
+	"ms":      func(ms *int64) string { return spellMS(ms) },
+	"posting": postingLabel,
+	"memo":    memoLink,
+	"num":     num,
+	"list":    func(s ...string) []string { return s },
+	"dur":     spellDuration,
+	"add": func(n ...int) int {
+		t := 0
+		for _, x := range n {
+			t += x
+		}
+		return t
+	},
 	"int64":    func(n int) int64 { return int64(n) },
 	"score":    func(f *float64) string { return strconv.FormatFloat(*f, 'f', 2, 64) },
 	"credit":   func(m *core.Micros) core.Micros { return *m },
@@ -184,7 +192,6 @@ type overviewData struct {
 	ByMode, ByKey  template.HTML
 	ModeRows       []spendRow
 	KeyRows        []spendRow
-	KeyNames       map[string]string
 	Allowance      core.Micros
 }
 
@@ -195,6 +202,10 @@ type spendRow struct {
 	Charges int64
 	Billed  core.Micros
 }
+
+// maxTableRows is how many modes or keys the overview's tables list; the
+// rest are one line.
+const maxTableRows = 10
 
 func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 	p := principalOf(r.Context())
@@ -207,97 +218,91 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 		h.failed(w, r, err)
 		return
 	}
-	d := &overviewData{Overview: o, KeyNames: map[string]string{}, Allowance: h.dash.ActivationAllowance()}
+	d := &overviewData{Overview: o, Allowance: h.dash.ActivationAllowance()}
 	if o.Money != nil {
 		d.AvailableMoney = o.Money.Available()
 	}
+	names := map[string]string{}
 	if keys, err := h.people.Keys(r.Context(), p); err == nil {
 		for _, k := range keys {
-			d.KeyNames[k.ID] = k.Name + " (" + k.Hint + ")"
+			names[k.ID] = k.Name + " (" + k.Hint + ")"
 		}
 	}
-	keyLabel := func(s *core.DaySpend) string {
-		switch {
-		case s.Kind == core.SpendTest:
+	keyLabel := func(l string) string {
+		switch l {
+		case core.SpendTest:
 			return "Test runs"
-		case s.Kind == core.SpendCertify:
+		case core.SpendCertify:
 			return "Certifications"
-		case s.KeyID == "":
+		case "":
 			return "Signed in (no key)"
 		}
-		if n, ok := d.KeyNames[s.KeyID]; ok {
+		if n, ok := names[l]; ok {
 			return n
 		}
-		return s.KeyID
+		return l
 	}
-	modeLabel := func(s *core.DaySpend) string {
-		if s.Mode == "" {
+	modeLabel := func(l string) string {
+		if l == "" {
 			return "(unknown)"
 		}
-		return s.Mode
+		return l
 	}
-	var chartErr error
-	d.ByMode, d.ModeRows, chartErr = spendChart("by-mode", "Spend by mode, last 30 days", o, modeLabel)
-	if chartErr == nil {
-		d.ByKey, d.KeyRows, chartErr = spendChart("by-key", "Spend by key, last 30 days", o, keyLabel)
-	}
-	if chartErr != nil {
-		h.failed(w, r, chartErr)
-		return
-	}
+	d.ByMode, d.ModeRows = spendChart("by-mode", "Spend by mode, last 30 days", o, o.ByMode, modeLabel)
+	d.ByKey, d.KeyRows = spendChart("by-key", "Spend by key, last 30 days", o, o.ByKey, keyLabel)
 	v := newView("Overview", p)
 	v.Nav, v.Wide, v.Data = "overview", true, d
 	h.render(w, r, http.StatusOK, "overview", v)
 }
 
-// maxSeries is how many series a chart draws; the rest are "Other".
-const maxSeries = 6
-
-// spendChart draws o's spend per day, one stacked series per label (the
-// largest maxSeries, the rest folded into "Other"), and the table beside
-// it, largest first.
-func spendChart(id, title string, o *dashboard.Overview, label func(*core.DaySpend) string) (template.HTML, []spendRow, error) {
+// spendChart draws a series' spend per day, the top labels stacked and
+// the rest as "Other", and the table beside it: the largest maxTableRows
+// labels and one line for the rest.
+func spendChart(id, title string, o *dashboard.Overview, s *core.SpendSeries, label func(string) string) (template.HTML, []spendRow) {
 	index := map[time.Time]int{}
 	for i, d := range o.Days {
 		index[d] = i
 	}
-	totals := map[string]*spendRow{}
-	perDay := map[string][]int64{}
-	for _, s := range o.Spend {
-		l := label(s)
-		if totals[l] == nil {
-			totals[l] = &spendRow{Label: l}
-			perDay[l] = make([]int64, len(o.Days))
-		}
-		totals[l].Charges += s.Charges
-		totals[l].Billed += s.Billed
-		if i, ok := index[s.Day.UTC().Truncate(24*time.Hour)]; ok {
-			perDay[l][i] += int64(s.Billed)
-		}
-	}
-	rows := make([]spendRow, 0, len(totals))
-	for _, t := range totals {
-		rows = append(rows, *t)
-	}
-	sort.Slice(rows, func(i, j int) bool {
-		if rows[i].Billed != rows[j].Billed {
-			return rows[i].Billed > rows[j].Billed
-		}
-		return rows[i].Label < rows[j].Label
-	})
 	var series []draw.Series
-	other := make([]int64, len(o.Days))
-	for i, row := range rows {
-		if i < maxSeries {
-			series = append(series, draw.Series{Label: row.Label, Values: perDay[row.Label]})
+	at := map[string]int{}
+	other := -1
+	for _, t := range s.Totals {
+		if len(at) == dashboard.TopSeries {
+			break
+		}
+		at[t.Label] = len(series)
+		series = append(series, draw.Series{Label: label(t.Label), Values: make([]int64, len(o.Days))})
+	}
+	for _, p := range s.Days {
+		i, ok := index[p.Day.UTC().Truncate(24*time.Hour)]
+		if !ok {
 			continue
 		}
-		for d, v := range perDay[row.Label] {
-			other[d] += v
+		j, ok := at[p.Label]
+		if p.Other {
+			if other < 0 {
+				other = len(series)
+				series = append(series, draw.Series{Label: "Other", Values: make([]int64, len(o.Days))})
+			}
+			j, ok = other, true
+		}
+		if ok {
+			series[j].Values[i] += int64(p.Billed)
 		}
 	}
-	if len(rows) > maxSeries {
-		series = append(series, draw.Series{Label: "Other", Values: other})
+	var rows []spendRow
+	rest := spendRow{}
+	for i, t := range s.Totals {
+		if i < maxTableRows {
+			rows = append(rows, spendRow{Label: label(t.Label), Charges: t.Charges, Billed: t.Billed})
+			continue
+		}
+		rest.Charges += t.Charges
+		rest.Billed += t.Billed
+	}
+	if n := len(s.Totals) - maxTableRows; n > 0 {
+		rest.Label = fmt.Sprintf("%d more", n)
+		rows = append(rows, rest)
 	}
 	labels := make([]string, len(o.Days))
 	for i, d := range o.Days {
@@ -305,12 +310,12 @@ func spendChart(id, title string, o *dashboard.Overview, label func(*core.DaySpe
 	}
 	desc := "No spend in the last 30 days."
 	if len(rows) > 0 {
-		desc = fmt.Sprintf("%s spent over the last 30 days; the most by %s (%s). The table below the chart lists every figure.",
+		desc = fmt.Sprintf("%s spent over the last 30 days; the most by %s (%s). The table below the chart lists the figures.",
 			usd(o.Billed), rows[0].Label, usd(rows[0].Billed))
 	}
 	b := &draw.Bars{ID: id, Title: title, Desc: desc, Labels: labels, Series: series,
 		Format: func(v int64) string { return usd(core.Micros(v)) }}
-	return b.SVG(), rows, nil
+	return b.SVG(), rows
 }
 
 // --- Receipts ------------------------------------------------------------------
@@ -323,6 +328,9 @@ type receiptsData struct {
 	Keys     []*core.Key
 	Any      bool // some filter is set
 }
+
+// maxKeyChoices is how many keys the receipts filter offers as a list.
+const maxKeyChoices = 50
 
 // receiptFilters are the receipts list's query parameters.
 var receiptFilters = []string{"from", "to", "mode", "key", "lane", "finish", "capped", "substituted"}
@@ -350,6 +358,11 @@ func dayRange(vals map[string]string) (from, to time.Time, bad string) {
 		to = to.AddDate(0, 0, 1) // the whole of the last day
 	}
 	return from, to, ""
+}
+
+// badFilter says, above a list, which filter could not be read.
+func badFilter(field string) string {
+	return fmt.Sprintf("What was given for %q is not a value this filter takes; the list below is not filtered.", field)
 }
 
 // yesNo reads a "yes"/"no" filter; "" is no filter.
@@ -427,6 +440,7 @@ func (h *handler) receiptsPage(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	if bad != "" {
 		v.Errors[bad] = "This is not a value this filter takes; the list below is not filtered by it."
+		v.Error = badFilter(bad)
 		status = http.StatusUnprocessableEntity
 		q = core.ReceiptQuery{}
 	}
@@ -437,7 +451,10 @@ func (h *handler) receiptsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	d.ReceiptsPage = page
 	if keys, err := h.people.Keys(r.Context(), p); err == nil {
-		d.Keys = keys
+		// A choice of keys while they are few; past that, the key's id.
+		if len(keys) <= maxKeyChoices {
+			d.Keys = keys
+		}
 		for _, k := range keys {
 			d.KeyNames[k.ID] = k.Name
 		}
@@ -697,6 +714,7 @@ func (h *handler) moneyPage(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	if bad != "" {
 		v.Errors[bad] = "This is not a value this filter takes; the list below is not filtered by it."
+		v.Error = badFilter(bad)
 		status = http.StatusUnprocessableEntity
 		q = core.JournalQuery{}
 	}
@@ -967,6 +985,7 @@ func (h *handler) auditPage(w http.ResponseWriter, r *http.Request) {
 	}
 	if bad != "" {
 		v.Errors[bad] = "This is not a value this filter takes; the list below is not filtered by it."
+		v.Error = badFilter(bad)
 		status = http.StatusUnprocessableEntity
 		f = core.AuditFilter{}
 	}

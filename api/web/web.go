@@ -257,6 +257,10 @@ type view struct {
 	NewKey   string
 	Origin   string
 	Key      *core.Key
+	// A page of keys: links to the previous and next, where it starts
+	// (from 1) and how many keys there are.
+	KeysPrev, KeysNext  string
+	KeysFrom, KeysTotal int
 	// Data is a dashboard page's own figures (see dashboard.go).
 	Data any
 }
@@ -901,6 +905,9 @@ func (h *handler) peopleFailed(w http.ResponseWriter, r *http.Request, err error
 
 // --- Keys ------------------------------------------------------------------------
 
+// keysPerPage is how many keys the keys page lists at a time.
+const keysPerPage = 50
+
 // keysView renders the keys page: the keys the person may revoke (all of
 // them for owners, their own for members), with their creators.
 func (h *handler) keysView(w http.ResponseWriter, r *http.Request, status int, v *view) {
@@ -914,7 +921,19 @@ func (h *handler) keysView(w http.ResponseWriter, r *http.Request, status int, v
 		h.failed(w, r, err)
 		return
 	}
-	v.Keys, v.Origin, v.Creators = keys, h.people.Origin(), map[string]string{}
+	// A page of keys at a time: rendering every key of an organisation with
+	// hundreds would make the page as slow as they are many.
+	start, _ := strconv.Atoi(r.URL.Query().Get("from"))
+	start = max(0, min(start, len(keys)))
+	end := min(start+keysPerPage, len(keys))
+	if start > 0 {
+		v.KeysPrev = "/keys?from=" + strconv.Itoa(max(0, start-keysPerPage))
+	}
+	if end < len(keys) {
+		v.KeysNext = "/keys?from=" + strconv.Itoa(end)
+	}
+	v.KeysFrom, v.KeysTotal = start+1, len(keys)
+	v.Keys, v.Origin, v.Creators = keys[start:end], h.people.Origin(), map[string]string{}
 	v.Nav, v.Wide = "keys", true
 	if members, err := h.people.Members(r.Context(), p); err == nil {
 		for _, m := range members {

@@ -101,13 +101,19 @@ type Overview struct {
 	// Money is nil for a role that may not read the balance.
 	Money *core.MoneyState
 	// Days are the Days days covered, oldest first (UTC midnights).
-	Days  []time.Time
-	Spend []*core.DaySpend
-	// Billed and Charges sum Spend.
+	Days []time.Time
+	// ByMode and ByKey are the spend of those days by mode and by key,
+	// each keeping its TopSeries largest labels apart.
+	ByMode, ByKey *core.SpendSeries
+	// Billed and Charges are the days' totals.
 	Billed  core.Micros
 	Charges int64
 	Recent  []*core.ReceiptRow
 }
+
+// TopSeries is how many modes or keys the overview's charts keep apart;
+// the rest are summed as one.
+const TopSeries = 6
 
 // Overview reads the overview of p's organisation (or p's own usage).
 func (s *Service) Overview(ctx context.Context, p *access.Principal) (*Overview, error) {
@@ -126,12 +132,19 @@ func (s *Service) Overview(ctx context.Context, p *access.Principal) (*Overview,
 	for d := from; !d.After(today); d = d.AddDate(0, 0, 1) {
 		o.Days = append(o.Days, d)
 	}
-	if o.Spend, err = s.d.Store.DailySpend(ctx, &core.SpendQuery{OrgID: p.Org.ID, From: from, To: today.AddDate(0, 0, 1), PersonID: who}); err != nil {
-		return nil, err
+	q := core.SpendQuery{OrgID: p.Org.ID, From: from, To: today.AddDate(0, 0, 1), PersonID: who, Top: TopSeries}
+	for _, by := range []struct {
+		dim string
+		dst **core.SpendSeries
+	}{{core.SpendByMode, &o.ByMode}, {core.SpendByKey, &o.ByKey}} {
+		q.By = by.dim
+		if *by.dst, err = s.d.Store.SpendSeries(ctx, &q); err != nil {
+			return nil, err
+		}
 	}
-	for _, d := range o.Spend {
-		o.Billed += d.Billed
-		o.Charges += d.Charges
+	for _, t := range o.ByMode.Totals {
+		o.Billed += t.Billed
+		o.Charges += t.Charges
 	}
 	if o.Recent, err = s.d.Store.ListReceipts(ctx, &core.ReceiptQuery{OrgID: p.Org.ID, PersonID: who, Limit: 5}); err != nil {
 		return nil, err

@@ -172,6 +172,34 @@ func (s *Store) DailySpend(ctx context.Context, q *core.SpendQuery) ([]*core.Day
 	}, q.OrgID, q.From.UTC().Format(time.DateOnly), q.To.UTC().Format(time.DateOnly), q.PersonID)
 }
 
+// SpendSeries implements core.Dashboard.
+func (s *Store) SpendSeries(ctx context.Context, q *core.SpendQuery) (*core.SpendSeries, error) {
+	rows, err := s.pool.Query(ctx, dq("SpendSeries"), q.OrgID, q.From.UTC().Format(time.DateOnly),
+		q.To.UTC().Format(time.DateOnly), q.PersonID, q.By, max(q.Top, 1))
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	out := &core.SpendSeries{}
+	for rows.Next() {
+		var (
+			perDay bool
+			day    *time.Time
+			p      core.SpendPoint
+		)
+		if err := rows.Scan(&perDay, &day, &p.Label, &p.Other, &p.Charges, &p.Billed); err != nil {
+			return nil, translate(err)
+		}
+		if !perDay {
+			out.Totals = append(out.Totals, &p)
+			continue
+		}
+		p.Day = *day
+		out.Days = append(out.Days, &p)
+	}
+	return out, translate(rows.Err())
+}
+
 // MoneyState implements core.Dashboard.
 func (s *Store) MoneyState(ctx context.Context, orgID string) (*core.MoneyState, error) {
 	var m core.MoneyState

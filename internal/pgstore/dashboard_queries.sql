@@ -20,6 +20,23 @@ SELECT day, key_id, mode, person_id, kind, charges, billed_micros
  WHERE org_id = $1 AND day >= $2::date AND day < $3::date AND ($4 = '' OR person_id = $4)
  ORDER BY day, kind, mode, key_id, person_id;
 
+-- name: SpendSeries
+-- $5 'mode' or 'key'; $6 how many labels keep a series of their own.
+WITH s AS (
+    SELECT day,
+           CASE WHEN $5 = 'mode' THEN mode WHEN kind = 'call' THEN key_id ELSE kind END AS label,
+           charges, billed_micros
+      FROM daily_spend
+     WHERE org_id = $1 AND day >= $2::date AND day < $3::date AND ($4 = '' OR person_id = $4)),
+t AS (SELECT label, sum(charges)::bigint AS charges, sum(billed_micros)::bigint AS billed FROM s GROUP BY label),
+top AS (SELECT label FROM t ORDER BY billed DESC, label LIMIT $6)
+SELECT false AS per_day, NULL::date, label, false, charges, billed FROM t
+UNION ALL
+SELECT true, day, CASE WHEN label IN (SELECT label FROM top) THEN label ELSE '' END, label NOT IN (SELECT label FROM top),
+       sum(charges)::bigint, sum(billed_micros)::bigint
+  FROM s GROUP BY day, 3, 4
+ ORDER BY 1, 2, 6 DESC, 3;
+
 -- name: SetKeyLimits
 -- A negative limit leaves it as it is; 0 is the deployment's default.
 UPDATE api_keys

@@ -87,10 +87,10 @@ RETURNING id, org_id, name, test, scopes, modes, rpm, concurrency, max_input_tok
           coalesce((SELECT m.role FROM memberships m WHERE m.org_id = api_keys.org_id AND m.person_id = api_keys.person_id), '');
 
 -- name: ListKeys
-SELECT id, org_id, name, test, scopes, modes, rpm, concurrency, max_input_tokens, ceiling_micros, hint, expires_at, revoked_at, created_at, person_id,
-          coalesce((SELECT m.role FROM memberships m WHERE m.org_id = api_keys.org_id AND m.person_id = api_keys.person_id), ''),
-          last_used_at
-  FROM api_keys WHERE org_id = $1 ORDER BY created_at, id;
+SELECT k.id, k.org_id, k.name, k.test, k.scopes, k.modes, k.rpm, k.concurrency, k.max_input_tokens, k.ceiling_micros, k.hint,
+       k.expires_at, k.revoked_at, k.created_at, k.person_id, coalesce(m.role, ''), k.last_used_at
+  FROM api_keys k LEFT JOIN memberships m ON m.org_id = k.org_id AND m.person_id = k.person_id
+ WHERE k.org_id = $1 ORDER BY k.created_at, k.id;
 
 -- name: GetHold
 SELECT id, org_id, request_id, amount_micros, state, created_at, expires_at, settled_at
