@@ -44,7 +44,7 @@ func (h *handler) dashboardRoutes(mux *http.ServeMux) {
 }
 
 // dashboardPages are the templates of the dashboard's pages.
-var dashboardPages = []string{"overview", "receipts", "receipt", "money", "byok", "byok-remove", "audit", "limits"}
+var dashboardPages = []string{"overview", "receipts", "receipt", "money", "byok", "byok-remove", "audit", "limits", "person-remove"}
 
 // dashboardFuncs are the templates' formatting helpers.
 var dashboardFuncs = template.FuncMap{

@@ -126,6 +126,11 @@ func TestBrowserDashboardOwnerWalk(t *testing.T) {
 	require.NoError(t, err)
 	key := keys[len(keys)-1]
 	xss := settleHostile(t, b, key.ID, b.owner.ID)
+	require.Nil(t, key.LastUsedAt, "a call writes no last use")
+	require.NoError(t, b.acc.FlushLastUsed(bg, b.store), "the replica's flush does")
+	keys, err = b.store.ListKeys(bg, b.org.ID)
+	require.NoError(t, err)
+	require.NotNil(t, keys[len(keys)-1].LastUsedAt)
 
 	// The spend job runs, and the overview draws the spend.
 	_, err = b.store.AggregateSpend(bg, time.Second, 1000)
@@ -241,6 +246,7 @@ func TestBrowserDashboardOwnerWalk(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`form[action$="/limits"] button`))))
 	waitText(t, ctx, "Limits saved")
 	require.Contains(t, text(t, ctx), "5/min")
+	require.Contains(t, text(t, ctx), "just now", "the key's last use")
 	shoot(t, ctx, "keys-with-limits")
 
 	// The key, revoked, is refused on the API.
@@ -330,4 +336,24 @@ func TestBrowserDashboardMemberSeesOwnUsage(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, res.StatusCode)
 	res, _ = get(t, b, "/keys/"+ownerKey.ID+"/limits", cookie)
 	require.Equal(t, http.StatusNotFound, res.StatusCode, "another person's key is not a member's to change")
+	res, _ = get(t, b, "/people/"+b.owner.ID+"/remove", cookie)
+	require.Equal(t, http.StatusForbidden, res.StatusCode)
+
+	// The owner removes Kim after a confirmation; Kim's key is then refused.
+	b.setOwnerPassword(t)
+	owners := signIn(t, b, "olive@acme.example", ownerPassword, nil)
+	res, body = get(t, b, "/people/"+kim.ID+"/remove", owners)
+	require.Equal(t, http.StatusOK, res.StatusCode, body)
+	require.Contains(t, body, "Remove kim@acme.example from Acme Research?")
+	members, err = b.store.Members(bg, b.org.ID)
+	require.NoError(t, err)
+	require.Len(t, members, 2, "asking changed nothing")
+	req = newRequest(t, "POST", b.origin+"/people/"+kim.ID+"/remove", nil)
+	req.Header.Set("Origin", b.origin)
+	req.AddCookie(owners)
+	res, body = fetch(t, req)
+	require.Equal(t, http.StatusSeeOther, res.StatusCode, body)
+	require.Equal(t, "/people?done=removed", res.Header.Get("Location"))
+	status, _ := apiCall(t, b, kimSecret, "GET", "/v1/models", "")
+	require.Equal(t, http.StatusForbidden, status, "a removed person's key is refused")
 }

@@ -144,6 +144,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	mux.HandleFunc("GET /people", h.signedIn(h.peoplePage))
 	mux.HandleFunc("POST /people/invite", h.signedIn(h.invite))
 	mux.HandleFunc("POST /people/{id}/role", h.signedIn(h.setRole))
+	mux.HandleFunc("GET /people/{id}/remove", h.signedIn(h.confirmRemoveMember))
 	mux.HandleFunc("POST /people/{id}/remove", h.signedIn(h.removeMember))
 	mux.HandleFunc("POST /people/{id}/end-sessions", h.signedIn(h.endSessions))
 	mux.HandleFunc("GET /keys", h.signedIn(h.keysPage))
@@ -857,6 +858,29 @@ func (h *handler) setRole(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, "/people?done=role", http.StatusSeeOther)
+}
+
+// confirmRemoveMember asks before a person is removed.
+func (h *handler) confirmRemoveMember(w http.ResponseWriter, r *http.Request) {
+	p := principalOf(r.Context())
+	if !h.people.Allowed(r.Context(), p, core.ActionPeopleManage) {
+		h.failed(w, r, core.Errorf(core.CodeForbidden, "Only people whose role may manage people can remove someone."))
+		return
+	}
+	members, err := h.people.Members(r.Context(), p)
+	if err != nil {
+		h.failed(w, r, err)
+		return
+	}
+	for _, m := range members {
+		if m.ID == r.PathValue("id") {
+			v := newView("Remove "+m.Email, p)
+			v.Nav, v.Data = "people", m
+			h.render(w, r, http.StatusOK, "person-remove", v)
+			return
+		}
+	}
+	h.notFound(w, r)
 }
 
 func (h *handler) removeMember(w http.ResponseWriter, r *http.Request) {

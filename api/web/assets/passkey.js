@@ -2,7 +2,8 @@
 // ("create" or "get"), data-begin and data-finish runs one ceremony: it asks
 // the server for the options, lets the browser create or use a passkey,
 // and posts the result back. Errors are shown in the element named by
-// data-status. No inline script: the page's CSP allows only this file.
+// data-status. A button with data-copy copies a field (a new key, a
+// link). No inline script: the page's CSP allows only this file.
 "use strict";
 
 (function () {
@@ -94,9 +95,25 @@
     }
   }
 
+  // A button with data-copy (hidden without script) copies the value or
+  // text of the element whose id it names, and says so on itself.
+  function copy(btn) {
+    const el = document.getElementById(btn.dataset.copy);
+    if (!el || !navigator.clipboard) return;
+    navigator.clipboard.writeText(el.value !== undefined ? el.value : el.textContent).then(function () {
+      btn.textContent = "Copied";
+    }, function () {
+      btn.textContent = "Select and copy it";
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     for (const btn of document.querySelectorAll("button[data-passkey]")) {
       btn.addEventListener("click", function () { run(btn); });
+    }
+    for (const btn of document.querySelectorAll("button[data-copy]")) {
+      btn.hidden = false;
+      btn.addEventListener("click", function () { copy(btn); });
     }
   });
 })();
