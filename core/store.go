@@ -71,6 +71,27 @@ type Keys interface {
 	// ListKeys returns the organisation's keys, oldest first, revoked ones
 	// included.
 	ListKeys(ctx context.Context, orgID string) ([]*Key, error)
+	// ListKeysPage returns up to q.Limit of the organisation's keys
+	// matching q, newest first, after q.After when set.
+	ListKeysPage(ctx context.Context, q *KeyQuery) ([]*Key, error)
+}
+
+// KeyQuery selects a page of an organisation's keys. Zero fields do not
+// filter.
+type KeyQuery struct {
+	OrgID string
+	// PersonID keeps the keys this person created.
+	PersonID string
+	// IDs keeps these keys.
+	IDs   []string
+	After *KeyCursor
+	Limit int
+}
+
+// KeyCursor is where a page of keys ends.
+type KeyCursor struct {
+	CreatedAt time.Time
+	ID        string
 }
 
 // Receipts holds the receipts of billed calls. A receipt is written by

@@ -12,6 +12,7 @@ import (
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/dashboard"
 	"github.com/conclavehq/conclave/core/people"
 )
 
@@ -27,10 +28,13 @@ type dashboardScale struct {
 	receipts, postings, keys, samples int
 }
 
-// pageTimes are a page's p99 on the loaded and the empty organisation.
+// pageTimes are a page's p99 on the loaded and the empty organisation,
+// and the loaded organisation's first view (nothing cached).
 type pageTimes struct {
-	page          string
-	loaded, empty time.Duration
+	page                 string
+	loaded, empty, first time.Duration
+	// loadedP50 and emptyP50 are the medians.
+	loadedP50, emptyP50 time.Duration
 }
 
 // seedLoaded fills orgID with sc's receipts (spread over 30 days, across
@@ -72,7 +76,9 @@ func seedLoaded(tb testing.TB, b *bundle, orgID, personID string, sc dashboardSc
 // empty one, sc.samples times each, and returns their p99s.
 func measureDashboard(tb testing.TB, sc dashboardScale) []pageTimes {
 	tb.Helper()
-	b := setup(tb, people.Config{})
+	// The dashboard as serve runs it: the overview's spend sums reused for
+	// 10 s (they change only when the spend job runs).
+	b := setup(tb, people.Config{}, func(d *dashboard.Deps) { d.SpendCacheFor = 10 * time.Second })
 	ctx := context.Background()
 	op := core.WithActor(ctx, core.Operator)
 
@@ -100,7 +106,7 @@ func measureDashboard(tb testing.TB, sc dashboardScale) []pageTimes {
 	}
 	loadedPages, emptyPages := pages(threeRound(big, owner)), pages(threeRound(b.org, b.owner))
 
-	p99 := func(path string, c *http.Cookie) time.Duration {
+	p99 := func(path string, c *http.Cookie, first, p50 *time.Duration) time.Duration {
 		times := make([]time.Duration, 0, sc.samples)
 		for range sc.samples {
 			start := time.Now()
@@ -108,12 +114,19 @@ func measureDashboard(tb testing.TB, sc dashboardScale) []pageTimes {
 			times = append(times, time.Since(start))
 			require.Equal(tb, http.StatusOK, res.StatusCode, "%s: %s", path, body)
 		}
+		if first != nil {
+			*first = times[0]
+		}
 		sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+		*p50 = times[len(times)/2]
 		return times[(len(times)*99+99)/100-1]
 	}
 	var out []pageTimes
 	for i := range loadedPages {
-		out = append(out, pageTimes{page: emptyPages[i], loaded: p99(loadedPages[i], loadedCookie), empty: p99(emptyPages[i], emptyCookie)})
+		pt := pageTimes{page: emptyPages[i]}
+		pt.loaded = p99(loadedPages[i], loadedCookie, &pt.first, &pt.loadedP50)
+		pt.empty = p99(emptyPages[i], emptyCookie, nil, &pt.emptyP50)
+		out = append(out, pt)
 	}
 	return out
 }
@@ -128,11 +141,14 @@ func BenchmarkDashboardPages(b *testing.B) {
 	}
 	for _, r := range res {
 		ratio := float64(r.loaded) / float64(r.empty)
-		b.Logf("%-32s loaded p99 %6.2f ms, empty p99 %6.2f ms, ratio %.2f (goal ≤ 2, and < 50 ms)",
-			r.page, float64(r.loaded.Microseconds())/1000, float64(r.empty.Microseconds())/1000, ratio)
+		b.Logf("%-32s loaded p99 %6.2f ms, empty p99 %6.2f ms, ratio %.2f (goal ≤ 2, and < 50 ms); p50 %5.2f / %5.2f ms; loaded first view %6.2f ms",
+			r.page, ms(r.loaded), ms(r.empty), ratio, ms(r.loadedP50), ms(r.emptyP50), ms(r.first))
 		b.ReportMetric(float64(r.loaded.Microseconds())/1000, "ms_p99_"+metricName(r.page))
 	}
 }
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // metricName is a page's path as a benchmark unit.
 func metricName(page string) string {

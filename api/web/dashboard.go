@@ -48,24 +48,17 @@ var dashboardPages = []string{"overview", "receipts", "receipt", "money", "byok"
 
 // dashboardFuncs are the templates' formatting helpers.
 var dashboardFuncs = template.FuncMap{
-	"usd":     usd,
-	"signed":  signedUSD,
-	"when":    when,
-	"day":     func(t time.Time) string { return t.UTC().Format("2 Jan 2006") },
-	"ago":     ago,
-	"ms":      func(ms *int64) string { return spellMS(ms) },
-	"posting": postingLabel,
-	"memo":    memoLink,
-	"num":     num,
-	"list":    func(s ...string) []string { return s },
-	"dur":     spellDuration,
-	"add": func(n ...int) int {
-		t := 0
-		for _, x := range n {
-			t += x
-		}
-		return t
-	},
+	"usd":      usd,
+	"signed":   signedUSD,
+	"when":     when,
+	"day":      func(t time.Time) string { return t.UTC().Format("2 Jan 2006") },
+	"ago":      ago,
+	"ms":       func(ms *int64) string { return spellMS(ms) },
+	"posting":  postingLabel,
+	"memo":     memoLink,
+	"num":      num,
+	"list":     func(s ...string) []string { return s },
+	"dur":      spellDuration,
 	"int64":    func(n int) int64 { return int64(n) },
 	"score":    func(f *float64) string { return strconv.FormatFloat(*f, 'f', 2, 64) },
 	"credit":   func(m *core.Micros) core.Micros { return *m },
@@ -223,7 +216,13 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 		d.AvailableMoney = o.Money.Available()
 	}
 	names := map[string]string{}
-	if keys, err := h.people.Keys(r.Context(), p); err == nil {
+	var ids []string
+	for i, t := range o.ByKey.Totals {
+		if i < maxTableRows {
+			ids = append(ids, t.Label)
+		}
+	}
+	if keys, err := h.people.KeyNames(r.Context(), p, ids); err == nil {
 		for _, k := range keys {
 			names[k.ID] = k.Name + " (" + k.Hint + ")"
 		}
@@ -360,9 +359,13 @@ func dayRange(vals map[string]string) (from, to time.Time, bad string) {
 	return from, to, ""
 }
 
-// badFilter says, above a list, which filter could not be read.
-func badFilter(field string) string {
-	return fmt.Sprintf("What was given for %q is not a value this filter takes; the list below is not filtered.", field)
+// refuseFilter says, beside the field and above the list, that a filter
+// could not be read (the list is then shown unfiltered), and returns the
+// page's status.
+func refuseFilter(v *view, field string) int {
+	v.Errors[field] = "This is not a value this filter takes; the list below is not filtered by it."
+	v.Error = fmt.Sprintf("What was given for %q is not a value this filter takes; the list below is not filtered.", field)
+	return http.StatusUnprocessableEntity
 }
 
 // yesNo reads a "yes"/"no" filter; "" is no filter.
@@ -439,9 +442,7 @@ func (h *handler) receiptsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	status := http.StatusOK
 	if bad != "" {
-		v.Errors[bad] = "This is not a value this filter takes; the list below is not filtered by it."
-		v.Error = badFilter(bad)
-		status = http.StatusUnprocessableEntity
+		status = refuseFilter(v, bad)
 		q = core.ReceiptQuery{}
 	}
 	page, err := h.dash.Receipts(r.Context(), p, q)
@@ -450,11 +451,17 @@ func (h *handler) receiptsPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.ReceiptsPage = page
-	if keys, err := h.people.Keys(r.Context(), p); err == nil {
-		// A choice of keys while they are few; past that, the key's id.
-		if len(keys) <= maxKeyChoices {
-			d.Keys = keys
+	// A choice of keys while they are few; past that, the key's id.
+	if keys, err := h.people.KeysPage(r.Context(), p, nil, maxKeyChoices+1); err == nil && len(keys) <= maxKeyChoices {
+		d.Keys = keys
+	}
+	var ids []string
+	for _, row := range page.Rows {
+		if row.KeyID != "" {
+			ids = append(ids, row.KeyID)
 		}
+	}
+	if keys, err := h.people.KeyNames(r.Context(), p, ids); err == nil {
 		for _, k := range keys {
 			d.KeyNames[k.ID] = k.Name
 		}
@@ -653,12 +660,8 @@ func (h *handler) receiptPage(w http.ResponseWriter, r *http.Request) {
 			d.Answer = markdown.Render(stored.Answer)
 		}
 		if rc.KeyID != "" {
-			if keys, err := h.people.Keys(r.Context(), p); err == nil {
-				for _, k := range keys {
-					if k.ID == rc.KeyID {
-						d.KeyName = k.Name
-					}
-				}
+			if keys, err := h.people.KeyNames(r.Context(), p, []string{rc.KeyID}); err == nil && keys[rc.KeyID] != nil {
+				d.KeyName = keys[rc.KeyID].Name
 			}
 		}
 	}
@@ -713,9 +716,7 @@ func (h *handler) moneyPage(w http.ResponseWriter, r *http.Request) {
 	v.Nav, v.Wide = "money", true
 	status := http.StatusOK
 	if bad != "" {
-		v.Errors[bad] = "This is not a value this filter takes; the list below is not filtered by it."
-		v.Error = badFilter(bad)
-		status = http.StatusUnprocessableEntity
+		status = refuseFilter(v, bad)
 		q = core.JournalQuery{}
 	}
 	money, err := h.dash.Money(r.Context(), p)
@@ -984,9 +985,7 @@ func (h *handler) auditPage(w http.ResponseWriter, r *http.Request) {
 		bad = "action"
 	}
 	if bad != "" {
-		v.Errors[bad] = "This is not a value this filter takes; the list below is not filtered by it."
-		v.Error = badFilter(bad)
-		status = http.StatusUnprocessableEntity
+		status = refuseFilter(v, bad)
 		f = core.AuditFilter{}
 	}
 	page, err := h.dash.Audit(r.Context(), p, f)

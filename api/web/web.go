@@ -258,10 +258,9 @@ type view struct {
 	NewKey   string
 	Origin   string
 	Key      *core.Key
-	// A page of keys: links to the previous and next, where it starts
-	// (from 1) and how many keys there are.
-	KeysPrev, KeysNext  string
-	KeysFrom, KeysTotal int
+	// A page of keys: links to the first page (on a later one) and the
+	// next.
+	KeysFirst, KeysNext string
 	// Data is a dashboard page's own figures (see dashboard.go).
 	Data any
 }
@@ -940,24 +939,30 @@ func (h *handler) keysView(w http.ResponseWriter, r *http.Request, status int, v
 		h.message(w, r, http.StatusForbidden, "Not allowed", "You are not in an organisation yet.")
 		return
 	}
-	keys, err := h.people.Keys(r.Context(), p)
+	// A page of keys at a time, by a cursor: rendering every key of an
+	// organisation with hundreds would make the page as slow as they are
+	// many.
+	var after *core.KeyCursor
+	if at, id := r.URL.Query().Get("after"), r.URL.Query().Get("after_id"); at != "" {
+		t, err := time.Parse(time.RFC3339Nano, at)
+		if err != nil || !carrier.Text(id) {
+			h.message(w, r, http.StatusUnprocessableEntity, "Not a page", "This is not a page of keys. Open the keys page from the start.")
+			return
+		}
+		after = &core.KeyCursor{CreatedAt: t, ID: id}
+		v.KeysFirst = "/keys"
+	}
+	keys, err := h.people.KeysPage(r.Context(), p, after, keysPerPage+1)
 	if err != nil {
 		h.failed(w, r, err)
 		return
 	}
-	// A page of keys at a time: rendering every key of an organisation with
-	// hundreds would make the page as slow as they are many.
-	start, _ := strconv.Atoi(r.URL.Query().Get("from"))
-	start = max(0, min(start, len(keys)))
-	end := min(start+keysPerPage, len(keys))
-	if start > 0 {
-		v.KeysPrev = "/keys?from=" + strconv.Itoa(max(0, start-keysPerPage))
+	if len(keys) > keysPerPage {
+		keys = keys[:keysPerPage]
+		last := keys[len(keys)-1]
+		v.KeysNext = "/keys?" + url.Values{"after": {last.CreatedAt.UTC().Format(time.RFC3339Nano)}, "after_id": {last.ID}}.Encode()
 	}
-	if end < len(keys) {
-		v.KeysNext = "/keys?from=" + strconv.Itoa(end)
-	}
-	v.KeysFrom, v.KeysTotal = start+1, len(keys)
-	v.Keys, v.Origin, v.Creators = keys[start:end], h.people.Origin(), map[string]string{}
+	v.Keys, v.Origin, v.Creators = keys, h.people.Origin(), map[string]string{}
 	v.Nav, v.Wide = "keys", true
 	if members, err := h.people.Members(r.Context(), p); err == nil {
 		for _, m := range members {

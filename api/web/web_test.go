@@ -48,7 +48,8 @@ type bundle struct {
 	ownerLink string
 }
 
-func setup(t testing.TB, cfg people.Config) *bundle {
+// setup starts the bundle; opts change the dashboard's dependencies.
+func setup(t testing.TB, cfg people.Config, opts ...func(*dashboard.Deps)) *bundle {
 	t.Helper()
 	ctx := context.Background()
 	store := pgstore.New(pgtest.NewPool(t))
@@ -90,9 +91,13 @@ func setup(t testing.TB, cfg people.Config) *bundle {
 	t.Cleanup(b.calls.Stop)
 	rest, err := api.New(api.Config{}, api.Deps{Access: acc, Calls: b.calls, Ready: store.Ready})
 	require.NoError(t, err)
-	dash, err := dashboard.New(dashboard.Deps{Access: acc, Store: store, Keys: store, Receipts: b.calls, Credentials: store,
+	dd := dashboard.Deps{Access: acc, Store: store, Keys: store, Receipts: b.calls, Credentials: store,
 		Tester: &byok.Tester{Catalog: catalog, Caller: prov, Forget: resolver.Forget}, MaxInputTokens: 8000,
-		ActivationAllowance: 10 * core.MicrosPerUSD})
+		ActivationAllowance: 10 * core.MicrosPerUSD}
+	for _, o := range opts {
+		o(&dd)
+	}
+	dash, err := dashboard.New(dd)
 	require.NoError(t, err)
 	pages, err := web.New(web.Config{PublicURL: b.origin}, web.Deps{People: b.people, Dashboard: dash, Health: store})
 	require.NoError(t, err)

@@ -37,13 +37,17 @@ func newPeople(cfg *config.Config, store *pgstore.Store, acc *access.Service, or
 	}, d)
 }
 
+// spendCacheFor is how long the overview's spend sums are reused: under
+// the spend job's interval, so a charge shows within both.
+const spendCacheFor = 10 * time.Second
+
 // newDashboard wires the dashboard's service on the store; byokOn says
 // whether organisations' own credentials are in use (the sealing key is
 // set), so that the BYOK page may list and test them.
 func newDashboard(cfg *config.Config, store *pgstore.Store, acc *access.Service, svc *calls.Service,
 	tester dashboard.Tester, byokOn bool) (*dashboard.Service, error) {
 	d := dashboard.Deps{Access: acc, Store: store, Keys: store, Receipts: svc, MaxInputTokens: cfg.Limits.MaxInputTokens,
-		ActivationAllowance: core.Micros(cfg.Limits.ActivationAllowanceUSD)}
+		ActivationAllowance: core.Micros(cfg.Limits.ActivationAllowanceUSD), SpendCacheFor: spendCacheFor}
 	if byokOn {
 		d.Credentials, d.Tester = store, tester
 	}

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/conclavehq/conclave/core"
@@ -53,13 +54,22 @@ type Deps struct {
 	MaxInputTokens int
 	// ActivationAllowance is what an unverified organisation may spend.
 	ActivationAllowance core.Micros
+	// SpendCacheFor is how long the overview's spend sums are reused
+	// (they change only when the spend job runs); 0 reads them on every
+	// view. Defaults to 0; serve sets 10s.
+	SpendCacheFor time.Duration
 	// Now defaults to time.Now.
 	Now func() time.Time
 }
 
 // Service serves the dashboard's reads and changes. Safe for concurrent
 // use.
-type Service struct{ d Deps }
+type Service struct {
+	d Deps
+
+	mu    sync.Mutex
+	cache map[string]spendEntry // the overview's spend, by organisation, person and first day
+}
 
 // New returns the service.
 func New(d Deps) (*Service, error) {
@@ -69,7 +79,7 @@ func New(d Deps) (*Service, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	return &Service{d: d}, nil
+	return &Service{d: d, cache: map[string]spendEntry{}}, nil
 }
 
 // ActivationAllowance is what an unverified organisation may spend.
@@ -133,14 +143,8 @@ func (s *Service) Overview(ctx context.Context, p *access.Principal) (*Overview,
 		o.Days = append(o.Days, d)
 	}
 	q := core.SpendQuery{OrgID: p.Org.ID, From: from, To: today.AddDate(0, 0, 1), PersonID: who, Top: TopSeries}
-	for _, by := range []struct {
-		dim string
-		dst **core.SpendSeries
-	}{{core.SpendByMode, &o.ByMode}, {core.SpendByKey, &o.ByKey}} {
-		q.By = by.dim
-		if *by.dst, err = s.d.Store.SpendSeries(ctx, &q); err != nil {
-			return nil, err
-		}
+	if o.ByMode, o.ByKey, err = s.spend(ctx, q); err != nil {
+		return nil, err
 	}
 	for _, t := range o.ByMode.Totals {
 		o.Billed += t.Billed
@@ -151,6 +155,55 @@ func (s *Service) Overview(ctx context.Context, p *access.Principal) (*Overview,
 	}
 	return o, nil
 }
+
+// spendEntry is a cached pair of spend series.
+type spendEntry struct {
+	byMode, byKey *core.SpendSeries
+	until         time.Time
+}
+
+// spend reads q's spend by mode and by key, from the cache while it is
+// fresher than Deps.SpendCacheFor. The sums change only when the spend
+// job runs (every jobs.spend_interval), so a person reloading the
+// overview, or several looking at it, costs one read of the month's rows
+// per organisation and person every few seconds rather than one per view.
+func (s *Service) spend(ctx context.Context, q core.SpendQuery) (byMode, byKey *core.SpendSeries, err error) {
+	key := q.OrgID + "/" + q.PersonID + "/" + q.From.Format(time.DateOnly)
+	now := s.d.Now()
+	s.mu.Lock()
+	e, ok := s.cache[key]
+	s.mu.Unlock()
+	if ok && now.Before(e.until) {
+		return e.byMode, e.byKey, nil
+	}
+	q.By = core.SpendByMode
+	if byMode, err = s.d.Store.SpendSeries(ctx, &q); err != nil {
+		return nil, nil, err
+	}
+	q.By = core.SpendByKey
+	if byKey, err = s.d.Store.SpendSeries(ctx, &q); err != nil {
+		return nil, nil, err
+	}
+	if s.d.SpendCacheFor > 0 {
+		s.mu.Lock()
+		if len(s.cache) >= maxCached {
+			for k, old := range s.cache {
+				if !now.Before(old.until) {
+					delete(s.cache, k)
+				}
+			}
+			if len(s.cache) >= maxCached {
+				clear(s.cache)
+			}
+		}
+		s.cache[key] = spendEntry{byMode: byMode, byKey: byKey, until: now.Add(s.d.SpendCacheFor)}
+		s.mu.Unlock()
+	}
+	return byMode, byKey, nil
+}
+
+// maxCached bounds the spend cache's entries.
+const maxCached = 10_000
 
 // ReceiptsPage is a page of receipts and where the next one starts.
 type ReceiptsPage struct {

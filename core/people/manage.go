@@ -253,6 +253,42 @@ func (s *Service) Allowed(ctx context.Context, p *access.Principal, action strin
 	return s.authorize(ctx, p, action, "") == nil
 }
 
+// KeysPage lists up to limit of the API keys p may revoke (every key for
+// owners, their own for members), newest first, after the cursor when
+// set: the keys page, a page at a time.
+func (s *Service) KeysPage(ctx context.Context, p *access.Principal, after *core.KeyCursor, limit int) ([]*core.Key, error) {
+	if p.Org == nil {
+		return nil, nil
+	}
+	q := &core.KeyQuery{OrgID: p.Org.ID, After: after, Limit: limit}
+	if s.authorize(ctx, p, core.ActionKeysRevoke, "") != nil {
+		if p.Person == nil {
+			return nil, nil
+		}
+		q.PersonID = p.Person.ID
+	}
+	return s.d.Keys.ListKeysPage(ctx, q)
+}
+
+// KeyNames names the keys of p's organisation among ids, by id: what a
+// page shows for a key a receipt or a spend line was made with. A key p
+// may not see among its organisation's is named too (its name is not a
+// secret; its use already shows on what p may read).
+func (s *Service) KeyNames(ctx context.Context, p *access.Principal, ids []string) (map[string]*core.Key, error) {
+	out := map[string]*core.Key{}
+	if p.Org == nil || len(ids) == 0 {
+		return out, nil
+	}
+	keys, err := s.d.Keys.ListKeysPage(ctx, &core.KeyQuery{OrgID: p.Org.ID, IDs: ids, Limit: len(ids)})
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		out[k.ID] = k
+	}
+	return out, nil
+}
+
 // Keys lists the API keys of p's organisation that p may revoke: every key
 // for a role granted keys.revoke on any key (owners), only their own for a
 // role granted it on their own (members), oldest first, revoked ones

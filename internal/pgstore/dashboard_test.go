@@ -355,3 +355,54 @@ func TestTouchKeysAndKeyLimits(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, page)
 }
+
+// The keys page's reads: a page at a time, newest first, by a cursor;
+// one person's keys; named keys.
+func TestListKeysPage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _, org := newDashboardStore(t)
+	var made []string
+	for i := range 7 {
+		person := "person_ann"
+		if i%2 == 1 {
+			person = "person_bob"
+		}
+		k, err := s.CreateKey(ctx, &core.CreateKeyParams{OrgID: org.ID, Hash: core.HashKey(fmt.Sprintf("ccl_live_%032d", i)),
+			Hint: "ccl_live_0", Name: fmt.Sprintf("k%d", i), Scopes: []string{core.ScopeDeliberate}, PersonID: person})
+		require.NoError(t, err)
+		made = append(made, k.ID)
+	}
+	var got []string
+	q := &core.KeyQuery{OrgID: org.ID, Limit: 3}
+	for {
+		page, err := s.ListKeysPage(ctx, q)
+		require.NoError(t, err)
+		for _, k := range page {
+			got = append(got, k.ID)
+		}
+		if len(page) < 3 {
+			break
+		}
+		last := page[len(page)-1]
+		q.After = &core.KeyCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+	}
+	var want []string
+	for i := len(made) - 1; i >= 0; i-- {
+		want = append(want, made[i])
+	}
+	require.Equal(t, want, got, "every key once, newest first")
+
+	bobs, err := s.ListKeysPage(ctx, &core.KeyQuery{OrgID: org.ID, PersonID: "person_bob"})
+	require.NoError(t, err)
+	require.Len(t, bobs, 3)
+	named, err := s.ListKeysPage(ctx, &core.KeyQuery{OrgID: org.ID, IDs: []string{made[2], "key_other"}})
+	require.NoError(t, err)
+	require.Len(t, named, 1)
+	require.Equal(t, "k2", named[0].Name)
+	other, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Other"})
+	require.NoError(t, err)
+	none, err := s.ListKeysPage(ctx, &core.KeyQuery{OrgID: other.ID, IDs: []string{made[2]}})
+	require.NoError(t, err)
+	require.Empty(t, none, "another organisation's key is not named")
+}
