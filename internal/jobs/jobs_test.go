@@ -55,6 +55,9 @@ func (b *testBundle) newRunner(t *testing.T, cfg Config) *Runner {
 	if cfg.ReapInterval == 0 {
 		cfg.ReapInterval = time.Second
 	}
+	if cfg.SpendInterval == 0 {
+		cfg.SpendInterval = time.Second
+	}
 	cfg.Logger = slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg.testOnly = true
 	r, err := New(b.pool, cfg)
@@ -135,6 +138,36 @@ func TestRiverRunsTrialExpiry(t *testing.T) {
 	require.Zero(t, sum)
 	require.Equal(t, core.TrialCredit, b.balance(t, fresh).TrialRemaining)
 	require.Contains(t, b.logs.String(), "trial credit expired")
+}
+
+// River runs the spend job: a call's charge reaches the daily sums the
+// dashboard reads, once.
+func TestRiverRunsTheSpendJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	org := b.org(t, "Spender", 0)
+	h, err := b.store.PlaceHold(b.ctx, &core.PlaceHoldParams{OrgID: org, RequestID: "req_spend", Amount: 5000})
+	require.NoError(t, err)
+	rounds := 1
+	_, err = b.store.SettleCall(b.ctx, &core.SettleCallParams{HoldID: h.ID, OrgID: org, Billed: 4200, Receipt: &core.Receipt{
+		RequestID: "req_spend", Mode: "conclave-standard", ModeKey: "k", ModeConfigHash: "h", Status: "succeeded",
+		Billed: 4200, TokenCharge: 4200, Rounds: &rounds, SeatCount: 1, Payer: org, KeyID: "key_x", PayerKind: core.PrincipalAPIKey}})
+	require.NoError(t, err)
+	b.runner(t, Config{SpendGrace: time.Second})
+	sums := func() []*core.DaySpend {
+		rows, err := b.store.DailySpend(b.ctx, &core.SpendQuery{OrgID: org, From: time.Now().AddDate(0, 0, -1), To: time.Now().AddDate(0, 0, 1)})
+		require.NoError(t, err)
+		return rows
+	}
+	require.Eventually(t, func() bool { return len(sums()) == 1 }, 20*time.Second, 50*time.Millisecond, "the spend job ran")
+	require.Eventually(t, func() bool { return b.completed(t, SpendArgs{}.Kind()) > 1 }, 20*time.Second, 50*time.Millisecond,
+		"and ran again")
+	got := sums()
+	require.Len(t, got, 1)
+	require.Equal(t, core.Micros(4200), got[0].Billed, "counted once")
+	require.Equal(t, int64(1), got[0].Charges)
+	require.Equal(t, "key_x", got[0].KeyID)
+	require.Equal(t, "conclave-standard", got[0].Mode)
 }
 
 // A configured short trial period: the job expires a trial that young.
