@@ -526,6 +526,9 @@ func callLabel(c core.ReceiptCall, seat bool) string {
 		}
 		return fmt.Sprintf("Round %d · %s", round, role)
 	}
+	if role == "" {
+		role = "call"
+	}
 	name := strings.ToUpper(role[:1]) + role[1:]
 	if role == "classifier" {
 		return name
