@@ -1,0 +1,309 @@
+// Package oauth will serve the authorization server connected apps sign
+// people in with (see ../shared/design/OAUTH.md). It holds, so far, the
+// fetcher of Client ID Metadata Documents: a client whose client_id is an
+// https URL is described by the JSON document at that URL.
+package oauth
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	coreoauth "github.com/conclavehq/conclave/core/oauth"
+)
+
+// ErrClientDocument is a client_id whose metadata document cannot be used:
+// the authorization server answers invalid_client, with the reason.
+var ErrClientDocument = errors.New("client metadata document refused")
+
+// FetcherConfig configures a Fetcher. Zero fields take their defaults.
+type FetcherConfig struct {
+	// MaxBytes caps a document. Defaults to 64 KiB (a 5 KiB cap broke
+	// claude.ai's).
+	MaxBytes int64
+	// Timeout bounds one fetch, connection included. Defaults to 5s.
+	Timeout time.Duration
+	// DefaultCache is how long a document is kept when its answer says
+	// nothing; MinCache and MaxCache bound what max-age asks. Default 5m,
+	// 1m and 24h.
+	DefaultCache, MinCache, MaxCache time.Duration
+	// LookupIP resolves a host name. Defaults to the system resolver.
+	LookupIP func(ctx context.Context, host string) ([]netip.Addr, error)
+	// Dial connects to an address already checked to be public. Defaults
+	// to a net.Dialer.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// RootCAs verifies documents' servers; nil is the system's pool.
+	RootCAs *x509.CertPool
+	// Now defaults to time.Now.
+	Now func() time.Time
+}
+
+// Fetcher fetches and caches Client ID Metadata Documents, and never
+// connects to an address that is not public: each host is resolved by the
+// fetcher itself, every address checked, and only then one dialled, so a
+// name cannot be rebound to a private address between the check and the
+// connection. Redirects are not followed. Safe for concurrent use.
+type Fetcher struct {
+	cfg    FetcherConfig
+	client *http.Client
+
+	mu    sync.Mutex
+	cache map[string]cached
+}
+
+type cached struct {
+	client *coreoauth.Client
+	until  time.Time
+}
+
+// maxCached bounds the cache; when full it is emptied of expired entries,
+// then whole.
+const maxCached = 10_000
+
+// NewFetcher returns a Fetcher.
+func NewFetcher(cfg FetcherConfig) *Fetcher {
+	set := func(d *time.Duration, def time.Duration) {
+		if *d <= 0 {
+			*d = def
+		}
+	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = 64 << 10
+	}
+	set(&cfg.Timeout, 5*time.Second)
+	set(&cfg.DefaultCache, 5*time.Minute)
+	set(&cfg.MinCache, time.Minute)
+	set(&cfg.MaxCache, 24*time.Hour)
+	if cfg.LookupIP == nil {
+		cfg.LookupIP = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}
+	}
+	if cfg.Dial == nil {
+		d := &net.Dialer{}
+		cfg.Dial = d.DialContext
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	f := &Fetcher{cfg: cfg, cache: map[string]cached{}}
+	tr := &http.Transport{
+		DialContext:           f.dialPublic,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          16,
+		IdleConnTimeout:       30 * time.Second,
+		TLSHandshakeTimeout:   cfg.Timeout,
+		ResponseHeaderTimeout: cfg.Timeout,
+		Proxy:                 nil, // a proxy would resolve names the check never saw
+	}
+	if cfg.RootCAs != nil {
+		tr.TLSClientConfig = &tls.Config{RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12}
+	}
+	f.client = &http.Client{
+		Transport:     tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return f
+}
+
+// dialPublic resolves addr's host, refuses it unless every address it has
+// is public, and dials the first.
+func (f *Fetcher) dialPublic(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	var ips []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ips = []netip.Addr{ip}
+	} else if ips, err = f.cfg.LookupIP(ctx, host); err != nil {
+		return nil, fmt.Errorf("%w: %s could not be resolved", ErrClientDocument, host)
+	}
+	if len(ips) == 0 {
+		return nil, fmt.Errorf("%w: %s has no address", ErrClientDocument, host)
+	}
+	for _, ip := range ips {
+		if !Public(ip) {
+			return nil, fmt.Errorf("%w: %s resolves to %s, which is not a public address", ErrClientDocument, host, ip)
+		}
+	}
+	return f.cfg.Dial(ctx, network, net.JoinHostPort(ips[0].Unmap().String(), port))
+}
+
+// nonPublic are the ranges no document is fetched from beside those
+// netip.Addr's own predicates name (RFC 6890's special-purpose registry).
+var nonPublic = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),       // this network
+	netip.MustParsePrefix("100.64.0.0/10"),   // shared address space (CGNAT)
+	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
+	netip.MustParsePrefix("192.0.2.0/24"),    // documentation
+	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
+	netip.MustParsePrefix("198.51.100.0/24"), // documentation
+	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, broadcast
+	netip.MustParsePrefix("64:ff9b::/96"),    // NAT64: may reach any IPv4 address
+	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64
+	netip.MustParsePrefix("2001:db8::/32"),   // documentation
+	netip.MustParsePrefix("100::/64"),        // discard
+}
+
+// Public reports whether ip is a public unicast address a document may be
+// fetched from: not loopback, private, link-local, multicast, unspecified
+// or any other special-purpose range.
+func Public(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	if !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
+		return false
+	}
+	for _, p := range nonPublic {
+		if p.Contains(ip) {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckClientID refuses a client_id that cannot name a metadata document:
+// it must be an https URL with a host and a path, without a user, a
+// fragment or dot segments.
+func CheckClientID(id string) error {
+	u, err := url.Parse(id)
+	switch {
+	case err != nil || len(id) > 2000:
+		return fmt.Errorf("%w: the client_id is not a URL", ErrClientDocument)
+	case u.Scheme != "https" || u.Host == "" || u.Opaque != "":
+		return fmt.Errorf("%w: the client_id must be an https URL", ErrClientDocument)
+	case u.User != nil || u.Fragment != "" || strings.Contains(id, "#"):
+		return fmt.Errorf("%w: the client_id may carry neither a user nor a fragment", ErrClientDocument)
+	case u.Path == "" || u.Path == "/":
+		return fmt.Errorf("%w: the client_id must have a path", ErrClientDocument)
+	}
+	for _, seg := range strings.Split(u.Path, "/") {
+		if seg == "." || seg == ".." {
+			return fmt.Errorf("%w: the client_id may not hold dot segments", ErrClientDocument)
+		}
+	}
+	return nil
+}
+
+// Client returns the client that clientID's metadata document describes,
+// from the cache while its answer allows, fetching it otherwise. A
+// document is refused when it cannot be fetched within the timeout from a
+// public address without a redirect, is larger than the cap, is not JSON,
+// names another client_id, or does not pass coreoauth.CheckMetadata.
+func (f *Fetcher) Client(ctx context.Context, clientID string) (*coreoauth.Client, error) {
+	if err := CheckClientID(clientID); err != nil {
+		return nil, err
+	}
+	now := f.cfg.Now()
+	f.mu.Lock()
+	e, ok := f.cache[clientID]
+	f.mu.Unlock()
+	if ok && now.Before(e.until) {
+		return e.client, nil
+	}
+	c, keep, err := f.fetch(ctx, clientID)
+	if err != nil {
+		return nil, err
+	}
+	if keep > 0 {
+		f.mu.Lock()
+		if len(f.cache) >= maxCached {
+			for k, old := range f.cache {
+				if !now.Before(old.until) {
+					delete(f.cache, k)
+				}
+			}
+			if len(f.cache) >= maxCached {
+				clear(f.cache)
+			}
+		}
+		f.cache[clientID] = cached{client: c, until: now.Add(keep)}
+		f.mu.Unlock()
+	}
+	return c, nil
+}
+
+// fetch fetches and checks one document, and says how long it may be
+// kept.
+func (f *Fetcher) fetch(ctx context.Context, clientID string) (*coreoauth.Client, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, clientID, nil)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: %v", ErrClientDocument, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	res, err := f.client.Do(req)
+	if err != nil {
+		if errors.Is(err, ErrClientDocument) {
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				return nil, 0, ue.Err
+			}
+			return nil, 0, err
+		}
+		return nil, 0, fmt.Errorf("%w: it could not be fetched within %s", ErrClientDocument, f.cfg.Timeout)
+	}
+	defer res.Body.Close()
+	switch {
+	case res.StatusCode >= 300 && res.StatusCode < 400:
+		return nil, 0, fmt.Errorf("%w: it answered a redirect (%d), which is not followed", ErrClientDocument, res.StatusCode)
+	case res.StatusCode != http.StatusOK:
+		return nil, 0, fmt.Errorf("%w: it answered %d", ErrClientDocument, res.StatusCode)
+	}
+	body, err := io.ReadAll(io.LimitReader(res.Body, f.cfg.MaxBytes+1))
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: it could not be read within %s", ErrClientDocument, f.cfg.Timeout)
+	}
+	if int64(len(body)) > f.cfg.MaxBytes {
+		return nil, 0, fmt.Errorf("%w: it is larger than %d bytes", ErrClientDocument, f.cfg.MaxBytes)
+	}
+	var m coreoauth.ClientMetadata
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, 0, fmt.Errorf("%w: it is not a JSON object of client metadata", ErrClientDocument)
+	}
+	if m.ClientID != clientID {
+		return nil, 0, fmt.Errorf("%w: its client_id %q is not the URL it was fetched from", ErrClientDocument, m.ClientID)
+	}
+	c, err := coreoauth.CheckMetadata(&m)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: %v", ErrClientDocument, err)
+	}
+	return c, f.keepFor(res.Header.Get("Cache-Control")), nil
+}
+
+// keepFor is how long a document may be cached by its Cache-Control
+// header: none for no-store, no-cache or max-age=0, else its max-age within the
+// configured bounds, else the default.
+func (f *Fetcher) keepFor(cc string) time.Duration {
+	keep := f.cfg.DefaultCache
+	for _, part := range strings.Split(cc, ",") {
+		part = strings.ToLower(strings.TrimSpace(part))
+		switch {
+		case part == "no-store" || part == "no-cache":
+			return 0
+		case strings.HasPrefix(part, "max-age="):
+			n, err := strconv.Atoi(strings.TrimPrefix(part, "max-age="))
+			if err == nil && n == 0 {
+				return 0
+			}
+			if err == nil && n > 0 {
+				keep = time.Duration(n) * time.Second
+			}
+		}
+	}
+	return min(max(keep, f.cfg.MinCache), f.cfg.MaxCache)
+}
