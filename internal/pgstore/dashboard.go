@@ -70,8 +70,9 @@ func (w *where) add(cond string, args ...any) {
 
 func (w *where) String() string { return strings.Join(w.conds, " AND ") }
 
-// ListReceipts implements core.Dashboard.
-func (s *Store) ListReceipts(ctx context.Context, q *core.ReceiptQuery) ([]*core.ReceiptRow, error) {
+// receiptsQuery is the receipts list's query for q and its arguments
+// (customPlan first).
+func receiptsQuery(q *core.ReceiptQuery) (string, []any) {
 	w := &where{}
 	w.add("org_id = ?", q.OrgID)
 	if q.PersonID != "" {
@@ -113,11 +114,17 @@ func (s *Store) ListReceipts(ctx context.Context, q *core.ReceiptQuery) ([]*core
 	               coalesce(finish_reason, ''), substituted, latency_ms, created_at
 	          FROM receipts WHERE ` + w.String() + `
 	         ORDER BY created_at DESC, request_id DESC LIMIT ` + strconv.Itoa(pageSize(q.Limit))
+	return sql, w.args
+}
+
+// ListReceipts implements core.Dashboard.
+func (s *Store) ListReceipts(ctx context.Context, q *core.ReceiptQuery) ([]*core.ReceiptRow, error) {
+	sql, args := receiptsQuery(q)
 	return collect(ctx, s, sql, func(row pgx.Rows) (*core.ReceiptRow, error) {
 		var r core.ReceiptRow
 		return &r, row.Scan(&r.RequestID, &r.Mode, &r.ModeVersion, &r.Status, &r.Billed, &r.PromptTokens, &r.CompletionTokens,
 			&r.Rounds, &r.Lane, &r.KeyID, &r.PayerKind, &r.PersonID, &r.FinishReason, &r.Substituted, &r.LatencyMS, &r.CreatedAt)
-	}, w.args...)
+	}, args...)
 }
 
 // ListKeysPage implements core.Keys.
@@ -144,8 +151,9 @@ func (s *Store) ListKeysPage(ctx context.Context, q *core.KeyQuery) ([]*core.Key
 	}, w.args...)
 }
 
-// ListJournal implements core.Dashboard.
-func (s *Store) ListJournal(ctx context.Context, q *core.JournalQuery) ([]*core.JournalRow, error) {
+// journalQuery is the journal list's query for q and its arguments
+// (customPlan first).
+func journalQuery(q *core.JournalQuery) (string, []any) {
 	w := &where{}
 	w.add("l.org_id = ?", q.OrgID)
 	w.add("l.account = ?", core.AccountOrgBalance)
@@ -165,10 +173,16 @@ func (s *Store) ListJournal(ctx context.Context, q *core.JournalQuery) ([]*core.
 	          FROM journal_legs l JOIN postings p ON p.id = l.posting_id
 	         WHERE ` + w.String() + `
 	         ORDER BY l.posting_id DESC LIMIT ` + strconv.Itoa(pageSize(q.Limit))
+	return sql, w.args
+}
+
+// ListJournal implements core.Dashboard.
+func (s *Store) ListJournal(ctx context.Context, q *core.JournalQuery) ([]*core.JournalRow, error) {
+	sql, args := journalQuery(q)
 	return collect(ctx, s, sql, func(row pgx.Rows) (*core.JournalRow, error) {
 		var r core.JournalRow
 		return &r, row.Scan(&r.PostingID, &r.Kind, &r.Memo, &r.Amount, &r.CreatedAt)
-	}, w.args...)
+	}, args...)
 }
 
 // ListAudit implements core.Dashboard.

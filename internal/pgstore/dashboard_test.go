@@ -406,3 +406,56 @@ func TestListKeysPage(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, none, "another organisation's key is not named")
 }
+
+// plan is the EXPLAIN of sql with args, as PostgreSQL plans it for those
+// very arguments (as the lists run: an unnamed statement each time).
+func plan(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) string {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), "EXPLAIN "+sql, append([]any{pgx.QueryExecModeExec}, args...)...)
+	require.NoError(t, err)
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return strings.Join(lines, "\n")
+}
+
+// The dashboard's lists read one page by index, for a big organisation
+// and for a small one beside it: never the receipts table whole, never
+// every posting.
+func TestDashboardListsReadByIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, pool, big := newDashboardStore(t)
+	small, _, err := s.CreateOrg(ctx, &core.CreateOrgParams{Name: "Small"})
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO receipts (request_id, org_id, mode_id, mode_key, mode_config_hash, status, billed_micros,
+			token_charge_micros, surcharge_micros, platform_fee_micros, prompt_tokens, completion_tokens, seat_count, payer, created_at, person_id)
+		SELECT 'req_p' || g, $1, 'm', 'k', 'h', 'succeeded', 1, 1, 0, 0, 1, 1, 1, $1, now() - g * interval '1 second', 'person_' || (g % 50)
+		  FROM generate_series(1, 20000) g`, big.ID)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `WITH p AS (INSERT INTO postings (kind, org_id, memo) SELECT 'top_up', $1, 'x' FROM generate_series(1, 20000) RETURNING id)
+		INSERT INTO journal_legs (posting_id, account, org_id, amount_micros)
+		SELECT id, 'org_balance', $1, 1 FROM p UNION ALL SELECT id, 'cash_in', NULL, -1 FROM p`, big.ID)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `ANALYZE receipts; ANALYZE journal_legs; ANALYZE postings`)
+	require.NoError(t, err)
+
+	for _, org := range []string{big.ID, small.ID} {
+		sql, args := pgstore.ReceiptsQuery(&core.ReceiptQuery{OrgID: org, Limit: 51})
+		p := plan(t, pool, sql, args...)
+		require.Contains(t, p, "receipts_org_created_id", p)
+		require.NotContains(t, p, "Seq Scan on receipts", p)
+		sql, args = pgstore.ReceiptsQuery(&core.ReceiptQuery{OrgID: org, PersonID: "person_7", Limit: 51})
+		p = plan(t, pool, sql, args...)
+		require.Contains(t, p, "receipts_org_person_created", p)
+		sql, args = pgstore.JournalQuery(&core.JournalQuery{OrgID: org, Limit: 51})
+		p = plan(t, pool, sql, args...)
+		require.Contains(t, p, "journal_legs_org_account_posting", p)
+		require.NotContains(t, p, "Seq Scan on postings", p)
+		if org == small.ID {
+			// For the big one a merge stops after a page; for the small one
+			// it would read every posting to find three, as a cached
+			// generic plan did.
+			require.NotContains(t, p, "Merge Join", p)
+		}
+	}
+}

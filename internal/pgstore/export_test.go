@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"github.com/conclavehq/conclave/core"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -37,3 +38,15 @@ func LostModeWrites(s *Store) int64 { return s.lostModeWrites.Load() }
 // SetAfterModeRead makes every mode change of s call f after it read the
 // mode and before it writes, so a test can hold two writers at that point.
 func SetAfterModeRead(s *Store, f func()) { s.afterModeRead = f }
+
+// ReceiptsQuery and JournalQuery are the lists' queries and arguments
+// (without the exec mode), for plan tests.
+func ReceiptsQuery(q *core.ReceiptQuery) (string, []any) {
+	sql, args := receiptsQuery(q)
+	return sql, args[1:]
+}
+
+func JournalQuery(q *core.JournalQuery) (string, []any) {
+	sql, args := journalQuery(q)
+	return sql, args[1:]
+}
