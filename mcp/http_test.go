@@ -115,8 +115,8 @@ func TestEndpointHTTPBehaviour(t *testing.T) {
 			case 405:
 				require.Equal(t, "POST", r.header.Get("Allow"))
 			case 401:
-				require.Equal(t, `Bearer resource_metadata="`+tb.base+`/.well-known/oauth-protected-resource/mcp"`,
-					r.header.Get("WWW-Authenticate"))
+				require.Equal(t, `Bearer resource_metadata="`+tb.base+`/.well-known/oauth-protected-resource/mcp", `+
+					`scope="`+strings.Join(core.AllScopes, " ")+`"`, r.header.Get("WWW-Authenticate"))
 				require.Contains(t, res.Error.Message, "OAuth")
 				require.Contains(t, res.Error.Message, "bearer token")
 			}
@@ -242,10 +242,13 @@ func TestProtectedResourceMetadata(t *testing.T) {
 		var doc struct {
 			Resource             string   `json:"resource"`
 			AuthorizationServers []string `json:"authorization_servers"`
+			ScopesSupported      []string `json:"scopes_supported"`
 		}
 		r.json(t, &doc)
 		require.Equal(t, tb.base+"/mcp", doc.Resource)
 		require.Equal(t, []string{issuer}, doc.AuthorizationServers)
+		require.Equal(t, core.AllScopes, doc.ScopesSupported)
+		require.NotContains(t, doc.ScopesSupported, "offline_access", "a refresh token is the authorization server's business")
 		r = tb.post(t, path, "", "{}")
 		require.Equal(t, http.StatusMethodNotAllowed, r.status)
 	}

@@ -175,7 +175,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	h.tools = h.newTools()
 	meta, err := marshal(resourceMetadata{
 		Resource: cfg.BaseURL + Path, AuthorizationServers: cfg.AuthorizationServers,
-		BearerMethodsSupported: []string{"header"}, ResourceName: "Conclave",
+		BearerMethodsSupported: []string{"header"}, ResourceName: "Conclave", ScopesSupported: core.AllScopes,
 	})
 	if err != nil {
 		return nil, err
@@ -207,6 +207,9 @@ type resourceMetadata struct {
 	AuthorizationServers   []string `json:"authorization_servers"`
 	BearerMethodsSupported []string `json:"bearer_methods_supported"`
 	ResourceName           string   `json:"resource_name"`
+	// ScopesSupported are the scopes a token may carry: the keys' scopes
+	// (core.AllScopes). A client asks for them when it signs a person in.
+	ScopesSupported []string `json:"scopes_supported"`
 }
 
 // ServeHTTP routes to the tool endpoint or the protected-resource document.
@@ -244,9 +247,10 @@ func (h *Handler) serveMetadata(w http.ResponseWriter, r *http.Request) {
 }
 
 // challenge is the WWW-Authenticate header of a 401: where the resource's
-// metadata, and from it the authorization server, are found.
+// metadata, and from it the authorization server, are found, and the
+// scopes to ask for (the MCP authorization specification: SHOULD).
 func (h *Handler) challenge() string {
-	return `Bearer resource_metadata="` + h.cfg.BaseURL + MetadataPath + `"`
+	return `Bearer resource_metadata="` + h.cfg.BaseURL + MetadataPath + `", scope="` + strings.Join(core.AllScopes, " ") + `"`
 }
 
 // serveEndpoint answers one POST to the tool endpoint: checks that need no

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/internal/pgtest"
 )
 
@@ -38,7 +40,8 @@ func TestServeMountsTheToolServer(t *testing.T) {
 	}
 	res, body := post("")
 	require.Equal(t, http.StatusUnauthorized, res.StatusCode, body)
-	require.Equal(t, `Bearer resource_metadata="`+public+`/.well-known/oauth-protected-resource/mcp"`, res.Header.Get("WWW-Authenticate"))
+	require.Equal(t, `Bearer resource_metadata="`+public+`/.well-known/oauth-protected-resource/mcp", scope="`+
+		strings.Join(core.AllScopes, " ")+`"`, res.Header.Get("WWW-Authenticate"))
 	res, body = post(key)
 	require.Equal(t, http.StatusOK, res.StatusCode, body)
 	require.Contains(t, body, `"protocolVersion":"2025-06-18"`)
