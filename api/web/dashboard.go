@@ -862,10 +862,6 @@ func (h *handler) byokView(w http.ResponseWriter, r *http.Request, status int, v
 		h.failed(w, r, err)
 		return
 	}
-	if !d.Manage && r.Method == http.MethodGet && status == http.StatusOK {
-		// Members see only whether each provider is set.
-		v.Notice = ""
-	}
 	v.Nav, v.Data = "byok", d
 	h.render(w, r, status, "byok", v)
 }

@@ -75,6 +75,17 @@ func TestDashboardPagesAnswerBadInput(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, keys[0].RPM, after[0].RPM)
 
+	// A memo a spreadsheet would run as a formula is exported as text in
+	// the CSV, and as it is in the JSON.
+	_, err = b.store.AddFunds(context.Background(), &core.AddFundsParams{OrgID: b.org.ID, Amount: core.MicrosPerUSD, Memo: `=HYPERLINK("https://evil.example")`})
+	require.NoError(t, err)
+	res, body = get(t, b, "/money/export.csv", c)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Contains(t, body, `"'=HYPERLINK(""https://evil.example"")"`)
+	res, body = get(t, b, "/money/export.json", c)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Contains(t, body, `"memo":"=HYPERLINK(\"https://evil.example\")"`)
+
 	// The journal's pages: the second starts below the first's last row.
 	res, body = get(t, b, "/money", c)
 	require.Equal(t, http.StatusOK, res.StatusCode)

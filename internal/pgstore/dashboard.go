@@ -68,6 +68,16 @@ func (w *where) add(cond string, args ...any) {
 	w.conds = append(w.conds, cond)
 }
 
+// between keeps col in [from, to); a zero end does not bound.
+func (w *where) between(col string, from, to time.Time) {
+	if !from.IsZero() {
+		w.add(col+" >= ?", from)
+	}
+	if !to.IsZero() {
+		w.add(col+" < ?", to)
+	}
+}
+
 func (w *where) String() string { return strings.Join(w.conds, " AND ") }
 
 // receiptsQuery is the receipts list's query for q and its arguments
@@ -78,12 +88,7 @@ func receiptsQuery(q *core.ReceiptQuery) (string, []any) {
 	if q.PersonID != "" {
 		w.add("person_id = ?", q.PersonID)
 	}
-	if !q.From.IsZero() {
-		w.add("created_at >= ?", q.From)
-	}
-	if !q.To.IsZero() {
-		w.add("created_at < ?", q.To)
-	}
+	w.between("created_at", q.From, q.To)
 	if q.Mode != "" {
 		w.add("mode_id = ?", q.Mode)
 	}
@@ -163,12 +168,7 @@ func journalQuery(q *core.JournalQuery) (string, []any) {
 	if q.Kind != "" {
 		w.add("p.kind = ?", q.Kind)
 	}
-	if !q.From.IsZero() {
-		w.add("p.created_at >= ?", q.From)
-	}
-	if !q.To.IsZero() {
-		w.add("p.created_at < ?", q.To)
-	}
+	w.between("p.created_at", q.From, q.To)
 	sql := `SELECT l.posting_id, p.kind, p.memo, l.amount_micros, p.created_at
 	          FROM journal_legs l JOIN postings p ON p.id = l.posting_id
 	         WHERE ` + w.String() + `
@@ -195,12 +195,7 @@ func (s *Store) ListAudit(ctx context.Context, q *core.AuditFilter) ([]*core.Aud
 	if q.ActorID != "" {
 		w.add("actor_id = ?", q.ActorID)
 	}
-	if !q.From.IsZero() {
-		w.add("at >= ?", q.From)
-	}
-	if !q.To.IsZero() {
-		w.add("at < ?", q.To)
-	}
+	w.between("at", q.From, q.To)
 	if q.After != nil {
 		w.add("(at, id) < (?, ?)", q.After.At, q.After.ID)
 	}
