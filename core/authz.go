@@ -70,6 +70,10 @@ const (
 	ActionUsageRead = "usage.read"
 	// ActionOrgSettings changes the organisation's settings.
 	ActionOrgSettings = "org.settings"
+	// ActionAppsRead lists the organisation's connected apps ("own": the
+	// person's own grants); ActionAppsRevoke revokes one.
+	ActionAppsRead   = "apps.read"
+	ActionAppsRevoke = "apps.revoke"
 )
 
 // AuthzInput is the typed input of a policy decision. Its JSON form is what

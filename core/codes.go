@@ -98,6 +98,10 @@ const (
 	// CodeBatchTooLarge answers a call to a self-answered tool past the
 	// limit of such calls in one batch; the call did not run.
 	CodeBatchTooLarge Code = "batch_too_large"
+	// CodeOAuthUnavailable answers a connected app's request when its token
+	// could not be checked (the signing keys or the grant unreadable): the
+	// request is refused, never let through.
+	CodeOAuthUnavailable Code = "oauth_unavailable"
 	// CodeLastOwner refuses demoting or removing an organisation's last
 	// owner: an organisation always keeps one. (The spec's
 	// org_owner_missing is another thing: a new mode in an organisation

@@ -111,6 +111,7 @@ var codeTable = map[Code]CodeInfo{
 	CodeModeNotFound:      {404, TypeInvalidRequest, RetryNo},
 	CodeInvalidRequest:    {400, TypeInvalidRequest, RetryNo},
 	CodeBatchTooLarge:     {413, TypeInvalidRequest, RetryNo},
+	CodeOAuthUnavailable:  {503, TypeAPI, RetryYes},
 
 	// Mode authoring (docs/modes.md).
 	CodeModeInvalid:               {422, TypeInvalidRequest, RetryNo},
@@ -277,6 +278,7 @@ var clientAdvice = map[Code]string{
 	CodeModeNotFound:      "Check the mode id; only modes your organisation can see are found.",
 	CodeInvalidRequest:    "Fix the request as `error.message` says.",
 	CodeBatchTooLarge:     "Send at most 8 calls to self-answered tools in one JSON-RPC batch; resend the refused ids in another batch.",
+	CodeOAuthUnavailable:  "Retry with back-off: sign-in could not be checked, and nothing was run.",
 
 	CodeModeInvalid:                 "Fix every entry of `conclave.refusals` (each names its code and the spec path) and send the spec again; nothing was saved.",
 	CodeTickerTaken:                 "Pick another ticker; the refusal's `suggested_ticker` is free.",

@@ -232,6 +232,8 @@ const (
 	AuditCertifyCancelled = "certify.cancelled"
 	AuditSessionsEnded    = "session.ended_by_owner"
 	AuditOrgSettings      = "org.settings_changed"
+	AuditAppGranted       = "app.granted"
+	AuditAppRevoked       = "app.revoked"
 )
 
 // AuditActions lists every audit action, in the order above: the audit
@@ -241,6 +243,7 @@ var AuditActions = []string{
 	AuditPersonRemoved, AuditSetupLinkCreated, AuditPasskeyAdded, AuditPasskeyRemoved, AuditPasswordSet,
 	AuditBYOKSet, AuditBYOKRemoved, AuditModeDrafted, AuditModeReleased, AuditModeListing, AuditTestLaunched,
 	AuditTestCancelled, AuditCertifyLaunched, AuditCertifyCancelled, AuditSessionsEnded, AuditOrgSettings,
+	AuditAppGranted, AuditAppRevoked,
 }
 
 // AuditEntry is one row of an organisation's append-only audit trail. It

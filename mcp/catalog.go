@@ -50,7 +50,8 @@ func (h *Handler) newTools() *toolSet {
 					"choices": {"type": "array"}, "usage": {"type": "object"}, "panel": {"type": "object"}}}`),
 				Annotations: annotations{ReadOnlyHint: false, DestructiveHint: false, IdempotentHint: true, OpenWorldHint: true},
 			},
-			run: h.deliberate,
+			action: core.ActionChatCreate,
+			run:    h.deliberate,
 		})
 	}
 	tools = append(tools,
@@ -69,7 +70,8 @@ func (h *Handler) newTools() *toolSet {
 					"deliberation_value": {"type": "object"}}}`),
 				Annotations: annotations{ReadOnlyHint: true, DestructiveHint: false, IdempotentHint: true, OpenWorldHint: true},
 			},
-			run: h.estimate,
+			action: core.ActionEstimate,
+			run:    h.estimate,
 		},
 		&tool{
 			desc: toolDesc{
@@ -82,7 +84,8 @@ func (h *Handler) newTools() *toolSet {
 					"object": {"type": "string"}, "data": {"type": "array", "items": {"type": "object", "required": ["id"]}}}}`),
 				Annotations: annotations{ReadOnlyHint: true, DestructiveHint: false, IdempotentHint: true, OpenWorldHint: false},
 			},
-			run: h.listModes,
+			action: core.ActionModelsRead,
+			run:    h.listModes,
 		},
 		&tool{
 			desc: toolDesc{
@@ -97,7 +100,8 @@ func (h *Handler) newTools() *toolSet {
 					"ok": {"type": "boolean"}, "receipt_available": {"type": "boolean"}, "receipt": {"type": "object"}}}`),
 				Annotations: annotations{ReadOnlyHint: true, DestructiveHint: false, IdempotentHint: true, OpenWorldHint: false},
 			},
-			run: h.getReceipt,
+			action: core.ActionReceiptsRead,
+			run:    h.getReceipt,
 		},
 	)
 	if h.runs != nil {
@@ -192,6 +196,7 @@ func (h *Handler) authoringTools() []*tool {
 			},
 			selfAnswered: true,
 			required:     []string{"spec"},
+			action:       core.ActionModesValidate,
 			run:          h.validateMode,
 		},
 		{
@@ -222,6 +227,7 @@ func (h *Handler) authoringTools() []*tool {
 			},
 			selfAnswered: true,
 			requiredAny:  [][]string{{"spec", "mode_id"}},
+			action:       core.ActionModesWrite,
 			run:          h.saveMode,
 		},
 		{
@@ -247,6 +253,7 @@ func (h *Handler) authoringTools() []*tool {
 			selfAnswered: true,
 			requiredAny:  [][]string{{"mode_id", "mode"}},
 			aliases:      map[string]string{"mode": "mode_id"},
+			action:       core.ActionModesList,
 			run:          h.listMode,
 		},
 	}
@@ -348,8 +355,9 @@ func (h *Handler) runTools() []*tool {
 				OutputSchema: schema(runOutSchema),
 				Annotations:  annotations{ReadOnlyHint: false, DestructiveHint: false, IdempotentHint: false, OpenWorldHint: false},
 			},
-			check: pollOrLaunch("run_test", "launch a test run"),
-			run:   h.runTest,
+			check:  pollOrLaunch("run_test", "launch a test run"),
+			action: core.ActionTestsCreate,
+			run:    h.runTest,
 		},
 		{
 			desc: toolDesc{
@@ -370,8 +378,9 @@ func (h *Handler) runTools() []*tool {
 				OutputSchema: schema(runOutSchema),
 				Annotations:  annotations{ReadOnlyHint: false, DestructiveHint: false, IdempotentHint: false, OpenWorldHint: false},
 			},
-			check: pollOrLaunch("certify_mode", "launch a certification"),
-			run:   h.certifyMode,
+			check:  pollOrLaunch("certify_mode", "launch a certification"),
+			action: core.ActionCertifyCreate,
+			run:    h.certifyMode,
 		},
 	}
 }

@@ -269,7 +269,7 @@ func (h *Handler) serveEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	secret, sent := carrier.Bearer(r)
-	p, err := h.access.Authenticate(r.Context(), secret)
+	p, err := h.access.AuthenticateBearer(r.Context(), secret)
 	if err != nil {
 		e := core.AsError(err)
 		if core.InfoFor(e.Code).Status == http.StatusUnauthorized {
@@ -330,11 +330,38 @@ func (h *Handler) serveOne(w http.ResponseWriter, r *http.Request, p *access.Pri
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
+	if h.refuseScope(w, r, p, m) {
+		return
+	}
 	if h.streams(r, m) {
 		h.serveStream(w, r, p, m)
 		return
 	}
 	writeJSON(w, http.StatusOK, h.dispatch(r.Context(), p, m, nil))
+}
+
+// refuseScope answers HTTP 403 with an insufficient_scope challenge, and
+// reports true, when m is a connected app's tool call that its token was
+// granted no scope for: the client can ask its person for the scope. (In
+// a batch, such a call gets the tool error instead, as a key's does.)
+func (h *Handler) refuseScope(w http.ResponseWriter, r *http.Request, p *access.Principal, m *message) bool {
+	if p.Kind != core.PrincipalOAuthApp || m.Method == nil || *m.Method != "tools/call" {
+		return false
+	}
+	t, _, bad := h.tools.parseCall(m)
+	if bad != nil || t.action == "" {
+		return false
+	}
+	lacks, err := h.access.LacksScope(r.Context(), p, t.action)
+	if err != nil || !lacks {
+		return false // a failed check is answered by the call itself
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+strings.Join(core.AllScopes, " ")+
+		`", resource_metadata="`+h.cfg.BaseURL+MetadataPath+`"`)
+	e := core.Errorf(core.CodeInsufficientScope, "Forbidden: the app was not granted the scope %s needs. Sign in again and grant it.", t.desc.Name)
+	writeJSON(w, http.StatusForbidden, errorOf(m.ID, codeServerError, e.Message,
+		refusalData{HTTPStatus: http.StatusForbidden, Code: string(e.Code)}))
+	return true
 }
 
 // notify handles a notification: the tool server is stateless, so there is
@@ -365,9 +392,27 @@ func (h *Handler) dispatch(ctx context.Context, p *access.Principal, m *message,
 	case "tools/list":
 		return resultOf(m.ID, toolList{Tools: h.tools.list})
 	case "tools/call":
+		if p.Refusal != nil {
+			return h.refuseCall(ctx, m, p.Refusal)
+		}
 		return h.tools.call(ctx, p, m, progress)
 	}
 	return errorOf(m.ID, codeMethodNotFound, fmt.Sprintf("Method not found: %s.", *m.Method), nil)
+}
+
+// refuseCall answers a tool call of a principal that may do nothing (a
+// connected app whose grant no longer stands) with the refusal, in the
+// tool's error shape.
+func (h *Handler) refuseCall(ctx context.Context, m *message, refusal *core.Error) *response {
+	t, _, bad := h.tools.parseCall(m)
+	if bad != nil {
+		return bad
+	}
+	id := core.NewID("req")
+	if t.selfAnswered {
+		return resultOf(m.ID, h.selfFailure(ctx, refusal, id))
+	}
+	return resultOf(m.ID, h.forwardFailure(ctx, refusal, id))
 }
 
 // logFailure logs the cause of a 5xx refusal, with the tool call's

@@ -48,6 +48,11 @@ type tool struct {
 	// both with the same value, and the tool reads only the second.
 	aliases map[string]string
 	run     func(ctx context.Context, p *access.Principal, c *toolCall) *toolResult
+	// action is the policy action whose scope a call needs (a run tool's
+	// launch and poll need the same scope); "" when it needs none. A
+	// connected app granted no scope for it is refused with HTTP 403
+	// before the call runs.
+	action string
 	// args are the arguments the input schema declares; newToolSet reads
 	// them from it.
 	args map[string]argSchema

@@ -74,6 +74,8 @@ role_grants := {
 	"byok.write": {"owner": "any"},
 	"audit.read": {"owner": "any"},
 	"org.settings": {"owner": "any"},
+	"apps.read": {"owner": "any", "member": "own"},
+	"apps.revoke": {"owner": "any", "member": "own"},
 }
 
 # tier_rank orders the tiers, lowest first. A tier missing from it is refused.

@@ -597,6 +597,8 @@ defaults := {
 	"byok.write": {"owner": "any"},
 	"audit.read": {"owner": "any"},
 	"org.settings": {"owner": "any"},
+	"apps.read": {"owner": "any", "member": "own"},
+	"apps.revoke": {"owner": "any", "member": "own"},
 }
 
 roles := ["owner", "member"]

@@ -33,6 +33,17 @@ type Principal struct {
 	// Address is the client address of the request (server.trusted_proxies
 	// decides which); the audit trail records it.
 	Address string
+	// Scopes, GrantID and ClientID are a connected app's (kind
+	// core.PrincipalOAuthApp): the scopes its person granted it, the grant
+	// and the app. Empty otherwise.
+	Scopes   []string
+	GrantID  string
+	ClientID string
+	// Refusal, when set, is why the principal may do nothing: a connected
+	// app whose token verified but whose grant no longer stands. Only
+	// AuthenticateBearer returns such a principal; every call it makes
+	// answers Refusal.
+	Refusal *core.Error
 }
 
 // PrincipalKind is p's kind as the policy sees it.
@@ -85,6 +96,10 @@ func (p *Principal) PolicyInput(action string) *core.AuthzInput {
 		}
 	default:
 		in.Principal = core.PrincipalForPerson(p.Kind)
+		if p.Kind == core.PrincipalOAuthApp {
+			// An app may do what its person may, within the scopes granted.
+			in.Principal.Scopes = append([]string{}, p.Scopes...)
+		}
 		in.Person = &core.AuthzPerson{ID: p.Person.ID, Role: p.Role}
 	}
 	return in
@@ -159,6 +174,10 @@ type Service struct {
 
 	// used is when each key last authenticated, flushed by KeepLastUsed.
 	used lastUsed
+
+	// tokens and grants, when set (UseTokens), authenticate connected apps.
+	tokens TokenVerifier
+	grants *grantCache
 }
 
 // New returns a Service reading keys from keys, deciding with authz and
@@ -176,7 +195,7 @@ func New(cfg Config, keys KeyLookup, authz core.Authorizer, meter Meter) (*Servi
 }
 
 // Authenticate resolves a bearer secret ("" when the caller sent none) to
-// its principal: invalid_api_key for a missing, malformed or unknown key,
+// its principal, an API key: invalid_api_key for a missing, malformed or unknown key,
 // revoked_api_key for a revoked or expired one, org_suspended, and
 // service_unavailable when the key could not be checked (fail closed).
 func (s *Service) Authenticate(ctx context.Context, secret string) (*Principal, error) {

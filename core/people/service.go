@@ -23,6 +23,7 @@ import (
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/oauth"
 )
 
 // Config configures a Service. Every duration and count has a default.
@@ -87,6 +88,10 @@ type Deps struct {
 	Maker       CredentialMaker
 	// Access asks the policy. Required.
 	Access *access.Service
+	// Grants holds connected apps' grants. Optional: without it the apps
+	// methods answer service_unavailable (the embedded authorization
+	// server is off).
+	Grants oauth.GrantStore
 }
 
 // SignedIn is the result of a sign-in: the cookie's secret (set it, never

@@ -43,6 +43,8 @@ type receiptJSON struct {
 	Rounds                *int               `json:"rounds"`
 	SeatCount             int                `json:"seat_count"`
 	Payer                 string             `json:"payer"`
+	PayerKind             *string            `json:"payer_kind"`
+	PersonID              *string            `json:"person_id"`
 	Lane                  *string            `json:"lane"`
 	DifficultyScore       *float64           `json:"difficulty_score"`
 	TaskType              *string            `json:"task_type"`
@@ -125,7 +127,7 @@ func receiptView(rc *core.Receipt, transcript bool) *receiptJSON {
 		BilledUSD: core.Dollars(rc.Billed), TokenChargeUSD: core.Dollars(rc.TokenCharge),
 		PlatformFeeUSD: core.Dollars(rc.PlatformFee), QSurchargeUSD: core.Dollars(rc.Surcharge),
 		PromptTokens: rc.PromptTokens, CompletionTokens: rc.CompletionTokens, Rounds: rc.Rounds, SeatCount: rc.SeatCount,
-		Payer: rc.Payer, Lane: nullable(string(rc.Lane)), DifficultyScore: rc.DifficultyScore, TaskType: nullable(rc.TaskType),
+		Payer: rc.Payer, PayerKind: nullable(rc.PayerKind), PersonID: nullable(rc.PersonID), Lane: nullable(string(rc.Lane)), DifficultyScore: rc.DifficultyScore, TaskType: nullable(rc.TaskType),
 		HallucinationRisk: nullable(rc.HallucinationRisk), MinorityInsightLikely: rc.MinorityInsightLikely,
 		Seats: []seatJSON{}, Staff: []staffJSON{}, SeatsUnavailable: nonNilUnavailable(rc.SeatsUnavailable),
 		StaffUnavailable: nonNilUnavailable(rc.StaffUnavailable), LatencyMS: rc.LatencyMS,
