@@ -15,16 +15,17 @@ import (
 // refuse the request (fail closed).
 type Admission interface {
 	// Admit runs every check of a call in one trip to the store: the rate,
-	// a slot, the idempotency claim and the hold, in that order; a check
+	// a slot (the person's, then the organisation's), the idempotency claim
+	// and the hold, in that order; a check
 	// that refuses leaves the call holding nothing (the rate is spent). An
 	// error means the store could not be asked.
 	Admit(ctx context.Context, p *AdmitParams) (*AdmitResult, error)
-	// RenewLeases moves the leases of live calls (their hold's expiry, slot
-	// and in-flight claim) to now+lease, so only a call whose process died
+	// RenewLeases moves the leases of live calls (their hold's expiry,
+	// slots and in-flight claim) to now+lease, so only a call whose process died
 	// lets them lapse.
 	RenewLeases(ctx context.Context, requestIDs []string, lease time.Duration) error
-	// ReleaseSlot frees the request's slot; releasing a free slot does
-	// nothing.
+	// ReleaseSlot frees the request's slots (the organisation's, and the
+	// person's for plan usage); releasing a free slot does nothing.
 	ReleaseSlot(ctx context.Context, orgID, requestID string) error
 	// ReleaseClaim deletes the request's in-flight claim, so a retry with
 	// the same key runs again (the call failed and billed nothing). Only the
@@ -40,7 +41,7 @@ type Admission interface {
 	// already has a hold returns ErrConflict.
 	PlaceHold(ctx context.Context, p *PlaceHoldParams) (*Hold, error)
 	// ReleaseHold frees a hold without charging anything (the call failed
-	// and is not billed), and the request's concurrency slot with it.
+	// and is not billed), and the request's slots with it.
 	// Releasing a released hold does nothing; releasing a settled one
 	// returns ErrConflict.
 	ReleaseHold(ctx context.Context, holdID, orgID string) error
@@ -49,8 +50,8 @@ type Admission interface {
 	// trial credit first, and journaled as a PostingCallCharge, and the
 	// receipt with its seat and staff rows is written. A hold that is not
 	// HoldHeld returns ErrConflict and charges nothing; a hold of another
-	// organisation returns ErrNotFound. The request's concurrency slot is
-	// freed in the same transaction.
+	// organisation returns ErrNotFound. The request's slots are freed in
+	// the same transaction.
 	SettleCall(ctx context.Context, p *SettleCallParams) (*Balance, error)
 }
 
@@ -93,20 +94,41 @@ type AdmitParams struct {
 	// Hold, when Amount is positive, reserves it as PlaceHold does, with
 	// the same spend rules.
 	Hold PlaceHoldParams
+
+	// PersonID, when set, makes the call a person's plan usage (a
+	// connected app's): its hold is the person's, and the two checks
+	// below apply. Empty for every other call.
+	PersonID string
+	// PersonSlots is how many calls the person may have in flight (the
+	// plan's concurrency), counted across replicas apart from the
+	// organisation's slots; 0 skips the check. A call over it is refused
+	// with ErrPersonBusy.
+	PersonSlots int
+	// PersonAllowance, when set, is what the person may spend in the
+	// calendar month (UTC): their settled bills and live holds this month,
+	// read under the lock of the organisation's balance. The hold is then
+	// lowered to what is left of it, never raised: AdmitResult.Hold.Amount
+	// is the amount held. When what is left is zero or less, or below
+	// MinHold, the call is refused with ErrPlanLimit.
+	PersonAllowance *Micros
+	MinHold         Micros
 }
 
 // AdmitResult is the outcome of Admission.Admit.
 type AdmitResult struct {
 	// Refused is nil when every check admitted the call; otherwise it is
-	// the refusal: ErrRateLimited, ErrNoSlot, ErrClaimed, or a hold error
-	// (ErrInsufficientFunds, ErrNoBilling, ErrQuotaExceeded,
-	// ErrVerificationRequired, ErrNotFound).
+	// the refusal: ErrRateLimited, ErrNoSlot, ErrPersonBusy, ErrClaimed, or
+	// a hold error (ErrPlanLimit, ErrInsufficientFunds, ErrNoBilling,
+	// ErrQuotaExceeded, ErrVerificationRequired, ErrNotFound).
 	Refused error
 	// RetryAfter goes with ErrRateLimited.
 	RetryAfter time.Duration
 	// Claim goes with ErrClaimed: the state and request of the call that
 	// holds the key.
 	Claim *Claim
+	// PersonSpent goes with ErrPlanLimit: what the person's settled bills
+	// and live holds of the month already take of their allowance.
+	PersonSpent Micros
 	// Hold is the call's hold when one was asked for and admitted.
 	Hold *Hold
 }
@@ -116,6 +138,12 @@ var (
 	ErrRateLimited = errors.New("over the key's rate")
 	ErrNoSlot      = errors.New("every concurrency slot is taken")
 	ErrClaimed     = errors.New("another call holds the idempotency key")
+	// ErrPersonBusy: the person has their plan's calls in flight
+	// (AdmitParams.PersonSlots).
+	ErrPersonBusy = errors.New("every slot of the person is taken")
+	// ErrPlanLimit: what is left of the person's monthly allowance cannot
+	// pay for the call (AdmitParams.PersonAllowance).
+	ErrPlanLimit = errors.New("the person's monthly allowance is used up")
 )
 
 // PlaceHoldParams are the inputs of Admission.PlaceHold.

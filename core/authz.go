@@ -118,6 +118,19 @@ type AuthzPrincipal struct {
 type AuthzOrg struct {
 	ID   string `json:"id"`
 	Plan string `json:"plan"`
+	// PlanMaxTier and PlanModes are the organisation's plan as the
+	// deployment configures it (Plan.MaxTier, Plan.Modes; see WithPlan):
+	// the highest tier and the modes open to connected apps. Empty when
+	// not filled in; the policy then holds apps to the lowest tier.
+	PlanMaxTier Tier     `json:"plan_max_tier,omitempty"`
+	PlanModes   []string `json:"plan_modes,omitempty"`
+}
+
+// WithPlan fills in what the organisation's plan, p, gives connected apps
+// (its highest tier and its modes) and returns o.
+func (o *AuthzOrg) WithPlan(p Plan) *AuthzOrg {
+	o.PlanMaxTier, o.PlanModes = p.MaxTier, p.Modes
+	return o
 }
 
 // AuthzMode is the mode a request names.
@@ -145,6 +158,9 @@ type Decision struct {
 	Allow   bool   `json:"allow"`
 	Code    Code   `json:"code,omitempty"`
 	Message string `json:"message,omitempty"`
+	// Param, on a denial, names the request parameter it concerns
+	// ("model", "tier"), when the policy names one.
+	Param string `json:"param,omitempty"`
 }
 
 // PrincipalForKey builds the policy view of an API key.

@@ -107,7 +107,27 @@ func CostBudget(ceiling, surcharge Micros) Micros {
 // ceiling is below CeilingFor(the least real cost its question needs,
 // its surcharge) cannot be answered within its ceiling.
 func CeilingFor(realCost, surcharge Micros) Micros {
-	return ComputeBill(BillInput{Calls: []BilledCall{{RealCost: realCost}}, Surcharge: surcharge}).Billed
+	return BillInput{Surcharge: surcharge}.CeilingFor(realCost)
+}
+
+// CeilingFor is the lowest ceiling of a call billed as in is (its
+// Surcharge and RealCost; Calls and Ceiling are ignored) whose budget
+// (Budget) is at least realCost: the bill of realCost spent as one call on
+// the service's keys, uncapped.
+func (in BillInput) CeilingFor(realCost Micros) Micros {
+	in.Calls, in.Ceiling = []BilledCall{{RealCost: realCost}}, 0
+	return ComputeBill(in).Billed
+}
+
+// Budget is the most real cost the engine calls of a call billed as in
+// is (its Surcharge, Ceiling and RealCost; Calls are ignored) may spend so
+// that its bill stays within Ceiling: CostBudget(Ceiling, Surcharge); at
+// real cost, whose bill is the token charge alone, the whole ceiling.
+func (in BillInput) Budget() Micros {
+	if in.RealCost {
+		return max(in.Ceiling, 0)
+	}
+	return CostBudget(in.Ceiling, in.Surcharge)
 }
 
 // BilledCall is one engine call as the bill sees it.
@@ -133,6 +153,22 @@ type BillInput struct {
 	// at zero" — a caller that forgets to set it gets a settlement refused
 	// for going above the hold, not a silently free call.
 	Ceiling Micros
+	// RealCost bills the calls at their real cost alone: the token charge,
+	// with no platform fee and no surcharge, whatever Surcharge says. It is
+	// set for plan usage (a connected app's call; see Plan): the spec's fee
+	// "applies to API calls only … never on plan usage", and a plan pays no
+	// API surcharge. The ceiling still caps the bill.
+	RealCost bool
+}
+
+// FeeRate is the platform fee rate, in parts per million, ComputeBill
+// applies to one call of a bill billed as in is: FeeRate(byok), or 0 at
+// real cost.
+func (in BillInput) FeeRate(byok bool) int64 {
+	if in.RealCost {
+		return 0
+	}
+	return FeeRate(byok)
 }
 
 // Bill is the money of one call. Billed = TokenCharge + PlatformFee +
@@ -155,8 +191,9 @@ type Bill struct {
 // the platform fee is 5% of each service-key call's real cost and 0.5% of
 // each BYOK call's, rounded up per call (see CallFee); the bill is token
 // charge + platform fee + surcharge; above the ceiling the excess is
-// credited back and the caller pays the ceiling. Negative amounts count as
-// zero.
+// credited back and the caller pays the ceiling. At real cost
+// (BillInput.RealCost) the fee and the surcharge are 0: the bill is the
+// token charge, capped the same way. Negative amounts count as zero.
 func ComputeBill(in BillInput) Bill {
 	var b Bill
 	for _, c := range in.Calls {
@@ -164,9 +201,11 @@ func ComputeBill(in BillInput) Bill {
 		if !c.BYOK {
 			b.TokenCharge += cost
 		}
-		b.PlatformFee += CallFee(cost, FeeRate(c.BYOK))
+		b.PlatformFee += CallFee(cost, in.FeeRate(c.BYOK))
 	}
-	b.Surcharge = max(in.Surcharge, 0)
+	if !in.RealCost {
+		b.Surcharge = max(in.Surcharge, 0)
+	}
 	b.Billed = b.TokenCharge + b.PlatformFee + b.Surcharge
 	if in.Ceiling > 0 && b.Billed > in.Ceiling {
 		b.Capped = true

@@ -289,3 +289,31 @@ func TestDepthPrice(t *testing.T) {
 	require.Equal(t, flat, v)
 	require.Equal(t, flat, byDepth.SurchargeFor(core.DepthDeep, false))
 }
+
+// Plan usage is billed at real cost: the token charge alone — no platform
+// fee on any call, no surcharge — capped at the ceiling like any bill; its
+// budget is the whole ceiling, and the least ceiling a question needs is
+// its real cost.
+func TestComputeBillRealCost(t *testing.T) {
+	t.Parallel()
+	calls := []core.BilledCall{{RealCost: 300_000}, {RealCost: 200_000}, {RealCost: 100_000, BYOK: true}}
+	api := core.ComputeBill(core.BillInput{Calls: calls, Surcharge: 150_000, Ceiling: 2_000_000})
+	require.Equal(t, core.Bill{TokenCharge: 500_000, PlatformFee: 15_000 + 10_000 + 500, Surcharge: 150_000,
+		Billed: 675_500}, api, "the API's bill, for comparison")
+
+	plan := core.BillInput{Calls: calls, Surcharge: 150_000, Ceiling: 2_000_000, RealCost: true}
+	require.Equal(t, core.Bill{TokenCharge: 500_000, Billed: 500_000}, core.ComputeBill(plan))
+	require.Zero(t, plan.FeeRate(false))
+	require.Zero(t, plan.FeeRate(true))
+	require.Equal(t, core.FeeRateServicePPM, core.BillInput{}.FeeRate(false))
+
+	plan.Ceiling = 400_000
+	require.Equal(t, core.Bill{TokenCharge: 500_000, CapCredit: 100_000, Billed: 400_000, Capped: true},
+		core.ComputeBill(plan), "capped at the ceiling: the hold")
+
+	require.Equal(t, core.Micros(400_000), plan.Budget(), "the whole ceiling buys tokens")
+	require.Equal(t, core.CostBudget(400_000, 150_000), core.BillInput{Surcharge: 150_000, Ceiling: 400_000}.Budget())
+	require.Zero(t, core.BillInput{RealCost: true}.Budget(), "no ceiling, no budget")
+	require.Equal(t, core.Micros(123_456), plan.CeilingFor(123_456))
+	require.Equal(t, core.CeilingFor(123_456, 150_000), core.BillInput{Surcharge: 150_000}.CeilingFor(123_456))
+}

@@ -81,16 +81,11 @@ role_grants := {
 # tier_rank orders the tiers, lowest first. A tier missing from it is refused.
 tier_rank := {"experience": 1, "plus": 2, "pro": 3}
 
-# plan_max_tier is the highest tier a connected app (principal kind
-# oauth_app) may ask for, by the organisation's plan. A plan missing
-# from this table is capped at the lowest tier. API keys are not capped.
-plan_max_tier := {
-	"free": "experience",
-	"plus": "plus",
-	"standard": "plus",
-	"pro": "pro",
-	"enterprise": "pro",
-}
+# plan_mode_actions are the actions a plan's list of modes (input
+# org.plan_modes) binds connected apps in: seeing a mode and running it.
+# Authoring the organisation's own modes, and its test runs and
+# certifications, are not plan usage.
+plan_mode_actions := {"models.read", "chat.create", "estimate.create"}
 
 # plan_limited_modes opens system modes, by id, only to the plans listed,
 # whatever plans the configuration gives them: for example
@@ -105,7 +100,7 @@ precedence := {
 	"role": 4, # forbidden: the person's role does not grant the action (or a scope, for keys.create)
 	"test_key": 5, # test_key_not_allowed
 	"plan_excluded": 6, # mode_not_permitted
-	"tier": 7, # tier_not_permitted
+	"tier": 7, # tier_not_permitted: a tier not seated, unknown, or above the plan; a mode the plan does not open
 }
 
 # ---------------------------------------------------------------------------
@@ -113,9 +108,16 @@ precedence := {
 # ---------------------------------------------------------------------------
 
 # decision is the first denial by precedence, or an allow when none applies.
-decision := {"allow": false, "code": d.code, "message": d.message} if {
+# A denial that concerns one parameter of the request names it ("param":
+# "model"); the decision carries it on.
+decision := object.union({"allow": false, "code": d.code, "message": d.message}, param_of(d)) if {
 	d := first_denial
 } else := {"allow": true, "code": "", "message": ""}
+
+param_of(d) := {"param": d.param} if {
+	is_string(d.param)
+	d.param != ""
+} else := {}
 
 # first_denial is the denial of lowest rank. Should two share a rank, the
 # smaller one (by code, then message) is chosen, so the answer never depends
@@ -203,6 +205,19 @@ org_id := org.id if {
 org_plan := org.plan if {
 	is_string(org.plan)
 } else := ""
+
+# plan_cap is the highest tier the organisation's plan opens to connected
+# apps, as the deployment configures the plan (docs/plans.md); a plan the
+# input does not describe (not configured, or a malformed tier) opens only
+# the lowest tier.
+plan_cap := org.plan_max_tier if {
+	is_string(org.plan_max_tier)
+	tier_rank[org.plan_max_tier]
+} else := "experience"
+
+# plan_modes are the modes (by id or ticker) the organisation's plan opens
+# to connected apps; empty opens every mode.
+plan_modes := {m | some m in org.plan_modes; is_string(m); m != ""}
 
 mode_id := mode.id if {
 	is_string(mode.id)
@@ -522,12 +537,27 @@ denials contains {
 }
 
 # ---------------------------------------------------------------------------
-# Rule 5 — tier (only when the request asks for one). The tier must be one
-# of the three and one the mode has a seat row for. An API key and a
-# signed-in person accept any of the three; a connected app (oauth_app) — and
-# any principal of another or no kind, failing closed — is capped by the
-# organisation's plan (plan_max_tier).
+# Rule 5 — tier (only when the request asks for one) and plan. The tier must
+# be one of the three and one the mode has a seat row for. An API key and a
+# signed-in person accept any of the three and every mode; a connected app
+# (oauth_app) — and any principal of another or no kind, failing closed — is
+# held to the organisation's plan: tiers up to plan_cap, and — to see and
+# run (plan_mode_actions) — only the modes in plan_modes when it lists any.
 # ---------------------------------------------------------------------------
+
+plan_bound if not principal_kind in {"api_key", "session"}
+
+plan_opens_mode if mode_id in plan_modes
+
+plan_opens_mode if mode_ticker in plan_modes
+
+mode_over_plan if {
+	has_mode
+	action in plan_mode_actions
+	plan_bound
+	count(plan_modes) > 0
+	not plan_opens_mode
+}
 
 tier_unknown if {
 	t := tier
@@ -541,11 +571,9 @@ tier_without_seats if {
 	not t in mode_tiers
 }
 
-plan_cap := object.get(plan_max_tier, org_plan, "experience")
-
 tier_over_plan if {
 	t := tier
-	not principal_kind in {"api_key", "session"}
+	plan_bound
 	tier_rank[t] > tier_rank[plan_cap]
 }
 
@@ -568,8 +596,18 @@ denials contains {
 denials contains {
 	"rank": precedence.tier,
 	"code": "tier_not_permitted",
-	"message": sprintf("Your organisation's plan (%s) allows tiers up to %s; %s is above it.", [org_plan, plan_cap, tier]),
+	"message": sprintf("Your organisation's plan (%s) allows connected apps tiers up to %s; %s is above it.", [org_plan, plan_cap, tier]),
+	"param": "tier",
 } if {
 	tier_over_plan
 	not tier_without_seats
+}
+
+denials contains {
+	"rank": precedence.tier,
+	"code": "tier_not_permitted",
+	"message": sprintf("Mode %q is not open to connected apps on your organisation's plan (%s).", [mode_id, org_plan]),
+	"param": "model",
+} if {
+	mode_over_plan
 }

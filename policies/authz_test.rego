@@ -136,12 +136,25 @@ test_allow_api_key_any_tier_whatever_the_plan if {
 	}
 }
 
+# on_plan(name, tier) is our organisation on the plan name, configured with
+# tier as its highest tier for connected apps; on_plan_modes adds the modes
+# the plan opens.
+on_plan(name, t) := {"plan": name, "plan_max_tier": t}
+
+on_plan_modes(name, t, modes) := {"plan": name, "plan_max_tier": t, "plan_modes": modes}
+
 test_allow_app_within_plan_cap if {
-	allowed(chat({"principal": app, "person": me_member, "org": {"plan": "free"}, "tier": "experience"}))
-	allowed(chat({"principal": app, "person": me_member, "org": {"plan": "plus"}, "tier": "plus"}))
-	allowed(chat({"principal": app, "person": me_member, "org": {"plan": "standard"}, "tier": "plus"}))
-	allowed(chat({"principal": app, "person": me_member, "org": {"plan": "pro"}, "tier": "pro"}))
-	allowed(chat({"principal": app, "person": me_member, "org": {"plan": "enterprise"}, "tier": "pro"}))
+	allowed(chat({"principal": app, "person": me_member, "org": on_plan("free", "experience"), "tier": "experience"}))
+	allowed(chat({"principal": app, "person": me_member, "org": on_plan("plus", "plus"), "tier": "plus"}))
+	allowed(chat({"principal": app, "person": me_member, "org": on_plan("plus", "plus"), "tier": "experience"}))
+	allowed(chat({"principal": app, "person": me_member, "org": on_plan("pro", "pro"), "tier": "pro"}))
+}
+
+# The plan's name means nothing by itself: the cap is the one the input
+# carries, as the deployment configures the plan.
+test_allow_app_cap_from_input_not_name if {
+	allowed(chat({"principal": app, "person": me_member, "org": on_plan("free", "pro"), "tier": "pro"}))
+	code(chat({"principal": app, "person": me_member, "org": on_plan("enterprise", "plus"), "tier": "pro"})) == "tier_not_permitted"
 }
 
 test_allow_no_tier_skips_tier_checks if {
@@ -415,15 +428,63 @@ test_tier_unknown if {
 }
 
 test_tier_app_over_plan_cap if {
-	code(chat({"principal": app, "person": me_member, "org": {"plan": "free"}, "tier": "plus"})) == "tier_not_permitted"
-	code(chat({"principal": app, "person": me_member, "org": {"plan": "free"}, "tier": "pro"})) == "tier_not_permitted"
-	code(chat({"principal": app, "person": me_member, "org": {"plan": "plus"}, "tier": "pro"})) == "tier_not_permitted"
-	code(chat({"principal": app, "person": me_member, "org": {"plan": "standard"}, "tier": "pro"})) == "tier_not_permitted"
+	code(chat({"principal": app, "person": me_member, "org": on_plan("free", "experience"), "tier": "plus"})) == "tier_not_permitted"
+	code(chat({"principal": app, "person": me_member, "org": on_plan("free", "experience"), "tier": "pro"})) == "tier_not_permitted"
+	code(chat({"principal": app, "person": me_member, "org": on_plan("plus", "plus"), "tier": "pro"})) == "tier_not_permitted"
+	d := decide(chat({"principal": app, "person": me_member, "org": on_plan("standard", "plus"), "tier": "pro"}))
+	d == {
+		"allow": false, "code": "tier_not_permitted", "param": "tier",
+		"message": "Your organisation's plan (standard) allows connected apps tiers up to plus; pro is above it.",
+	}
 }
 
-test_tier_app_unknown_plan_capped_at_lowest if {
+# A plan the input does not describe — not configured, or with a tier that
+# is not one — opens only the lowest tier.
+test_tier_app_undescribed_plan_capped_at_lowest if {
 	code(chat({"principal": app, "person": me_member, "org": {"plan": "mystery"}, "tier": "plus"})) == "tier_not_permitted"
 	allowed(chat({"principal": app, "person": me_member, "org": {"plan": "mystery"}, "tier": "experience"}))
+	code(chat({"principal": app, "person": me_member, "org": on_plan("odd", "ultra"), "tier": "plus"})) == "tier_not_permitted"
+	code(chat({"principal": app, "person": me_member, "org": on_plan("odd", null), "tier": "plus"})) == "tier_not_permitted"
+}
+
+# A plan that lists its modes opens only those (by id or ticker) to
+# connected apps, with tier_not_permitted naming the plan and the model;
+# keys and sessions are not bound by it; a plan listing none opens all.
+test_mode_app_outside_plan_modes if {
+	pro_std := on_plan_modes("pro", "pro", ["conclave-standard"])
+	d := decide(chat({"principal": app, "person": me_member, "org": pro_std, "mode": pro_mode, "tier": "experience"}))
+	d == {
+		"allow": false, "code": "tier_not_permitted", "param": "model",
+		"message": "Mode \"conclave-max\" is not open to connected apps on your organisation's plan (pro).",
+	}
+	plus_std := on_plan_modes("plus", "plus", ["conclave-standard"])
+	allowed(chat({"principal": app, "person": me_member, "org": plus_std, "tier": "plus"}))
+	allowed(chat({"principal": app, "person": me_member, "org": on_plan_modes("plus", "plus", ["CNCL:STND"]), "tier": "plus"}))
+	code(chat({"principal": app, "person": me_member, "org": plus_std, "mode": our_mode})) == "tier_not_permitted"
+	allowed(chat({"principal": session, "person": me_member, "org": plus_std, "mode": our_mode}))
+	allowed(chat({"org": plus_std, "mode": our_mode}))
+	allowed(chat({"principal": app, "person": me_member, "org": on_plan_modes("plus", "plus", []), "mode": our_mode}))
+}
+
+# The plan's modes bind seeing and running a mode, not the organisation's
+# authoring of its own modes nor its test runs of them.
+test_plan_modes_bind_calls_only if {
+	plus_std := on_plan_modes("plus", "plus", ["conclave-standard"])
+	own := json.remove(chat({"principal": app, "person": me_member, "org": plus_std, "mode": our_mode}), ["tier"])
+	code(object.union(own, {"action": "models.read"})) == "tier_not_permitted"
+	code(object.union(own, {"action": "estimate.create"})) == "tier_not_permitted"
+	allowed(object.union(own, {"action": "modes.read"}))
+	allowed(object.union(own, {"action": "modes.write"}))
+	allowed(object.union(own, {"action": "tests.create"}))
+	allowed(object.union(own, {"action": "tests.read"}))
+}
+
+# The mode and the tier above the plan are both tier_not_permitted; no
+# mode named, no mode refused.
+test_mode_and_tier_over_plan if {
+	plus_std := on_plan_modes("plus", "plus", ["conclave-standard"])
+	code(chat({"principal": app, "person": me_member, "org": plus_std, "mode": our_mode, "tier": "pro"})) == "tier_not_permitted"
+	allowed(json.remove(chat({"action": "models.read", "principal": app, "person": me_member, "org": plus_std}), ["mode", "tier"]))
 }
 
 test_tier_missing_kind_is_capped if {
@@ -855,10 +916,11 @@ test_owners_key_narrows_when_demoted if {
 
 test_app_capped_session_not if {
 	every role in roles {
-		code(chat({"principal": app, "person": me(role), "org": {"plan": "free"}, "tier": "pro"})) == "tier_not_permitted"
-		allowed(chat({"principal": app, "person": me(role), "org": {"plan": "free"}, "tier": "experience"}))
-		allowed(chat({"principal": session, "person": me(role), "org": {"plan": "free"}, "tier": "pro"}))
-		allowed(chat({"person": me(role), "org": {"plan": "free"}, "tier": "pro"}))
+		free := on_plan("free", "experience")
+		code(chat({"principal": app, "person": me(role), "org": free, "tier": "pro"})) == "tier_not_permitted"
+		allowed(chat({"principal": app, "person": me(role), "org": free, "tier": "experience"}))
+		allowed(chat({"principal": session, "person": me(role), "org": free, "tier": "pro"}))
+		allowed(chat({"person": me(role), "org": free, "tier": "pro"}))
 	}
 }
 

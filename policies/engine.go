@@ -20,7 +20,8 @@ import (
 )
 
 // Query is the query a policy set must answer: an object
-// {"allow": bool, "code": string, "message": string}.
+// {"allow": bool, "code": string, "message": string}, and optionally
+// "param": string, the request parameter a denial concerns.
 const Query = "data.conclave.authz.decision"
 
 // decisionRule is Query as a reference, to check the set defines it.
@@ -281,10 +282,14 @@ func decisionOf(rs rego.ResultSet) (*core.Decision, error) {
 	if err != nil {
 		return nil, err
 	}
+	param, err := optionalString(obj, "param")
+	if err != nil {
+		return nil, err
+	}
 	if !allow && code == "" {
 		return nil, fmt.Errorf("%s denies without a code", Query)
 	}
-	return &core.Decision{Allow: allow, Code: core.Code(code), Message: message}, nil
+	return &core.Decision{Allow: allow, Code: core.Code(code), Message: message, Param: param}, nil
 }
 
 func optionalString(obj map[string]any, key string) (string, error) {

@@ -159,6 +159,42 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// A connected app is held to its organisation's plan as the deployment
+// configures it (core.Plan, through AuthzOrg.WithPlan): the tier and the
+// modes, each refused with tier_not_permitted naming the plan and the
+// parameter; a key of the same organisation is not.
+func TestDecidePlanFromInput(t *testing.T) {
+	t.Parallel()
+	e := engine(t)
+	plus := core.Plan{Name: "plus", MaxTier: core.TierPlus, Modes: []string{"CNCL:STND"}, Configured: true}
+	app := core.PrincipalForPerson(core.PrincipalOAuthApp)
+	member := &core.AuthzPerson{ID: "person_m", Role: core.RoleMember}
+	decide := func(p *core.AuthzPrincipal, mode *core.AuthzMode, tier core.Tier) *core.Decision {
+		t.Helper()
+		org := (&core.AuthzOrg{ID: "org_ours", Plan: "plus"}).WithPlan(plus)
+		d, err := e.Decide(t.Context(), &core.AuthzInput{Action: core.ActionChatCreate, Principal: p, Person: member,
+			Org: org, Mode: mode, Tier: tier})
+		require.NoError(t, err)
+		return d
+	}
+	require.True(t, decide(app, standardMode, core.TierPlus).Allow)
+	require.Equal(t, &core.Decision{Code: core.CodeTierNotPermitted, Param: "tier",
+		Message: "Your organisation's plan (plus) allows connected apps tiers up to plus; pro is above it."},
+		decide(app, standardMode, core.TierPro))
+	require.Equal(t, &core.Decision{Code: core.CodeTierNotPermitted, Param: "model",
+		Message: `Mode "ours-panel" is not open to connected apps on your organisation's plan (plus).`},
+		decide(app, ownMode, core.TierPlus))
+	require.True(t, decide(key(), ownMode, core.TierPlus).Allow, "a key is not held to the plan")
+	require.True(t, decide(key(), standardMode, core.TierPro).Allow)
+
+	unconfigured := core.Plans{}.Of("mystery")
+	org := (&core.AuthzOrg{ID: "org_ours", Plan: "mystery"}).WithPlan(unconfigured)
+	d, err := e.Decide(t.Context(), &core.AuthzInput{Action: core.ActionChatCreate, Principal: app, Person: member, Org: org,
+		Mode: standardMode, Tier: core.TierPlus})
+	require.NoError(t, err)
+	require.Equal(t, core.CodeTierNotPermitted, d.Code, "a plan not configured opens only the lowest tier")
+}
+
 func TestDecideNilInput(t *testing.T) {
 	t.Parallel()
 	_, err := engine(t).Decide(t.Context(), nil)

@@ -24,8 +24,10 @@ var (
 	keyScopes = ast.StringTerm("scopes")
 	keyModes  = ast.StringTerm("modes")
 
-	keyID   = ast.StringTerm("id")
-	keyPlan = ast.StringTerm("plan")
+	keyID          = ast.StringTerm("id")
+	keyPlan        = ast.StringTerm("plan")
+	keyPlanMaxTier = ast.StringTerm("plan_max_tier")
+	keyPlanModes   = ast.StringTerm("plan_modes")
 
 	keyKey      = ast.StringTerm("key")
 	keyTicker   = ast.StringTerm("ticker")
@@ -88,10 +90,19 @@ func orgTerm(o *core.AuthzOrg) *ast.Term {
 	if o == nil {
 		return ast.NullTerm()
 	}
-	return ast.ObjectTerm(
+	items := make([][2]*ast.Term, 0, 4)
+	items = append(items,
 		ast.Item(keyID, ast.StringTerm(o.ID)),
 		ast.Item(keyPlan, ast.StringTerm(o.Plan)),
 	)
+	// The plan's limits, omitted when empty, as their JSON tags say.
+	if o.PlanMaxTier != "" {
+		items = append(items, ast.Item(keyPlanMaxTier, ast.StringTerm(string(o.PlanMaxTier))))
+	}
+	if len(o.PlanModes) > 0 {
+		items = append(items, ast.Item(keyPlanModes, stringsTerm(o.PlanModes)))
+	}
+	return ast.ObjectTerm(items...)
 }
 
 func modeTerm(m *core.AuthzMode) *ast.Term {

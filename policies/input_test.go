@@ -48,6 +48,15 @@ func TestInputValueMatchesJSON(t *testing.T) {
 		},
 		{Action: core.ActionTestsCancel, Person: &core.AuthzPerson{ID: "person_1"}, Owner: "person_1"},
 		{Action: core.ActionKeysCreate, Person: &core.AuthzPerson{}, Scopes: []string{}},
+		// The organisation's plan as configured: its highest tier and its
+		// modes, or none (every mode), or an empty list (omitted, as nil).
+		{
+			Action:    core.ActionChatCreate,
+			Principal: core.PrincipalForPerson(core.PrincipalOAuthApp),
+			Org:       &core.AuthzOrg{ID: "o", Plan: "plus", PlanMaxTier: core.TierPlus, PlanModes: []string{"m", "T:T"}},
+		},
+		{Org: &core.AuthzOrg{ID: "o", Plan: "plus", PlanMaxTier: core.TierExperience}},
+		{Org: &core.AuthzOrg{ID: "o", Plan: "plus", PlanModes: []string{}}},
 	}
 	for _, in := range inputs {
 		b, err := json.Marshal(in)

@@ -1,8 +1,7 @@
-// Package oauth will serve the authorization server connected apps sign
-// people in with (see ../shared/design/OAUTH.md). It holds, so far, the
-// fetcher of Client ID Metadata Documents: a client whose client_id is an
-// https URL is described by the JSON document at that URL.
 package oauth
+
+// The fetcher of Client ID Metadata Documents: a client whose client_id is
+// an https URL is described by the JSON document at that URL.
 
 import (
 	"context"

@@ -48,7 +48,7 @@ func TestRegistration(t *testing.T) {
 	require.Equal(t, "no-store", hdr.Get("Cache-Control"))
 	id, _ := out["client_id"].(string)
 	require.True(t, strings.HasPrefix(id, "client_"), id)
-	require.Equal(t, []any{"none"}, out["token_endpoint_auth_method"])
+	require.Equal(t, "none", out["token_endpoint_auth_method"], "a string, as RFC 7591 has it")
 	require.Len(t, out["redirect_uris"], 3)
 	stored, err := store.RegisteredClient(context.Background(), id)
 	require.NoError(t, err)

@@ -72,19 +72,24 @@ type Deps struct {
 	// with the database away the page says sign-in is unavailable (503)
 	// instead of offering a form that cannot work. Optional.
 	Health core.Pinger
+	// Consent, when set, serves the consent page of the OAuth
+	// authorization server (ConsentPath). Optional: without it there is
+	// no such page.
+	Consent Consent
 	// Logger defaults to a logger that discards.
 	Logger *slog.Logger
 }
 
 type handler struct {
-	cfg    Config
-	people *people.Service
-	dash   *dashboard.Service
-	health core.Pinger
-	log    *slog.Logger
-	origin *url.URL
-	secure bool
-	pages  map[string]*template.Template
+	cfg     Config
+	people  *people.Service
+	dash    *dashboard.Service
+	health  core.Pinger
+	consent Consent
+	log     *slog.Logger
+	origin  *url.URL
+	secure  bool
+	pages   map[string]*template.Template
 }
 
 // New returns the pages' handler, for every path outside /v1, /mcp, the
@@ -100,8 +105,8 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &handler{cfg: cfg, people: d.People, dash: d.Dashboard, health: d.Health, log: d.Logger, origin: u, secure: u.Scheme == "https",
-		pages: map[string]*template.Template{}}
+	h := &handler{cfg: cfg, people: d.People, dash: d.Dashboard, health: d.Health, consent: d.Consent, log: d.Logger, origin: u,
+		secure: u.Scheme == "https", pages: map[string]*template.Template{}}
 	funcs := template.FuncMap{"join": strings.Join}
 	for k, f := range dashboardFuncs {
 		funcs[k] = f
@@ -154,6 +159,9 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	mux.HandleFunc("GET /orgs", h.signedIn(h.orgsPage))
 	mux.HandleFunc("POST /orgs", h.signedIn(h.chooseOrg))
 	h.dashboardRoutes(mux)
+	if err := h.consentRoutes(mux); err != nil {
+		return nil, err
+	}
 	mux.HandleFunc("/", h.notFound)
 
 	csrf := http.NewCrossOriginProtection()

@@ -187,6 +187,20 @@ var commands = []command{
 		run:     auditList,
 	},
 	{
+		name:    "apps list",
+		args:    "--org ID [--person ID] [--json] [--config FILE] [--data-dir DIR]",
+		summary: "list an organisation's connected apps (OAuth grants), active and revoked",
+		example: "conclave apps list --org org_…\nconclave apps list --org org_… --person person_…",
+		run:     appsList,
+	},
+	{
+		name:    "apps revoke",
+		args:    "--org ID --grant ID [--json] [--config FILE] [--data-dir DIR]",
+		summary: "revoke a connected app: its refresh fails at once, its next call within 10 s",
+		example: "conclave apps revoke --org org_… --grant grant_…",
+		run:     appsRevoke,
+	},
+	{
 		name: "byok set",
 		args: "--org ID --provider P (--key-stdin | --key-env VAR | --role-arn ARN --external-id X) [--json] " +
 			"[--config FILE] [--data-dir DIR]",

@@ -91,6 +91,7 @@ func newJobs(cfg *config.Config, db *database, questions jobs.QuestionRunner, lo
 		ReapInterval: j.ReapInterval, IdempotencyRetention: j.IdempotencyRetention,
 		SpendInterval: j.SpendInterval, SpendGrace: j.SpendGrace,
 		StopTimeout: j.StopTimeout, BenchWorkers: j.BenchWorkers, BenchTimeout: j.BenchTimeout, Logger: log,
+		RegisteredClientRetention: cfg.Auth.RegisteredClientRetention,
 	}
 	if questions != nil {
 		c.Questions = questions

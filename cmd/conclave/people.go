@@ -25,6 +25,9 @@ import (
 func newPeople(cfg *config.Config, store *pgstore.Store, acc *access.Service, origin string,
 	lookupEnv func(string) (string, bool)) (*people.Service, error) {
 	d := people.Deps{Store: store, Orgs: store, Keys: store, Access: acc}
+	if len(cfg.Auth.AuthorizationServers) == 0 {
+		d.Grants = store // the embedded authorization server's grants
+	}
 	if sealer, err := byok.FromEnv(lookupEnv); err == nil {
 		d.Credentials, d.Maker = store, byok.Maker{Sealer: sealer}
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/conclavehq/conclave/adapters/sim"
 	"github.com/conclavehq/conclave/api"
+	apioauth "github.com/conclavehq/conclave/api/oauth"
 	"github.com/conclavehq/conclave/api/web"
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
@@ -112,6 +114,14 @@ type gateway struct {
 	dash    *dashboard.Service
 	origin  string // the one origin, once the public listener is bound
 	closers []func()
+	// tokens verifies connected apps' access tokens: the embedded
+	// authorization server's, or auth.authorization_servers[0]'s. Set by
+	// mountPublic.
+	tokens *apioauth.Verifier
+	// cimd is how the authorization server fetches client metadata
+	// documents: the zero value in production; tests point its resolver
+	// and dialer at their own servers.
+	cimd apioauth.FetcherConfig
 }
 
 func (g *gateway) close() {
@@ -209,7 +219,7 @@ func (g *gateway) run(ctx context.Context, stdout io.Writer, d *demo) error {
 	if err != nil {
 		return err
 	}
-	if err := g.mountPublic(public); err != nil {
+	if err := g.mountPublic(ctx, public); err != nil {
 		public.close()
 		return err
 	}
@@ -261,13 +271,34 @@ func (g *gateway) run(ctx context.Context, stdout io.Writer, d *demo) error {
 // mountPublic builds what needs the service's one origin — by default
 // http://localhost and the bound port — and serves it on the public
 // listener: the MCP tool server at /mcp (and its discovery documents), REST
-// at /v1 with the probes, and the pages for people at every other path.
-func (g *gateway) mountPublic(public *listener) error {
+// at /v1 with the probes, the OAuth authorization server at its paths
+// (unless auth.authorization_servers names another), and the pages for
+// people at every other path.
+func (g *gateway) mountPublic(ctx context.Context, public *listener) error {
 	cfg := g.cfg
 	origin := cfg.Server.Origin(public.ln.Addr().String())
 	issuers := cfg.Auth.AuthorizationServers
+	var (
+		authServer *apioauth.Server
+		consent    web.Consent
+	)
 	if len(issuers) == 0 {
 		issuers = []string{origin}
+		var err error
+		if authServer, err = g.authorizationServer(ctx, origin); err != nil {
+			return err
+		}
+		g.tokens, consent = authServer.Verifier(), authServer
+	} else {
+		var err error
+		g.tokens, err = apioauth.NewExternalVerifier(apioauth.ExternalConfig{Issuer: issuers[0], Audience: origin + mcp.Path})
+		if err != nil {
+			return err
+		}
+	}
+	// /mcp takes the tokens beside API keys; /v1 stays keys only.
+	if err := g.acc.UseTokens(g.tokens, g.db.store, cfg.Auth.GrantCacheTTL); err != nil {
+		return err
 	}
 	tools, err := mcp.New(mcp.Config{BaseURL: origin, AuthorizationServers: issuers, MaxBodyBytes: cfg.Server.MaxBodyBytes,
 		TrustedProxies: cfg.Server.Proxies(), Version: version}, mcp.Deps{Access: g.acc, Calls: g.svc, Modes: g.modes, Runs: g.bench.launch, Logger: g.log})
@@ -278,22 +309,30 @@ func (g *gateway) mountPublic(public *listener) error {
 		return err
 	}
 	pages, err := web.New(web.Config{PublicURL: origin, TrustedProxies: cfg.Server.Proxies()},
-		web.Deps{People: g.people, Dashboard: g.dash, Health: g.db.store, Logger: g.log})
+		web.Deps{People: g.people, Dashboard: g.dash, Health: g.db.store, Consent: consent, Logger: g.log})
 	if err != nil {
 		return err
 	}
-	public.srv.Handler = routePublic(tools.Alongside(g.rest), pages)
+	var as http.Handler
+	if authServer != nil {
+		as = authServer
+	}
+	public.srv.Handler = routePublic(tools.Alongside(g.rest), as, pages)
 	g.origin = origin
 	return nil
 }
 
-// routePublic sends the API's paths — /v1, /mcp, the discovery documents
-// under /.well-known and the probes — to api, and every other path to the
-// pages.
-func routePublic(api, pages http.Handler) http.Handler {
+// routePublic sends the authorization server's paths (apioauth.Paths:
+// /authorize, /token, /register, /revoke, /jwks and its two discovery
+// documents) to oauth when it is on (non-nil), the API's paths — /v1,
+// /mcp, the other discovery documents under /.well-known and the probes —
+// to api, and every other path to the pages.
+func routePublic(api, oauth, pages http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
 		switch {
+		case oauth != nil && slices.Contains(apioauth.Paths, p):
+			oauth.ServeHTTP(w, r)
 		case p == "/v1", strings.HasPrefix(p, "/v1/"), p == mcp.Path, strings.HasPrefix(p, mcp.Path+"/"),
 			strings.HasPrefix(p, "/.well-known/"), p == "/healthz", p == "/readyz":
 			api.ServeHTTP(w, r)

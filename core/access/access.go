@@ -9,6 +9,7 @@ package access
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -54,11 +55,23 @@ func (p *Principal) PrincipalKind() string {
 	return p.Kind
 }
 
-// RateID is what p's request rate is counted by: the key's id, or the
-// person's ("person_…") when a person acts without a key.
+// OnPlan reports whether p's calls are plan usage: a connected app's
+// (core.PrincipalOAuthApp), billed at real cost and held to the
+// organisation's plan (Service.Plan). An API key's and a signed-in
+// person's are not.
+func (p *Principal) OnPlan() bool { return p.Key == nil && p.Kind == core.PrincipalOAuthApp }
+
+// RateID is what p's request rate is counted by, and what owns its
+// idempotency claims (a repeat is answered only to its caller): the key's
+// id, or the person's ("person_…") when a person acts without a key — with
+// "app:" before it for a connected app, whose rate is its plan's and whose
+// calls are plan usage, apart from the same person's calls on the pages.
 func (p *Principal) RateID() string {
-	if p.Key != nil {
+	switch {
+	case p.Key != nil:
 		return p.Key.ID
+	case p.Kind == core.PrincipalOAuthApp:
+		return "app:" + p.Person.ID
 	}
 	return p.Person.ID
 }
@@ -131,6 +144,12 @@ type Config struct {
 	// PersonRPM is the requests per minute of a person acting without a
 	// key (signed in on the pages). Defaults to 60.
 	PersonRPM int
+	// Plans are the configured plans, by name: a connected app's tier,
+	// modes, rate, calls in flight and monthly allowance come from its
+	// organisation's (see Service.Plan). Defaults to none: every
+	// organisation's connected apps are on an unconfigured plan (the
+	// lowest tier, no allowance).
+	Plans core.Plans
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -154,6 +173,11 @@ func (c Config) validate() error {
 	case c.RPM < 0 || c.Concurrency < 0 || c.PersonRPM < 0:
 		return errors.New("access: RPM, Concurrency and PersonRPM cannot be negative")
 	}
+	for name, p := range c.Plans {
+		if p.Name != name || p.MaxTier.Rank() == 0 || p.Allowance < 0 || p.Concurrency < 1 || p.RPM < 1 {
+			return fmt.Errorf("access: plan %q needs its name, a tier, an allowance of at least 0 and a concurrency and rpm of at least 1", name)
+		}
+	}
 	return nil
 }
 
@@ -176,8 +200,11 @@ type Service struct {
 	used lastUsed
 
 	// tokens and grants, when set (UseTokens), authenticate connected apps.
-	tokens TokenVerifier
-	grants *grantCache
+	tokens   TokenVerifier
+	grants   *grantCache
+	verified *tokenCache
+	// lacks remembers LacksScope's answers by action and scopes.
+	lacks sync.Map
 }
 
 // New returns a Service reading keys from keys, deciding with authz and
@@ -233,7 +260,7 @@ func (s *Service) Decide(ctx context.Context, p *Principal, action string, mode 
 	if mode != nil {
 		in.Mode = core.ModeForPolicy(mode)
 	}
-	d, err := s.authz.Decide(ctx, in)
+	d, err := s.decide(ctx, in)
 	if err == nil && !d.Allow && d.Code == "" {
 		d.Code = core.CodeInsufficientScope
 	}
@@ -256,7 +283,7 @@ func (s *Service) AuthorizeOwned(ctx context.Context, p *Principal, action, owne
 // AuthorizeInput is Authorize for an input the caller completed (Owner,
 // Scopes): nil when allowed, the policy's refusal when not.
 func (s *Service) AuthorizeInput(ctx context.Context, in *core.AuthzInput) error {
-	d, err := s.authz.Decide(ctx, in)
+	d, err := s.decide(ctx, in)
 	if err != nil {
 		return PolicyFailure(err)
 	}
@@ -268,6 +295,20 @@ func (s *Service) AuthorizeInput(ctx context.Context, in *core.AuthzInput) error
 	}
 	return &core.Error{Code: d.Code, Message: d.Message}
 }
+
+// decide asks the policy about in, with the organisation's plan filled in
+// as the deployment configures it (the policy holds connected apps to it).
+func (s *Service) decide(ctx context.Context, in *core.AuthzInput) (*core.Decision, error) {
+	if in.Org != nil {
+		in.Org.WithPlan(s.cfg.Plans.Of(in.Org.Plan))
+	}
+	return s.authz.Decide(ctx, in)
+}
+
+// Plan is the plan p's organisation is on, as configured (core.Plans.Of:
+// a name the deployment does not configure gives connected apps the
+// lowest tier and no allowance). It binds p only when p.OnPlan.
+func (s *Service) Plan(p *Principal) core.Plan { return s.cfg.Plans.Of(p.Org.Plan) }
 
 // Authorize is Decide as an error: nil when allowed, the policy's refusal
 // (with the parameter it concerns) when not, and service_unavailable when
@@ -293,6 +334,9 @@ func (s *Service) Authorize(ctx context.Context, p *Principal, action string, mo
 			e.Param = "model"
 		}
 	}
+	if d.Param != "" {
+		e.Param = d.Param
+	}
 	return e
 }
 
@@ -302,10 +346,12 @@ func PolicyFailure(err error) *core.Error {
 }
 
 // RPM is the requests per minute p may make: its key's own, else the
-// deployment's default for keys; a person without a key, the per-person
-// rate.
+// deployment's default for keys; a connected app, its plan's per-person
+// rate; a person signed in, the per-person rate.
 func (s *Service) RPM(p *Principal) int {
 	switch {
+	case p.OnPlan():
+		return s.Plan(p).RPM
 	case p.Key == nil:
 		return s.cfg.PersonRPM
 	case p.Key.RPM > 0:
@@ -424,22 +470,18 @@ func rateLimited(perMinute int, retryAfter time.Duration) *core.Error {
 // busy key does not cost a database round trip per request. It never holds a
 // secret. Unknown keys are not cached. Safe for concurrent use.
 type keyCache struct {
-	store KeyLookup
-	ttl   time.Duration
-	max   int
-
-	mu      sync.Mutex
-	entries map[string]keyEntry
+	store   KeyLookup
+	ttl     time.Duration
+	entries *expiring[string, keyEntry]
 }
 
 type keyEntry struct {
-	key     *core.Key
-	org     *core.Org
-	expires time.Time
+	key *core.Key
+	org *core.Org
 }
 
 func newKeyCache(store KeyLookup, ttl time.Duration) *keyCache {
-	return &keyCache{store: store, ttl: ttl, max: 10_000, entries: map[string]keyEntry{}}
+	return &keyCache{store: store, ttl: ttl, entries: newExpiring[string, keyEntry](10_000)}
 }
 
 func (c *keyCache) lookup(ctx context.Context, hash []byte) (*core.Key, *core.Org, error) {
@@ -447,28 +489,13 @@ func (c *keyCache) lookup(ctx context.Context, hash []byte) (*core.Key, *core.Or
 		return c.store.KeyByHash(ctx, hash)
 	}
 	now := time.Now()
-	c.mu.Lock()
-	e, ok := c.entries[string(hash)]
-	c.mu.Unlock()
-	if ok && now.Before(e.expires) {
+	if e, ok := c.entries.get(string(hash), now); ok {
 		return e.key, e.org, nil
 	}
 	key, org, err := c.store.KeyByHash(ctx, hash)
 	if err != nil {
 		return nil, nil, err
 	}
-	c.mu.Lock()
-	if len(c.entries) >= c.max {
-		for h, old := range c.entries {
-			if !now.Before(old.expires) {
-				delete(c.entries, h)
-			}
-		}
-		if len(c.entries) >= c.max {
-			clear(c.entries)
-		}
-	}
-	c.entries[string(hash)] = keyEntry{key: key, org: org, expires: now.Add(c.ttl)}
-	c.mu.Unlock()
+	c.entries.put(string(hash), keyEntry{key: key, org: org}, now.Add(c.ttl), now)
 	return key, org, nil
 }

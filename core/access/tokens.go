@@ -2,9 +2,9 @@ package access
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/conclavehq/conclave/core"
@@ -25,30 +25,26 @@ type TokenVerifier interface {
 type GrantLookup interface {
 	Grant(ctx context.Context, id string) (*oauth.Grant, error)
 	GetPerson(ctx context.Context, id string) (*core.Person, error)
+	PersonByEmail(ctx context.Context, email string) (*core.Person, error)
 	Membership(ctx context.Context, personID, orgID string) (*core.Membership, error)
+	Memberships(ctx context.Context, personID string) ([]*core.Membership, error)
 	GetOrg(ctx context.Context, id string) (*core.Org, error)
 }
 
-// DefaultGrantCacheTTL is how long a grant found standing is believed: a
-// revocation, or a person leaving the organisation, ends the app's calls
-// within it.
-const DefaultGrantCacheTTL = 10 * time.Second
-
-// UseTokens makes Authenticate accept connected apps' access tokens beside
-// API keys: a bearer secret that is not an API key is verified by v and
-// its grant checked in grants, the answer reused for ttl (0:
-// DefaultGrantCacheTTL; at most 30s).
+// UseTokens makes AuthenticateBearer accept connected apps' access tokens
+// beside API keys: a bearer secret that is not an API key is verified by v
+// and its grant checked in grants, the answer reused for ttl (0: not
+// reused; at most 30s): a revocation, or the person leaving the
+// organisation, ends the app's calls within it.
 func (s *Service) UseTokens(v TokenVerifier, grants GrantLookup, ttl time.Duration) error {
 	if v == nil || grants == nil {
 		return errors.New("access: UseTokens needs a verifier and a grant lookup")
 	}
-	if ttl == 0 {
-		ttl = DefaultGrantCacheTTL
-	}
 	if ttl < 0 || ttl > 30*time.Second {
 		return errors.New("access: the grant cache TTL must be between 0 and 30s")
 	}
-	s.tokens, s.grants = v, &grantCache{lookup: grants, ttl: ttl, entries: map[string]grantEntry{}}
+	s.tokens, s.verified = v, newTokenCache()
+	s.grants = &grantCache{lookup: grants, ttl: ttl, entries: newExpiring[string, grantState](maxGrantEntries)}
 	return nil
 }
 
@@ -73,7 +69,7 @@ func (s *Service) AuthenticateBearer(ctx context.Context, secret string) (*Princ
 // principal: the person the grant is theirs, acting in its organisation
 // with its scopes.
 func (s *Service) authenticateToken(ctx context.Context, token string) (*Principal, error) {
-	t, err := s.tokens.VerifyToken(ctx, token)
+	t, err := s.verified.verify(ctx, s.tokens, token)
 	if err != nil {
 		e := core.AsError(err)
 		if e.Code != core.CodeInvalidOAuthToken && e.Code != core.CodeOAuthUnavailable {
@@ -114,53 +110,37 @@ type grantState struct {
 // busy token does not cost three database trips per request. Safe for
 // concurrent use.
 type grantCache struct {
-	lookup GrantLookup
-	ttl    time.Duration
-
-	mu      sync.Mutex
-	entries map[string]grantEntry
+	lookup  GrantLookup
+	ttl     time.Duration
+	entries *expiring[string, grantState]
 }
 
-type grantEntry struct {
-	st      grantState
-	expires time.Time
-}
-
-// maxGrantEntries bounds the cache; past it, expired entries are dropped
-// and, if still full, the check is simply not cached.
+// maxGrantEntries bounds the cache of grant checks.
 const maxGrantEntries = 50_000
 
 // state checks t's grant: standing, the token's person and organisation
 // its own, the person still a member there.
 func (c *grantCache) state(ctx context.Context, t *oauth.Token) (grantState, error) {
+	if c.ttl == 0 {
+		return c.check(ctx, t)
+	}
 	key := t.GrantID + "\x00" + t.PersonID + "\x00" + t.OrgID
 	now := time.Now()
-	c.mu.Lock()
-	e, ok := c.entries[key]
-	c.mu.Unlock()
-	if ok && now.Before(e.expires) {
-		return e.st, nil
+	if st, ok := c.entries.get(key, now); ok {
+		return st, nil
 	}
 	st, err := c.check(ctx, t)
 	if err != nil {
 		return st, err
 	}
-	c.mu.Lock()
-	if len(c.entries) >= maxGrantEntries {
-		for k, e := range c.entries {
-			if !now.Before(e.expires) {
-				delete(c.entries, k)
-			}
-		}
-	}
-	if len(c.entries) < maxGrantEntries {
-		c.entries[key] = grantEntry{st: st, expires: now.Add(c.ttl)}
-	}
-	c.mu.Unlock()
+	c.entries.put(key, st, now.Add(c.ttl), now)
 	return st, nil
 }
 
 func (c *grantCache) check(ctx context.Context, t *oauth.Token) (grantState, error) {
+	if t.External {
+		return c.checkExternal(ctx, t)
+	}
 	g, err := c.lookup.Grant(ctx, t.GrantID)
 	switch {
 	case errors.Is(err, core.ErrNotFound):
@@ -172,38 +152,110 @@ func (c *grantCache) check(ctx context.Context, t *oauth.Token) (grantState, err
 	case g.PersonID != t.PersonID || g.OrgID != t.OrgID:
 		return grantState{refusal: "The token does not match its grant."}, nil
 	}
-	m, err := c.lookup.Membership(ctx, t.PersonID, t.OrgID)
+	return c.member(ctx, t.PersonID, t.OrgID)
+}
+
+// member finds the person and their role in the organisation.
+func (c *grantCache) member(ctx context.Context, personID, orgID string) (grantState, error) {
+	m, err := c.lookup.Membership(ctx, personID, orgID)
 	switch {
 	case errors.Is(err, core.ErrNotFound):
 		return grantState{refusal: "The person who connected the app is no longer in the organisation."}, nil
 	case err != nil:
 		return grantState{}, err
 	}
-	person, err := c.lookup.GetPerson(ctx, t.PersonID)
+	person, err := c.lookup.GetPerson(ctx, personID)
 	switch {
 	case errors.Is(err, core.ErrNotFound):
 		return grantState{refusal: "The person who connected the app no longer exists."}, nil
 	case err != nil:
 		return grantState{}, err
 	}
-	org, err := c.lookup.GetOrg(ctx, t.OrgID)
+	org, err := c.lookup.GetOrg(ctx, orgID)
 	if err != nil {
 		return grantState{}, err
 	}
 	return grantState{person: person, role: m.Role, org: org}, nil
 }
 
+// checkExternal finds the person another authorization server's token
+// names: its sub as a person's id, else its email; and the organisation:
+// its org_id claim, else the person's only one.
+func (c *grantCache) checkExternal(ctx context.Context, t *oauth.Token) (grantState, error) {
+	person, err := c.lookup.GetPerson(ctx, t.PersonID)
+	if errors.Is(err, core.ErrNotFound) && t.Email != "" {
+		person, err = c.lookup.PersonByEmail(ctx, t.Email)
+	}
+	switch {
+	case errors.Is(err, core.ErrNotFound):
+		return grantState{refusal: "The token names no person of this server."}, nil
+	case err != nil:
+		return grantState{}, err
+	}
+	orgID := t.OrgID
+	if orgID == "" {
+		ms, err := c.lookup.Memberships(ctx, person.ID)
+		if err != nil {
+			return grantState{}, err
+		}
+		if len(ms) != 1 {
+			return grantState{refusal: "The token names no organisation, and its person is not in exactly one."}, nil
+		}
+		orgID = ms[0].OrgID
+	}
+	return c.member(ctx, person.ID, orgID)
+}
+
 // LacksScope reports whether p, a connected app, was granted no scope for
 // action: the policy refuses it insufficient_scope before anything else
 // about the request matters. Always false for other principals, whose
-// refusals are answered where the action is taken.
+// refusals are answered where the action is taken. The answer depends on
+// the action and the scopes alone (the scope rule needs no mode and
+// outranks the role rule), and the policy is fixed for the process's life,
+// so it is asked once per pair.
 func (s *Service) LacksScope(ctx context.Context, p *Principal, action string) (bool, error) {
 	if p.Kind != core.PrincipalOAuthApp || p.Key != nil || p.Refusal != nil || action == "" {
 		return false, nil
 	}
-	d, err := s.authz.Decide(ctx, p.PolicyInput(action))
+	key := action + "\x00" + strings.Join(p.Scopes, " ")
+	if lacks, ok := s.lacks.Load(key); ok {
+		return lacks.(bool), nil
+	}
+	d, err := s.decide(ctx, p.PolicyInput(action))
 	if err != nil {
 		return false, PolicyFailure(err)
 	}
-	return !d.Allow && d.Code == core.CodeInsufficientScope, nil
+	lacks := !d.Allow && d.Code == core.CodeInsufficientScope
+	s.lacks.Store(key, lacks)
+	return lacks, nil
+}
+
+// tokenCache remembers the tokens that verified, by their SHA-256, until
+// they expire: a verification is a function of the token's bytes and the
+// issuer's keys, so a busy app's token is checked once (its signature
+// costs tens of microseconds) and then only for expiry. Its grant is still
+// checked on every use (grantCache). Safe for concurrent use.
+type tokenCache struct {
+	entries *expiring[[sha256.Size]byte, *oauth.Token]
+}
+
+// maxVerifiedTokens bounds the cache of verified tokens.
+const maxVerifiedTokens = 50_000
+
+func newTokenCache() *tokenCache {
+	return &tokenCache{entries: newExpiring[[sha256.Size]byte, *oauth.Token](maxVerifiedTokens)}
+}
+
+func (c *tokenCache) verify(ctx context.Context, v TokenVerifier, token string) (*oauth.Token, error) {
+	sum := sha256.Sum256([]byte(token))
+	now := time.Now()
+	if t, ok := c.entries.get(sum, now); ok {
+		return t, nil
+	}
+	t, err := v.VerifyToken(ctx, token)
+	if err != nil {
+		return t, err
+	}
+	c.entries.put(sum, t, t.Expires, now)
+	return t, nil
 }

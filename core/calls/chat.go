@@ -78,14 +78,17 @@ func (s *Service) Chat(ctx context.Context, p *access.Principal, c Call, req *Ch
 		if err := CheckIdempotencyKey(idemKey); err != nil {
 			return nil, s.d.Access.Refused(ctx, p, c.RequestID, err)
 		}
-	} else if idemKey, err = derivedKey(p.Org.ID, p.Key.ID, req.Model, req.Messages); err != nil {
+	} else if idemKey, err = derivedKey(p.Org.ID, p.RateID(), req.Model, req.Messages); err != nil {
 		return nil, err
 	}
-	ceiling := core.Ceiling(p.Key.Ceiling, mode.Pricing.Price(), s.cfg.CallCeilingFloor, req.MaxCost)
-	ap := &core.AdmitParams{IdempotencyKey: idemKey, RequestHash: keyedHash(p.Key.ID, req.RequestHash),
+	ceiling := s.callCeiling(p, mode, req)
+	ap := &core.AdmitParams{IdempotencyKey: idemKey, RequestHash: keyedHash(p.RateID(), req.RequestHash),
 		Hold: core.PlaceHoldParams{Amount: ceiling, MonthlyQuota: p.Org.MonthlyQuota}}
 	if !p.Org.Verified() {
 		ap.Hold.ActivationAllowance = s.cfg.ActivationAllowance
+	}
+	if p.OnPlan() {
+		s.planAdmission(p, ap)
 	}
 	adm, err := s.admitOrAwait(ctx, p, c, ap, req)
 	if err != nil {
@@ -94,7 +97,12 @@ func (s *Service) Chat(ctx context.Context, p *access.Principal, c Call, req *Ch
 	if adm.Refused != nil { // another call holds the key
 		return s.repeat(ctx, p, mode, adm.Claim, req)
 	}
-	run := &chatRun{s: s, p: p, c: c, req: req, mode: mode, ceiling: ceiling, idemKey: idemKey, hold: adm.Hold, start: start}
+	run := &chatRun{s: s, p: p, c: c, req: req, mode: mode, ceiling: ceiling, asked: ceiling, idemKey: idemKey, hold: adm.Hold, start: start}
+	if p.OnPlan() {
+		// The person's allowance may have lowered the hold: it is the
+		// call's ceiling.
+		run.ceiling = adm.Hold.Amount
+	}
 	rctx, cancel, err := s.begin(c.RequestID)
 	if err != nil {
 		run.giveBack(ctx)
@@ -127,10 +135,14 @@ func (s *Service) Chat(ctx context.Context, p *access.Principal, c Call, req *Ch
 	}
 }
 
-// checkInput refuses messages over the key's input limit. A count cut short
-// by ctx (the caller left) returns ctx's error.
+// checkInput refuses messages over the key's input limit (the deployment's
+// for a key that sets none, and for a person acting without a key). A
+// count cut short by ctx (the caller left) returns ctx's error.
 func (s *Service) checkInput(ctx context.Context, p *access.Principal, messages []core.Message) error {
-	limit := p.Key.MaxInputTokens
+	limit := 0
+	if p.Key != nil {
+		limit = p.Key.MaxInputTokens
+	}
 	if limit == 0 {
 		limit = s.cfg.MaxInputTokens
 	}
@@ -154,7 +166,7 @@ func (s *Service) admit(ctx context.Context, p *access.Principal, c Call, ap *co
 	if err := s.d.Access.Spent(p); err != nil {
 		return nil, err
 	}
-	ap.KeyID, ap.OrgID, ap.RequestID, ap.Lease = p.Key.ID, p.Org.ID, c.RequestID, s.cfg.Lease
+	ap.KeyID, ap.OrgID, ap.RequestID, ap.Lease = p.RateID(), p.Org.ID, c.RequestID, s.cfg.Lease
 	ap.PerMinute = s.d.Access.RPM(p)
 	ap.SlotLimit = s.d.Access.SlotLimit(p)
 	return s.tryAdmit(ctx, p, c, ap)
@@ -178,8 +190,13 @@ func (s *Service) tryAdmit(ctx context.Context, p *access.Principal, c Call, ap 
 		e := core.Errorf(core.CodeConcurrencyLimitExceeded, "This organisation already has %d calls in flight, its limit. Retry after the time in Retry-After.", ap.SlotLimit)
 		e.RetryAfter = s.cfg.ConcurrencyRetryAfter
 		return nil, e
+	case errors.Is(adm.Refused, core.ErrPersonBusy):
+		return nil, core.PersonBusy(s.d.Access.Plan(p), s.cfg.ConcurrencyRetryAfter)
 	}
 	e := holdError(adm.Refused, ap.Hold.Amount)
+	if errors.Is(adm.Refused, core.ErrPlanLimit) {
+		e = core.PlanLimitReached(s.d.Access.Plan(p), adm.PersonSpent, time.Now())
+	}
 	s.recordOutcome(ctx, p, c, core.OutcomeRefused, "the call was refused before any seat fired ("+string(e.Code)+"); nothing was billed")
 	return nil, e
 }
@@ -217,6 +234,9 @@ type chatRun struct {
 	req     *ChatParams
 	mode    *core.Mode
 	ceiling core.Micros
+	// asked is the ceiling asked for; ceiling is less when a person's
+	// allowance lowered the hold of plan usage.
+	asked   core.Micros
 	idemKey string
 	hold    *core.Hold
 	start   time.Time
@@ -254,24 +274,31 @@ func (r *chatRun) run(ctx context.Context) (*ChatResult, error) {
 		return nil, r.failed(ctx, err)
 	}
 	// The call's ceiling budgets the deliberation: what is left of it after
-	// the surcharge and the fee, in real token cost, bounds the rounds. A
-	// ceiling that cannot buy what the question needs at all is refused
-	// before any seat fires.
+	// the surcharge and the fee, in real token cost, bounds the rounds (at
+	// real cost, plan usage, the whole ceiling does). A ceiling that cannot
+	// buy what the question needs at all is refused before any seat fires.
+	realCost := r.p.OnPlan()
 	sur := r.mode.Pricing.SurchargeFor(plan.Classification.Depth, plan.Lane == core.LaneExpress)
-	if need := core.CeilingFor(plan.MinCost, sur); r.ceiling < need {
+	billing := core.BillInput{Surcharge: sur, Ceiling: r.ceiling, RealCost: realCost}
+	if need := billing.CeilingFor(plan.MinCost); r.ceiling < need {
 		s.recordOutcome(ctx, r.p, r.c, core.OutcomeRefused, "the call's ceiling was below what the mode needs for the question; no seat fired and nothing was billed")
+		if realCost {
+			byMaxCost := r.req.MaxCost != nil && *r.req.MaxCost == r.asked
+			return nil, planBelowMinimum(s.d.Access.Plan(r.p), r.mode, r.ceiling, r.asked, need, byMaxCost)
+		}
 		return nil, belowMinimum(r.mode, plan, r.ceiling, need, sur)
 	}
-	plan.Request.Budget = core.CostBudget(r.ceiling, sur)
+	plan.Request.Budget = billing.Budget()
 	res, err := s.d.Deliberator.Execute(ctx, plan)
 	if err != nil {
 		return nil, r.failed(ctx, err)
 	}
-	bill := core.ComputeBill(core.BillInput{Calls: billedCalls(res), Surcharge: surcharge(r.mode, res), Ceiling: r.ceiling})
+	billing.Calls, billing.Surcharge = billedCalls(res), surcharge(r.mode, res)
+	bill := core.ComputeBill(billing)
 	latency := time.Since(r.start)
 	hash := s.d.Modes.ModeConfigHash(r.mode)
 	comp := completionOf(r.mode, hash, res, bill, r.ceiling, r.c.RequestID, latency.Milliseconds())
-	receipt := receiptFor(r.mode, hash, res, bill, r.p.Org.ID, latency.Milliseconds())
+	receipt := receiptFor(r.mode, hash, res, bill, billing, r.p.Org.ID, latency.Milliseconds())
 	receipt.CreatedAt, receipt.RequestID = r.start, r.c.RequestID
 	receipt.PayerKind, receipt.PersonID = r.p.PrincipalKind(), r.p.PersonID()
 	if r.p.Key != nil {
@@ -410,7 +437,7 @@ func (s *Service) admitOrAwait(ctx context.Context, p *access.Principal, c Call,
 // ends first — the caller left — it returns ctx's error.
 func (s *Service) awaitHolder(ctx context.Context, p *access.Principal, claim *core.Claim, req *ChatParams) (bool, error) {
 	if claim == nil || claim.State != core.ClaimInFlight || s.cfg.RepeatWait <= 0 ||
-		!claimedBy(claim.RequestHash, p.Key.ID, req.RequestHash) {
+		!claimedBy(claim.RequestHash, p.RateID(), req.RequestHash) {
 		return false, nil
 	}
 	done := s.ended(claim.RequestID)
@@ -433,7 +460,7 @@ func (s *Service) awaitHolder(ctx context.Context, p *access.Principal, claim *c
 // while that call runs, with the expected time to its end as Retry-After;
 // the stored answer once it succeeded.
 func (s *Service) repeat(ctx context.Context, p *access.Principal, mode *core.Mode, claim *core.Claim, req *ChatParams) (*ChatResult, error) {
-	if !claimedBy(claim.RequestHash, p.Key.ID, req.RequestHash) {
+	if !claimedBy(claim.RequestHash, p.RateID(), req.RequestHash) {
 		return nil, core.Errorf(core.CodeIdempotencyKeyReused,
 			"This Idempotency-Key was sent by another API key of the organisation, and a key's answers are its own. Send a new Idempotency-Key.").WithParam("Idempotency-Key")
 	}

@@ -94,10 +94,15 @@ func (s *Service) Estimate(ctx context.Context, p *access.Principal, c Call, req
 	}
 	classified := time.Since(cstart)
 	s.recordOutcome(ctx, p, c, core.OutcomeEstimated, "an estimate classifies the prompt without convening a panel")
+	// The surcharge quoted is the one the call would bill: none for plan
+	// usage, billed at real cost.
+	quote := core.ComputeBill(core.BillInput{
+		Surcharge: mode.Pricing.SurchargeFor(cls.depth, cls.lane == core.LaneExpress), RealCost: p.OnPlan(),
+	})
 	return &Estimate{
 		RequestID: c.RequestID, Mode: mode, Depth: cls.depth, DifficultyScore: math.Round(cls.score*1000) / 1000,
 		TaskType: cls.taskType, HallucinationRisk: cls.risk, Lane: cls.lane,
-		EstimatedPrice:    mode.Pricing.SurchargeFor(cls.depth, cls.lane == core.LaneExpress),
+		EstimatedPrice:    quote.Surcharge,
 		DeliberationValue: cls.value, Total: time.Since(start), Classify: classified,
 	}, nil
 }

@@ -11,8 +11,9 @@ import (
 	"github.com/conclavehq/conclave/core/deliberate"
 )
 
-// receiptFor builds the receipt written with the settlement.
-func receiptFor(mode *core.Mode, hash string, res *deliberate.Result, bill core.Bill, orgID string, latency int64) *core.Receipt {
+// receiptFor builds the receipt written with the settlement: bill, as
+// billing (whose fee rates the calls show) computed it.
+func receiptFor(mode *core.Mode, hash string, res *deliberate.Result, bill core.Bill, billing core.BillInput, orgID string, latency int64) *core.Receipt {
 	status := statusSucceeded
 	if bill.Capped {
 		status = statusCapped
@@ -48,7 +49,7 @@ func receiptFor(mode *core.Mode, hash string, res *deliberate.Result, bill core.
 		fallback := c.Fallback
 		round := c.Round
 		latency := c.Ended.Sub(c.Started).Milliseconds()
-		rate := core.FeeRate(core.IsBYOKSource(c.Source))
+		rate := billing.FeeRate(core.IsBYOKSource(c.Source))
 		source := c.Source
 		if source == "" {
 			source = core.SourceService

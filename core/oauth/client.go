@@ -33,22 +33,33 @@ type ClientMetadata struct {
 	ResponseTypes []string `json:"response_types,omitempty"`
 	// AuthMethods is token_endpoint_auth_method, which some documents give
 	// as a list (ChatGPT's: ["none","private_key_jwt"]).
-	AuthMethods authMethods `json:"token_endpoint_auth_method,omitempty"`
-	Scope       string      `json:"scope,omitempty"`
+	AuthMethods Strings `json:"token_endpoint_auth_method,omitempty"`
+	Scope       string  `json:"scope,omitempty"`
 }
 
-// authMethods reads a string or a list of strings.
-type authMethods []string
+// Strings is a JSON member given as one string or a list of them
+// (token_endpoint_auth_method in some documents — ChatGPT's
+// ["none","private_key_jwt"] — and a JWT's aud): it reads either, and
+// writes one value as a string (what clients expect of a registration
+// response) and several as a list.
+type Strings []string
 
-func (a *authMethods) UnmarshalJSON(b []byte) error {
+func (a Strings) MarshalJSON() ([]byte, error) {
+	if len(a) == 1 {
+		return json.Marshal(a[0])
+	}
+	return json.Marshal([]string(a))
+}
+
+func (a *Strings) UnmarshalJSON(b []byte) error {
 	var one string
 	if err := json.Unmarshal(b, &one); err == nil {
-		*a = authMethods{one}
+		*a = Strings{one}
 		return nil
 	}
 	var many []string
 	if err := json.Unmarshal(b, &many); err != nil {
-		return fmt.Errorf("token_endpoint_auth_method is neither a string nor a list of strings")
+		return errors.New("neither a string nor a list of strings")
 	}
 	*a = many
 	return nil
@@ -96,7 +107,7 @@ func CheckMetadata(m *ClientMetadata) (*Client, error) {
 		return nil, fmt.Errorf("%w: response_types must include code", ErrClientMetadata)
 	}
 	c := &Client{ClientMetadata: *m, Native: true}
-	c.AuthMethods = authMethods{"none"}
+	c.AuthMethods = Strings{"none"}
 	for _, r := range m.RedirectURIs {
 		kind, err := CheckRedirectURI(r)
 		if err != nil {

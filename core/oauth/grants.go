@@ -35,6 +35,12 @@ type Token struct {
 	Expires time.Time
 	// Issuer is the authorization server that signed the token.
 	Issuer string
+	// External is true for a token of another authorization server
+	// (auth.authorization_servers): it has no grant here (GrantID ""), its
+	// PersonID is its sub, Email its email claim when verified, and OrgID
+	// its org_id claim, "" when it has none.
+	External bool
+	Email    string
 }
 
 // Grant is a person's consent to a connected app: the app may act for the

@@ -1,7 +1,8 @@
 // Package storetest is the conformance suite for core's store interfaces,
-// one section per interface: RunOrgs, RunLedger, RunKeys, RunAdmission,
-// RunReceipts, RunOutcomes, RunProviderCredentials and RunPeople; Run runs
-// them all against a core.Store. RunModeStore (core.ModeStore) and RunModeSource
+// one section per interface: RunOrgs, RunLedger, RunKeys, RunAdmission
+// (and RunPlanAdmission, its plan usage), RunReceipts, RunOutcomes,
+// RunProviderCredentials and RunPeople; Run runs them all against a
+// core.Store. RunModeStore (core.ModeStore) and RunModeSource
 // (core.ModeSource) are run apart. Every implementation runs the sections of the
 // interfaces it implements from its own tests, against a real backend.
 //
@@ -30,6 +31,7 @@ func Run(t *testing.T, newStore func(t *testing.T) core.Store) {
 	t.Run("Ledger", func(t *testing.T) { t.Parallel(); RunLedger(t, newStore) })
 	t.Run("Keys", func(t *testing.T) { t.Parallel(); RunKeys(t, newStore) })
 	t.Run("Admission", func(t *testing.T) { t.Parallel(); RunAdmission(t, newStore) })
+	t.Run("PlanAdmission", func(t *testing.T) { t.Parallel(); RunPlanAdmission(t, newStore) })
 	t.Run("Receipts", func(t *testing.T) { t.Parallel(); RunReceipts(t, newStore) })
 	t.Run("Outcomes", func(t *testing.T) { t.Parallel(); RunOutcomes(t, newStore) })
 	t.Run("ProviderCredentials", func(t *testing.T) { t.Parallel(); RunProviderCredentials(t, newStore) })

@@ -53,12 +53,45 @@ type Config struct {
 	People    People    `yaml:"people"`
 	Engines   []Engine  `yaml:"engines"`
 	Modes     []Mode    `yaml:"modes"`
+	// Plans are the plans organisations are on (`conclave org plan`), each
+	// by name: what a connected app acting for a person of the
+	// organisation may call and spend (docs/plans.md). An organisation on
+	// a plan not listed here gets the lowest tier and no allowance through
+	// connected apps; API keys and signed-in people are not bound by
+	// plans. A file that sets plans replaces the whole list. Defaults to
+	// free, plus, standard, pro and enterprise (default.yaml).
+	Plans []Plan `yaml:"plans"`
 	// Judges are the judges of test runs and certification: each a judge
 	// name the spec uses and the engine that plays it. A file that sets
 	// judges replaces the whole list. Defaults to the spec's three judges,
 	// nova_pro, mistral_large and llama4_maverick, on the simulated engines
 	// sim/nova-pro, sim/mistral-large and sim/llama4-maverick.
 	Judges []Judge `yaml:"judges"`
+}
+
+// Plan is one plan's configuration; see core.Plan.
+type Plan struct {
+	// Name is the plan's name, as organisations are put on it: lower-case
+	// letters, digits, '-' and '_', unique.
+	Name string `yaml:"name"`
+	// MaxTier is the highest tier a connected app may ask for: experience
+	// (also written free), plus or pro. Required.
+	MaxTier string `yaml:"max_tier"`
+	// Modes are the ids or tickers of the modes open to connected apps on
+	// the plan. Defaults to [], every mode the organisation may use.
+	Modes []string `yaml:"modes"`
+	// MonthlyAllowanceUSD is what one person may spend through connected
+	// apps in a calendar month (UTC), at real cost, from the
+	// organisation's balance; a decimal number of dollars. 0 allows
+	// nothing. Defaults to 0.
+	MonthlyAllowanceUSD USD `yaml:"monthly_allowance_usd"`
+	// Concurrency is how many deliberations one person may have in flight
+	// through connected apps, across replicas (beside the organisation's
+	// own limit), 1 to 1000. Defaults to 2.
+	Concurrency int `yaml:"concurrency"`
+	// RPM is one person's requests per minute through connected apps.
+	// Defaults to 60.
+	RPM int `yaml:"rpm"`
 }
 
 // Judge maps a judge name to the engine that plays it.
@@ -264,11 +297,22 @@ type Auth struct {
 	// KeyCacheTTL is how long a key lookup is cached (by hash, never the
 	// secret); a revocation takes effect within it. At most 10s. Defaults to 3s.
 	KeyCacheTTL time.Duration `yaml:"key_cache_ttl"`
+	// GrantCacheTTL is how long a connected app's grant check is reused
+	// per replica; a revocation, or its person leaving the organisation,
+	// takes effect within it. 0 turns caching off. At most 30s. Defaults
+	// to 10s.
+	GrantCacheTTL time.Duration `yaml:"grant_cache_ttl"`
 	// AuthorizationServers are the issuer URLs of the OAuth authorization
 	// servers whose access tokens the MCP tool server accepts, as its
 	// protected-resource document lists them. Defaults to [] — the public
-	// URL (server.public_url) as the one issuer.
+	// URL (server.public_url) as the one issuer, and Conclave's own
+	// authorization server on; naming another server turns it off.
 	AuthorizationServers []string `yaml:"authorization_servers"`
+	// RegisteredClientRetention is how long an app that registered itself
+	// (dynamic client registration) is kept unused; the oauth sweep job
+	// deletes it after, and the app registers again. At least 1h. Defaults
+	// to 720h (30 days).
+	RegisteredClientRetention time.Duration `yaml:"registered_client_retention"`
 }
 
 // Limits are the per-key and per-organisation defaults a key can override.
@@ -630,6 +674,10 @@ func (c *Config) Validate() error {
 		return fe("database.max_conns", "must be at least 2")
 	case c.Auth.KeyCacheTTL < 0 || c.Auth.KeyCacheTTL > 10*time.Second:
 		return fe("auth.key_cache_ttl", "must be between 0s and 10s")
+	case c.Auth.GrantCacheTTL < 0 || c.Auth.GrantCacheTTL > 30*time.Second:
+		return fe("auth.grant_cache_ttl", "must be between 0s and 30s")
+	case c.Auth.RegisteredClientRetention < time.Hour:
+		return fe("auth.registered_client_retention", "must be at least 1h")
 	case c.Limits.RPM < 1:
 		return fe("limits.rpm", "must be at least 1")
 	case c.Limits.Concurrency < 1:
@@ -721,7 +769,64 @@ func (c *Config) Validate() error {
 	if _, err := c.Catalog(); err != nil {
 		return err
 	}
+	if err := c.validatePlans(); err != nil {
+		return err
+	}
 	return c.validateJudges()
+}
+
+var planNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+
+// validatePlans checks every plan: a unique name, a tier, a non-negative
+// allowance, modes named, and limits in range.
+func (c *Config) validatePlans() error {
+	names := map[string]bool{}
+	for i, p := range c.Plans {
+		fe := func(field, format string, args ...any) error {
+			return &core.FieldError{Field: fmt.Sprintf("plans[%d].%s", i, field), Msg: fmt.Sprintf(format, args...)}
+		}
+		switch {
+		case !planNameRe.MatchString(p.Name):
+			return fe("name", "%q: want lower-case letters, digits, '-' and '_'", p.Name)
+		case names[p.Name]:
+			return fe("name", "%q names two plans", p.Name)
+		case p.MonthlyAllowanceUSD < 0:
+			return fe("monthly_allowance_usd", "cannot be negative")
+		case p.Concurrency < 0 || p.Concurrency > 1000:
+			return fe("concurrency", "must be 1 to 1000 (0: the default, 2)")
+		case p.RPM < 0:
+			return fe("rpm", "cannot be negative (0: the default, 60)")
+		}
+		if _, ok := core.PlanTier(p.MaxTier); !ok {
+			return fe("max_tier", "%q is not experience (or free), plus or pro", p.MaxTier)
+		}
+		for j, m := range p.Modes {
+			if strings.TrimSpace(m) == "" {
+				return fe(fmt.Sprintf("modes[%d]", j), "empty: name a mode by its id or ticker")
+			}
+		}
+		names[p.Name] = true
+	}
+	return nil
+}
+
+// PlansByName builds the plans into core.Plans, the per-person limits
+// defaulted.
+func (c *Config) PlansByName() core.Plans {
+	out := make(core.Plans, len(c.Plans))
+	for _, p := range c.Plans {
+		tier, _ := core.PlanTier(p.MaxTier)
+		cp := core.Plan{Name: p.Name, MaxTier: tier, Modes: p.Modes, Allowance: core.Micros(p.MonthlyAllowanceUSD),
+			Concurrency: p.Concurrency, RPM: p.RPM, Configured: true}
+		if cp.Concurrency == 0 {
+			cp.Concurrency = core.DefaultPlanConcurrency
+		}
+		if cp.RPM == 0 {
+			cp.RPM = core.DefaultPlanRPM
+		}
+		out[p.Name] = cp
+	}
+	return out
 }
 
 var judgeNameRe = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)

@@ -102,6 +102,15 @@ func TestFileErrorsNameTheField(t *testing.T) {
 		"synthesis lift":   {"simulator:\n  quality: {synthesis_lift: -10.5}\n", "simulator.quality.synthesis_lift: must be -10 to 10"},
 		"difficulty":       {"simulator:\n  quality: {difficulty: {light: -2, medium: 0, hard: 11}}\n", "simulator.quality.difficulty: each bucket's must be -10 to 10"},
 		"synthesis best":   {"simulator:\n  quality: {synthesis_best: 1.5}\n", "simulator.quality.synthesis_best: must be 0 to 1"},
+		"plan name":        {"plans:\n  - {name: Gold Plan, max_tier: pro}\n", `plans[0].name: "Gold Plan": want lower-case`},
+		"plan twice":       {"plans:\n  - {name: gold, max_tier: pro}\n  - {name: gold, max_tier: plus}\n", `plans[1].name: "gold" names two plans`},
+		"plan tier":        {"plans:\n  - {name: gold, max_tier: ultra}\n", `plans[0].max_tier: "ultra" is not experience (or free), plus or pro`},
+		"plan no tier":     {"plans:\n  - {name: gold}\n", `plans[0].max_tier: "" is not experience`},
+		"plan allowance":   {"plans:\n  - {name: gold, max_tier: pro, monthly_allowance_usd: -1}\n", "plans[0].monthly_allowance_usd: cannot be negative"},
+		"plan money":       {"plans:\n  - {name: gold, max_tier: pro, monthly_allowance_usd: 1.0000001}\n", "more than six decimal places"},
+		"plan concurrency": {"plans:\n  - {name: gold, max_tier: pro, concurrency: 1001}\n", "plans[0].concurrency: must be 1 to 1000"},
+		"plan rpm":         {"plans:\n  - {name: gold, max_tier: pro, rpm: -5}\n", "plans[0].rpm: cannot be negative"},
+		"plan mode":        {"plans:\n  - {name: gold, max_tier: pro, modes: [conclave-standard, \" \"]}\n", "plans[0].modes[1]: empty"},
 		"engines, no judges": {"engines:\n  - {id: sim/atlas, family: sim-openai, max_tier: plus, adapter: openai, endpoint: sim}\n" +
 			"modes:\n  - {key: k, id: my-mode, name: N, critique: never, max_rounds: 1, seats: {plus: [{engine: sim/atlas}]}}\n",
 			`judges[0].engine: unknown engine "sim/nova-pro" (a file that sets engines must set judges too, or judges: [])`},
@@ -344,4 +353,43 @@ func TestOriginAndProxies(t *testing.T) {
 	require.Equal(t, "10.0.0.0/8", got[0].String())
 	require.Equal(t, "192.0.2.7/32", got[1].String())
 	require.Equal(t, "198.51.100.1/32", got[2].String())
+}
+
+// The built-in plans are the names the tree puts organisations on (free,
+// plus, standard — new organisations' — pro and enterprise), each with its
+// tier and per-person limits; a file's plans replace them, with the
+// per-person limits defaulted and "free" read as the lowest tier; a name
+// no plan has is not configured.
+func TestPlans(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("CONCLAVE_DATA_DIR", "")
+	t.Setenv("CONCLAVE_ADDR", "")
+	t.Setenv("CONCLAVE_OPERATOR_ADDR", "")
+	cfg, err := config.Builtin()
+	require.NoError(t, err)
+	plans := cfg.PlansByName()
+	for _, name := range []string{"free", "plus", core.PlanStandard, "pro", "enterprise"} {
+		p := plans.Of(name)
+		require.True(t, p.Configured, name)
+		require.Positive(t, p.Allowance, name)
+	}
+	require.Equal(t, core.Plan{Name: "free", MaxTier: core.TierExperience, Modes: []string{"conclave-standard"},
+		Allowance: 5 * core.MicrosPerUSD, Concurrency: 1, RPM: 20, Configured: true}, plans.Of("free"))
+	require.Equal(t, core.TierPro, plans.Of("pro").MaxTier)
+	require.Empty(t, plans.Of("pro").Modes, "every mode")
+
+	path := filepath.Join(t.TempDir(), "conclave.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("plans:\n"+
+		"  - {name: team, max_tier: plus, monthly_allowance_usd: \"12.50\"}\n"+
+		"  - {name: hobby, max_tier: free, monthly_allowance_usd: 0.75, concurrency: 1, rpm: 10}\n"), 0o600))
+	cfg, err = config.Load(path)
+	require.NoError(t, err)
+	plans = cfg.PlansByName()
+	require.Len(t, plans, 2, "a file's plans replace the built-in ones")
+	require.Equal(t, core.Plan{Name: "team", MaxTier: core.TierPlus, Allowance: 12_500_000,
+		Concurrency: core.DefaultPlanConcurrency, RPM: core.DefaultPlanRPM, Configured: true}, plans.Of("team"))
+	require.Equal(t, core.Plan{Name: "hobby", MaxTier: core.TierExperience, Allowance: 750_000, Concurrency: 1, RPM: 10,
+		Configured: true}, plans.Of("hobby"))
+	require.Equal(t, core.Plan{Name: "free", MaxTier: core.TierExperience, Concurrency: core.DefaultPlanConcurrency,
+		RPM: core.DefaultPlanRPM}, plans.Of("free"), "a plan not configured: the lowest tier, no allowance")
 }

@@ -10,6 +10,9 @@
 //     expired slot and claim leases;
 //   - idempotency reap: deletes finished idempotency claims past their
 //     retention;
+//   - oauth sweep (oauth.go): deletes apps that registered themselves and
+//     went unused past their retention, expired sign-in requests and
+//     expired refresh tokens of the embedded authorization server;
 //   - benchmark questions (bench.go): one job per question of a launched
 //     test run or certification, inserted in the launch's transaction
 //     (QuestionQueue) and worked on a queue of its own through

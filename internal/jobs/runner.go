@@ -47,6 +47,12 @@ type Config struct {
 	// IdempotencyRetention is how long a finished idempotency claim is kept
 	// (a retry with its key replays within it). Defaults to 24h.
 	IdempotencyRetention time.Duration
+	// OAuthSweepInterval is how often the oauth sweep (oauth.go) runs.
+	// Defaults to 1h.
+	OAuthSweepInterval time.Duration
+	// RegisteredClientRetention is how long an app that registered itself
+	// is kept unused before the oauth sweep deletes it. Defaults to 720h.
+	RegisteredClientRetention time.Duration
 	// StopTimeout is how long Stop lets running jobs finish before
 	// cancelling them. Defaults to 10s.
 	StopTimeout time.Duration
@@ -87,6 +93,8 @@ func (c Config) WithDefaults() Config {
 	set(&c.SpendInterval, 15*time.Second)
 	set(&c.SpendGrace, 30*time.Second)
 	set(&c.IdempotencyRetention, 24*time.Hour)
+	set(&c.OAuthSweepInterval, time.Hour)
+	set(&c.RegisteredClientRetention, 720*time.Hour)
 	set(&c.StopTimeout, 10*time.Second)
 	if c.MaxWorkers == 0 {
 		c.MaxWorkers = 2
@@ -119,6 +127,10 @@ func (c *Config) validate() error {
 		return errors.New("jobs: SpendGrace must be at least 1s")
 	case c.IdempotencyRetention <= 0:
 		return errors.New("jobs: IdempotencyRetention must be positive")
+	case c.OAuthSweepInterval < time.Second:
+		return errors.New("jobs: OAuthSweepInterval must be at least 1s")
+	case c.RegisteredClientRetention <= 0:
+		return errors.New("jobs: RegisteredClientRetention must be positive")
 	case c.StopTimeout <= 0:
 		return errors.New("jobs: StopTimeout must be positive")
 	case c.MaxWorkers < 1:
@@ -166,6 +178,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Runner, error) {
 	if err := river.AddWorkerSafely(workers, &spendWorker{r: r}); err != nil {
 		return nil, err
 	}
+	if err := river.AddWorkerSafely(workers, &oauthSweepWorker{r: r}); err != nil {
+		return nil, err
+	}
 	queues := map[string]river.QueueConfig{Queue: {MaxWorkers: cfg.MaxWorkers}}
 	if cfg.Questions != nil {
 		if err := river.AddWorkerSafely(workers, &benchQuestionWorker{runner: cfg.Questions, timeout: cfg.BenchTimeout}); err != nil {
@@ -192,6 +207,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Runner, error) {
 			periodic(cfg.SweepInterval, HoldSweepArgs{}),
 			periodic(cfg.ReapInterval, IdempotencyReapArgs{}),
 			periodic(cfg.SpendInterval, SpendArgs{}),
+			periodic(cfg.OAuthSweepInterval, OAuthSweepArgs{}),
 		},
 		TestOnly: cfg.testOnly,
 	})

@@ -59,11 +59,14 @@ func (s *Store) Admit(ctx context.Context, p *core.AdmitParams) (*core.AdmitResu
 			quota = int64(*p.Hold.MonthlyQuota)
 		}
 	}
-	now := time.Now().UTC()
-	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	var personAllowance any
+	if p.PersonAllowance != nil {
+		personAllowance = int64(*p.PersonAllowance)
+	}
+	month := core.MonthStart(time.Now())
 	var (
 		outcome                  string
-		wait, spent              *int64
+		wait, spent, holdAmount  *int64
 		claimState, claimReqID   *string
 		claimHash                []byte
 		holdCreated, holdExpires *time.Time
@@ -73,7 +76,8 @@ func (s *Store) Admit(ctx context.Context, p *core.AdmitParams) (*core.AdmitResu
 		p.OrgID, p.RequestID, p.SlotLimit, p.Lease.Microseconds(),
 		p.IdempotencyKey, hash,
 		holdID, int64(p.Hold.Amount), quota, int64(p.Hold.ActivationAllowance), month,
-	).Scan(&outcome, &wait, &claimState, &claimReqID, &claimHash, &spent, &holdCreated, &holdExpires)
+		p.PersonID, p.PersonSlots, personAllowance, int64(p.MinHold),
+	).Scan(&outcome, &wait, &claimState, &claimReqID, &claimHash, &spent, &holdCreated, &holdExpires, &holdAmount)
 	if err != nil {
 		return nil, fmt.Errorf("admitting %s: %w", p.RequestID, translate(err))
 	}
@@ -81,7 +85,9 @@ func (s *Store) Admit(ctx context.Context, p *core.AdmitParams) (*core.AdmitResu
 	switch outcome {
 	case "ok":
 		if p.Hold.Amount > 0 {
-			a.Hold = &core.Hold{ID: holdID, OrgID: p.OrgID, RequestID: p.RequestID, Amount: p.Hold.Amount, State: core.HoldHeld,
+			// The amount held: the one asked for, or less when the
+			// person's allowance lowered it.
+			a.Hold = &core.Hold{ID: holdID, OrgID: p.OrgID, RequestID: p.RequestID, Amount: core.Micros(*holdAmount), State: core.HoldHeld,
 				CreatedAt: *holdCreated, ExpiresAt: *holdExpires}
 		}
 	case "rate_limited":
@@ -91,6 +97,13 @@ func (s *Store) Admit(ctx context.Context, p *core.AdmitParams) (*core.AdmitResu
 		}
 	case "no_slot":
 		a.Refused = core.ErrNoSlot
+	case "person_busy":
+		a.Refused = core.ErrPersonBusy
+	case "plan_limit":
+		a.Refused = core.ErrPlanLimit
+		if spent != nil {
+			a.PersonSpent = core.Micros(*spent)
+		}
 	case "claimed":
 		a.Refused = core.ErrClaimed
 		a.Claim = &core.Claim{State: core.ClaimState(*claimState), RequestID: *claimReqID, RequestHash: claimHash}

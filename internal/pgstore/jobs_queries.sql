@@ -55,6 +55,11 @@ UPDATE holds h SET state = 'released', settled_at = now()
 RETURNING h.id, h.org_id, h.request_id, h.amount_micros;
 
 -- name: FreeSlotsOf
+-- The organisation's slot of the request (the rows affected), and the
+-- person's for plan usage (0023).
+WITH person AS (
+    DELETE FROM person_slots WHERE org_id = $1 AND request_id = $2
+)
 DELETE FROM concurrency_slots WHERE org_id = $1 AND request_id = $2;
 
 -- name: FreeClaimOf
@@ -71,6 +76,16 @@ ON CONFLICT (request_id) DO NOTHING;
 DELETE FROM concurrency_slots s
  WHERE (s.org_id, s.slot) IN (
     SELECT c.org_id, c.slot FROM concurrency_slots c
+     WHERE c.lease_until < coalesce($1::timestamptz, now()) - $2 * interval '1 microsecond'
+       AND NOT EXISTS (SELECT 1 FROM holds h WHERE h.request_id = c.request_id AND h.state = 'held')
+     LIMIT $3
+       FOR UPDATE SKIP LOCKED);
+
+-- name: SweepExpiredPersonSlots
+-- The same for the people's slots of plan usage (0023).
+DELETE FROM person_slots s
+ WHERE (s.org_id, s.person_id, s.slot) IN (
+    SELECT c.org_id, c.person_id, c.slot FROM person_slots c
      WHERE c.lease_until < coalesce($1::timestamptz, now()) - $2 * interval '1 microsecond'
        AND NOT EXISTS (SELECT 1 FROM holds h WHERE h.request_id = c.request_id AND h.state = 'held')
      LIMIT $3

@@ -201,7 +201,10 @@ type SweepResult struct {
 	HoldsReleased int
 	Released      core.Micros
 	// SlotsFreed counts the concurrency slots deleted: those of the released
-	// holds' calls and expired leases of calls with no live hold.
+	// holds' calls and expired leases of calls with no live hold, the
+	// latter for people's slots of plan usage too. (A released hold's
+	// call gives back its person's slot with its organisation's, counted
+	// once.)
 	SlotsFreed int
 	// ClaimsFreed counts the in-flight idempotency claims deleted, so that a
 	// retry with the same key runs again.
@@ -249,6 +252,11 @@ func (s *Store) SweepHolds(ctx context.Context, p *SweepParams) (*SweepResult, e
 	tag, err := s.pool.Exec(ctx, jq("SweepExpiredSlots"), at(p.At), p.Grace.Microseconds(), limit)
 	if err != nil {
 		return res, fmt.Errorf("sweeping expired concurrency slots: %w", translate(err))
+	}
+	res.SlotsFreed += int(tag.RowsAffected())
+	tag, err = s.pool.Exec(ctx, jq("SweepExpiredPersonSlots"), at(p.At), p.Grace.Microseconds(), limit)
+	if err != nil {
+		return res, fmt.Errorf("sweeping expired person slots: %w", translate(err))
 	}
 	res.SlotsFreed += int(tag.RowsAffected())
 	tag, err = s.pool.Exec(ctx, jq("SweepExpiredClaims"), at(p.At), p.Grace.Microseconds(), limit)

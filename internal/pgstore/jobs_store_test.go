@@ -570,6 +570,7 @@ func TestSweepScansByIndex(t *testing.T) {
 	for name, st := range map[string]statement{
 		"ReleaseExpiredHold": {pgstore.JobQuery("ReleaseExpiredHold"), []any{time.Now(), grace}},
 		"SweepExpiredSlots":  {pgstore.JobQuery("SweepExpiredSlots"), []any{time.Now(), grace, 1000}},
+		"SweepPersonSlots":   {pgstore.JobQuery("SweepExpiredPersonSlots"), []any{time.Now(), grace, 1000}},
 		"SweepExpiredClaims": {pgstore.JobQuery("SweepExpiredClaims"), []any{time.Now(), grace, 1000}},
 		"FreeClaimOf":        {pgstore.JobQuery("FreeClaimOf"), []any{org, "req_5000"}},
 		"RenewLeases":        {pgstore.Query("RenewLeases"), []any{[]string{"req_5000", "req_7000"}, grace}},

@@ -137,6 +137,11 @@ SELECT request_id, org_id, mode_id, mode_key, mode_config_hash, status,
   FROM receipts WHERE request_id = $1 AND org_id = $2;
 
 -- name: FreeSlot
+-- The request's slots: the organisation's, and the person's for plan usage
+-- (0023), in one statement.
+WITH person AS (
+    DELETE FROM person_slots WHERE org_id = $1 AND request_id = $2
+)
 DELETE FROM concurrency_slots WHERE org_id = $1 AND request_id = $2;
 
 -- name: ReleaseClaim
@@ -150,15 +155,18 @@ WITH h AS (
 ), s AS (
     UPDATE concurrency_slots SET lease_until = clock_timestamp() + $2 * interval '1 microsecond'
      WHERE request_id = ANY($1) RETURNING 1
+), ps AS (
+    UPDATE person_slots SET lease_until = clock_timestamp() + $2 * interval '1 microsecond'
+     WHERE request_id = ANY($1) RETURNING 1
 ), k AS (
     UPDATE idempotency_keys SET locked_until = clock_timestamp() + $2 * interval '1 microsecond'
      WHERE request_id = ANY($1) AND state = 'in_flight' RETURNING 1
 )
-SELECT (SELECT count(*) FROM h), (SELECT count(*) FROM s), (SELECT count(*) FROM k);
+SELECT (SELECT count(*) FROM h), (SELECT count(*) FROM s) + (SELECT count(*) FROM ps), (SELECT count(*) FROM k);
 
 -- name: AdmitCall
-SELECT outcome, wait_us, claim_state, claim_request_id, claim_request_hash, spent, hold_created_at, hold_expires_at
-  FROM admit_call($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14);
+SELECT outcome, wait_us, claim_state, claim_request_id, claim_request_hash, spent, hold_created_at, hold_expires_at, hold_amount
+  FROM admit_call($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18);
 
 -- name: Begin
 BEGIN;

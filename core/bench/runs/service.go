@@ -236,7 +236,7 @@ func (s *Service) launch(ctx context.Context, p *access.Principal, k Key, plan *
 	}
 	batchID := newUUID()
 	if key != "" {
-		hash := requestHash(p.Key.ID, plan)
+		hash := requestHash(p.RateID(), plan)
 		claim, err := s.d.Store.ClaimLaunch(ctx, &ClaimLaunchParams{
 			OrgID: p.Org.ID, Key: key, Kind: plan.Kind, RequestHash: hash, BatchID: batchID, Lease: s.cfg.Lease, Lapse: lapse,
 		})
@@ -559,7 +559,8 @@ func (s *Service) Batch(ctx context.Context, p *access.Principal, kind Kind, id 
 }
 
 // derivedKey is the key of a launch keyed by itself (Key.Derive): the
-// organisation, the API key, the plan as accepted, and the mode's version
+// organisation, the API key (or the person acting without one), the plan
+// as accepted, and the mode's version
 // and configuration, so that a launch on a mode released since is another
 // launch. Resolving the mode refuses what prepare would refuse first.
 func (s *Service) derivedKey(ctx context.Context, p *access.Principal, plan *Plan) (string, error) {
@@ -572,7 +573,7 @@ func (s *Service) derivedKey(ctx context.Context, p *access.Principal, plan *Pla
 		panic(fmt.Sprintf("encoding a launch plan: %v", err))
 	}
 	sum := sha256.New()
-	for _, part := range []string{p.Org.ID, p.Key.ID, string(b), mode.ID, strconv.Itoa(mode.Version), s.d.Modes.ModeConfigHash(mode)} {
+	for _, part := range []string{p.Org.ID, p.RateID(), string(b), mode.ID, strconv.Itoa(mode.Version), s.d.Modes.ModeConfigHash(mode)} {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
 		sum.Write(n[:])
@@ -582,7 +583,8 @@ func (s *Service) derivedKey(ctx context.Context, p *access.Principal, plan *Pla
 }
 
 // requestHash identifies a launch for its Idempotency-Key: the API key that
-// sent it and its plan as accepted.
+// sent it (or the person acting without one, access.Principal.RateID) and
+// its plan as accepted.
 func requestHash(keyID string, plan *Plan) []byte {
 	b, err := json.Marshal(plan)
 	if err != nil {
