@@ -199,6 +199,15 @@ test_scope_message_names_scope if {
 	d := decide(chat({"principal": {"scopes": ["models:read"]}}))
 	d.allow == false
 	contains(d.message, "\"deliberate\"")
+	startswith(d.message, "This key lacks")
+}
+
+# A connected app's scopes are what its person granted it, and its
+# refusal says so.
+test_scope_of_a_connected_app if {
+	d := decide(chat({"principal": object.union(app, {"scopes": ["models:read"]}), "person": me_member}))
+	d.code == "insufficient_scope"
+	startswith(d.message, "This app was not granted the \"deliberate\" scope")
 }
 
 # Reading modes needs models:read; validating a spec needs modes:write,

@@ -204,6 +204,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		op.WithCustomTokenEndpoint(op.NewEndpoint(strings.TrimPrefix(PathToken, "/"))),
 		op.WithCustomRevocationEndpoint(op.NewEndpoint(strings.TrimPrefix(PathRevoke, "/"))),
 		op.WithCustomKeysEndpoint(op.NewEndpoint(strings.TrimPrefix(PathJWKS, "/"))),
+		op.WithLogger(cfg.Logger), // zitadel's lines go where ours do, not to slog.Default
 	}
 	if strings.HasPrefix(s.issuer, "http://") {
 		opts = append(opts, op.WithAllowInsecure()) // http://localhost:PORT, the default origin

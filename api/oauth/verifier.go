@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -268,4 +269,56 @@ func (j *remoteJWKS) get(ctx context.Context, url string, into any) error {
 		return err
 	}
 	return json.Unmarshal(b, into)
+}
+
+// Verifiers checks the tokens of several authorization servers
+// (auth.authorization_servers), by issuer: a token goes to the verifier of
+// the issuer it names — read before verification only to choose; that
+// verifier checks the claim again with the signature. A token naming none
+// of them is invalid_oauth_token.
+type Verifiers map[string]*Verifier
+
+// NewExternalVerifiers returns a Verifiers of each of issuers, with cfg's
+// other settings (cfg.Issuer is ignored).
+func NewExternalVerifiers(issuers []string, cfg ExternalConfig) (Verifiers, error) {
+	vs := Verifiers{}
+	for _, iss := range issuers {
+		c := cfg
+		c.Issuer = iss
+		v, err := NewExternalVerifier(c)
+		if err != nil {
+			return nil, err
+		}
+		vs[iss] = v
+	}
+	return vs, nil
+}
+
+// VerifyToken implements access.TokenVerifier.
+func (vs Verifiers) VerifyToken(ctx context.Context, token string) (*coreoauth.Token, error) {
+	v, ok := vs[unverifiedIssuer(token)]
+	if !ok {
+		return nil, invalid("it was issued by an authorization server this server does not trust")
+	}
+	return v.VerifyToken(ctx, token)
+}
+
+// unverifiedIssuer is the iss claim of a compact JWS, unchecked; "" when
+// it has none or is not one.
+func unverifiedIssuer(token string) string {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 || len(parts[1]) > 16<<10 {
+		return ""
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return ""
+	}
+	var c struct {
+		Issuer string `json:"iss"`
+	}
+	if json.Unmarshal(raw, &c) != nil {
+		return ""
+	}
+	return c.Issuer
 }

@@ -191,4 +191,22 @@ func TestOAuthExternalVerifier(t *testing.T) {
 	claims["iss"] = "http://127.0.0.1:1"
 	_, err = down.VerifyToken(ctx, sign(t, jose.ES256, key, "k1", claims))
 	require.Equal(t, core.CodeOAuthUnavailable, core.AsError(err).Code)
+
+	// Several issuers: each token goes to the verifier of the issuer it
+	// names; one naming none of them is refused without a fetch.
+	both, err := oauth.NewExternalVerifiers([]string{"http://127.0.0.1:1", issuer},
+		oauth.ExternalConfig{Audience: "https://conclave.example/mcp"})
+	require.NoError(t, err)
+	claims["iss"], claims["aud"] = issuer, "https://conclave.example/mcp"
+	tok, err = both.VerifyToken(ctx, sign(t, jose.ES256, key, "k1", claims))
+	require.NoError(t, err)
+	require.Equal(t, issuer, tok.Issuer)
+	claims["iss"] = "http://127.0.0.1:1"
+	_, err = both.VerifyToken(ctx, sign(t, jose.ES256, key, "k1", claims))
+	require.Equal(t, core.CodeOAuthUnavailable, core.AsError(err).Code, "the second issuer's verifier answered")
+	claims["iss"] = "https://stranger.example"
+	_, err = both.VerifyToken(ctx, sign(t, jose.ES256, key, "k1", claims))
+	require.Equal(t, core.CodeInvalidOAuthToken, core.AsError(err).Code)
+	_, err = both.VerifyToken(ctx, "not.a.jwt")
+	require.Equal(t, core.CodeInvalidOAuthToken, core.AsError(err).Code)
 }

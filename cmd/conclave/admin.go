@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/internal/pgstore"
 )
 
@@ -176,10 +177,15 @@ func orgPlan(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) er
 	if err := parse(fs, args, "org", "plan"); err != nil {
 		return err
 	}
-	return withStore(ctx, cf, func(s *pgstore.Store) error {
-		org, err := s.SetOrgPlan(ctx, &core.SetOrgPlanParams{OrgID: *id, Plan: *plan})
+	return withDatabase(ctx, cf, func(cfg *config.Config, db *database) error {
+		org, err := db.store.SetOrgPlan(ctx, &core.SetOrgPlanParams{OrgID: *id, Plan: *plan})
 		if err != nil {
 			return notFound(err, "organisation", *id)
+		}
+		if _, ok := cfg.PlansByName()[org.Plan]; !ok {
+			// The policy may still read the name (a mode's plans); connected
+			// apps get nothing until it is configured (docs/plans.md).
+			fmt.Fprintf(cio.stderr, "warning: plan %q is not configured (plans: in the configuration): the organisation's connected apps get the lowest tier and no allowance\n", org.Plan)
 		}
 		return emit(cio.stdout, *cf.json, orgOut(org), fmt.Sprintf("Organisation %s is on plan %s.", org.ID, org.Plan))
 	})

@@ -181,6 +181,7 @@ func banner(base, origin string, d *demo) string {
 	s := fmt.Sprintf("Conclave is serving on %s\n", base)
 	if d != nil {
 		s += fmt.Sprintf("Dashboard: %s/ (sign in there)\n", origin)
+		s += fmt.Sprintf("MCP clients: %s/mcp (Claude, ChatGPT, VS Code, Cursor sign you in there; or send the demo key)\n", origin)
 		s += fmt.Sprintf("Demo organisation %s (%s), balance $%s\nDemo key: %s\n", d.org.Ticker, d.org.ID, d.balance, d.secret)
 		if d.ownerLink != "" {
 			s += fmt.Sprintf("Demo owner %s: open %s to register a passkey or set a password (single-use, for %s)\n",

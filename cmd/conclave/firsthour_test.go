@@ -33,6 +33,7 @@ func managedDataDir(t *testing.T) string {
 
 var bannerRe = regexp.MustCompile(`^Conclave is serving on (http://localhost:\d+)\n` +
 	`Dashboard: http://localhost:\d+/ \(sign in there\)\n` +
+	`MCP clients: http://localhost:\d+/mcp \(Claude, ChatGPT, VS Code, Cursor sign you in there; or send the demo key\)\n` +
 	`Demo organisation DEMO \((org_\w+)\), balance \$10\n` +
 	`Demo key: (ccl_live_[A-Za-z0-9_-]{43})\n` +
 	`Demo owner owner@demo\.example: open (http://localhost:\d+/link/[A-Za-z0-9_-]{43}) to register a passkey or set a password \(single-use, for 7 days\)$`)

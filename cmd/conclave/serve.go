@@ -117,7 +117,7 @@ type gateway struct {
 	// tokens verifies connected apps' access tokens: the embedded
 	// authorization server's, or auth.authorization_servers[0]'s. Set by
 	// mountPublic.
-	tokens *apioauth.Verifier
+	tokens access.TokenVerifier
 	// cimd is how the authorization server fetches client metadata
 	// documents: the zero value in production; tests point its resolver
 	// and dialer at their own servers.
@@ -291,8 +291,7 @@ func (g *gateway) mountPublic(ctx context.Context, public *listener) error {
 		g.tokens, consent = authServer.Verifier(), authServer
 	} else {
 		var err error
-		g.tokens, err = apioauth.NewExternalVerifier(apioauth.ExternalConfig{Issuer: issuers[0], Audience: origin + mcp.Path})
-		if err != nil {
+		if g.tokens, err = apioauth.NewExternalVerifiers(issuers, apioauth.ExternalConfig{Audience: origin + mcp.Path}); err != nil {
 			return err
 		}
 	}

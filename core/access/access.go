@@ -402,7 +402,7 @@ func (s *Service) Meter(ctx context.Context, p *Principal, requestID string) err
 // authenticated.
 func (s *Service) Spent(p *Principal) error {
 	if wait := s.refusedFor(p.RateID()); wait > 0 {
-		return rateLimited(s.RPM(p), wait)
+		return rateLimited(p, s.RPM(p), wait)
 	}
 	return nil
 }
@@ -437,7 +437,7 @@ func (s *Service) RateLimited(p *Principal, retryAfter time.Duration) *core.Erro
 		}
 		s.mu.Unlock()
 	}
-	return rateLimited(s.RPM(p), retryAfter)
+	return rateLimited(p, s.RPM(p), retryAfter)
 }
 
 // maxRefusedKeys bounds the memory of keys over their rate; past it a key
@@ -460,8 +460,15 @@ func (s *Service) refusedFor(keyID string) time.Duration {
 	return wait
 }
 
-func rateLimited(perMinute int, retryAfter time.Duration) *core.Error {
-	e := core.Errorf(core.CodeRateLimitExceeded, "This key is limited to %d requests per minute. Retry after the time in Retry-After.", perMinute)
+func rateLimited(p *Principal, perMinute int, retryAfter time.Duration) *core.Error {
+	who := "You are" // a person on the pages
+	switch {
+	case p.Key != nil:
+		who = "This key is"
+	case p.Kind == core.PrincipalOAuthApp:
+		who = "Your connected apps are"
+	}
+	e := core.Errorf(core.CodeRateLimitExceeded, "%s limited to %d requests per minute. Retry after the time in Retry-After.", who, perMinute)
 	e.RetryAfter = retryAfter
 	return e
 }

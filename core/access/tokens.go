@@ -124,7 +124,9 @@ func (c *grantCache) state(ctx context.Context, t *oauth.Token) (grantState, err
 	if c.ttl == 0 {
 		return c.check(ctx, t)
 	}
-	key := t.GrantID + "\x00" + t.PersonID + "\x00" + t.OrgID
+	// Everything the check reads from the token: an external token is
+	// matched by its issuer, sub, email and organisation.
+	key := strings.Join([]string{t.GrantID, t.PersonID, t.OrgID, t.Issuer, t.Email}, "\x00")
 	now := time.Now()
 	if st, ok := c.entries.get(key, now); ok {
 		return st, nil

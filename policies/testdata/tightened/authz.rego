@@ -246,11 +246,17 @@ mode_tiers := {t | some t in mode.tiers; is_string(t)}
 denials contains {
 	"rank": precedence.missing_scope,
 	"code": "insufficient_scope",
-	"message": sprintf("This key lacks the %q scope that %s requires.", [scope, action]),
+	"message": sprintf("%s the %q scope that %s requires.", [lacks_phrase, scope, action]),
 } if {
 	scope := required_scope[action]
 	not scope in key_scopes
 }
+
+# lacks_phrase names what lacks a scope: a connected app's scopes are
+# those its person granted it; anything else's, its key's.
+lacks_phrase := "This app was not granted" if {
+	principal_kind == "oauth_app"
+} else := "This key lacks"
 
 # An action the table does not know is refused the same way.
 denials contains {
