@@ -7,11 +7,9 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,68 +21,16 @@ import (
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
 	"github.com/conclavehq/conclave/core/people"
+	"github.com/conclavehq/conclave/internal/browsertest"
 )
 
 // The pages in a real browser: Debian's headless Chromium, driven through
 // the DevTools protocol. One browser serves the whole package; each test
 // has its own browser context (its own cookies) and tabs.
 
-// chromiumPath is where Debian's chromium package puts the browser.
-const chromiumPath = "/usr/lib/chromium/chromium"
-
-var (
-	browserOnce   sync.Once
-	browserCtx    context.Context
-	browserCancel context.CancelFunc
-	browserErr    error
-)
-
-func closeBrowser() {
-	if browserCancel != nil {
-		browserCancel()
-	}
-}
-
 // browser returns a fresh browser context (cookies of its own) on the
-// package's one browser. Without the browser the test is skipped — and
-// fails under CI=true, where it must run.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	path := chromiumPath
-	if _, err := os.Stat(path); err != nil {
-		if p, lerr := exec.LookPath("chromium"); lerr == nil {
-			path = p
-		} else {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("Chromium is missing (%s): CI runs the browser tests; install Debian's chromium package (make browser)", chromiumPath)
-			}
-			t.Skipf("Chromium is missing (%s): install Debian's chromium package (make browser) to run the browser tests", chromiumPath)
-		}
-	}
-	browserOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "conclave-chromium-")
-		if err != nil {
-			browserErr = err
-			return
-		}
-		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-			chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.UserDataDir(dir),
-			chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-quic", true), chromedp.Flag("no-first-run", true),
-			chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-			chromedp.Flag("disable-sync", true), chromedp.Flag("hide-scrollbars", true))
-		ctx, cancel := chromedp.NewContext(alloc)
-		browserCtx = ctx
-		browserCancel = func() { cancel(); cancelAlloc(); _ = os.RemoveAll(dir) }
-		browserErr = chromedp.Do(ctx) // start the browser
-	})
-	require.NoError(t, browserErr, "starting Chromium")
-	ctx, cancel := chromedp.NewContext(browserCtx, chromedp.WithNewBrowserContext())
-	t.Cleanup(cancel)
-	tctx, tcancel := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(tcancel)
-	require.NoError(t, chromedp.Do(ctx)) // open the tab before the timeout applies
-	return tctx
-}
+// package's one browser (internal/browsertest).
+func browser(t *testing.T) context.Context { return browsertest.New(t) }
 
 // virtualAuthenticator gives the tab of ctx Chrome's virtual authenticator:
 // a platform authenticator that keeps discoverable credentials and verifies

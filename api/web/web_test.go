@@ -21,6 +21,7 @@ import (
 	"github.com/conclavehq/conclave/core/dashboard"
 	"github.com/conclavehq/conclave/core/deliberate"
 	"github.com/conclavehq/conclave/core/people"
+	"github.com/conclavehq/conclave/internal/browsertest"
 	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
@@ -32,7 +33,7 @@ import (
 	"github.com/conclavehq/conclave/policies"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m, closeBrowser) }
+func TestMain(m *testing.M) { pgtest.Main(m, browsertest.Close) }
 
 // bundle is one server of the pages on a real PostgreSQL: an organisation,
 // ACME, and its owner, with a set-up link.

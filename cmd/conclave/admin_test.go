@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/internal/browsertest"
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
 	"github.com/conclavehq/conclave/plugins/plugintest"
@@ -35,7 +36,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, overheadFloor(db, os.Getenv("CONCLAVE_BENCH_FLOOR_SIM"), os.Getenv("CONCLAVE_BENCH_FLOOR_SHAPE")))
 		os.Exit(1)
 	}
-	pgtest.Main(m, plugintest.Cleanup)
+	pgtest.Main(m, plugintest.Cleanup, browsertest.Close)
 }
 
 // adminBundle runs subcommands in-process against a fresh database, named in
