@@ -192,6 +192,38 @@ func TestOAuthTokenOnMCP(t *testing.T) {
 		require.Equal(t, receipt["billed_usd"], receipt["token_charge_usd"], "billed the token charge alone")
 	})
 
+	t.Run("authoring with a person's token", func(t *testing.T) {
+		// save_mode and list_mode take a signed-in person's token as they
+		// take a key (spec: Authentication 6); the role table decides.
+		var spec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(`{"name": "App Panel", "ticker": "APPP",
+			"use_when": "Trade-offs where a second and a third opinion are worth a few cents.",
+			"description": "Three seats from three provider families.",
+			"seats_by_tier": {"plus": [
+				{"engine": "sim/atlas", "backup": "sim/gemini-flash"},
+				{"engine": "sim/sonnet", "backup": "sim/atlas"},
+				{"engine": "sim/gemini-flash", "backup": "sim/sonnet"}]},
+			"staff": {"classifier": {"engine": "sim/swift"}, "judge": {"engine": "sim/sonnet", "backup": "sim/atlas"},
+				"synthesis": {"engine": "sim/atlas", "backup": "sim/sonnet"}},
+			"critique": "deep", "max_rounds": 2, "quorum": 2, "straggler_deadline_s": 20, "express_threshold": 0.2,
+			"cost_ceiling_usd": 1.5, "api_commercial": {"price_tier": "standard",
+				"q_surcharge_by_depth": {"light": 0.10, "medium": 0.15, "deep": 0.20}, "q_surcharge_usd": 0.20}}`), &spec))
+		author := og.appToken(t, "models:read modes:write")
+		r := og.call(t, author.Access, "save_mode", map[string]any{"spec": spec, "release": true})
+		require.Empty(t, toolError(t, r), r.raw)
+		modeID := r.body["result"].(map[string]any)["structuredContent"].(map[string]any)["mode"].(map[string]any)["id"]
+		require.NotEmpty(t, modeID, r.raw)
+		r = og.call(t, author.Access, "list_mode", map[string]any{"mode_id": modeID})
+		require.Empty(t, toolError(t, r), r.raw)
+		audit, err := og.g.db.store.Audit(ctx, &core.AuditQuery{OrgID: og.org.ID, Limit: 50})
+		require.NoError(t, err)
+		var drafted bool
+		for _, e := range audit {
+			drafted = drafted || (e.Action == core.AuditModeDrafted && e.Actor.Kind == core.ActorPerson && e.Actor.ID == owner.ID)
+		}
+		require.True(t, drafted, "the person is the author in the audit trail")
+	})
+
 	t.Run("scopes", func(t *testing.T) {
 		narrow := og.appToken(t, "models:read")
 		require.Empty(t, narrow.Refresh, "no offline_access, no refresh token")
