@@ -74,7 +74,7 @@ func (h *handler) consentRoutes(mux *http.ServeMux) error {
 	h.pages["consent"] = t
 	mux.HandleFunc("GET "+ConsentPath, h.signedIn(h.consentPage))
 	mux.HandleFunc("POST "+ConsentPath, h.signedIn(h.consentAnswer))
-	return nil
+	return h.appsRoutes(mux)
 }
 
 // pendingFailed answers a request the page cannot show.

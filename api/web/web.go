@@ -235,8 +235,9 @@ type view struct {
 	// ShowPeople offers the people page to those the policy lets manage
 	// people; the page itself asks again.
 	ShowPeople bool
-	// ShowMoney and ShowAudit offer the money and audit pages likewise.
-	ShowMoney, ShowAudit bool
+	// ShowMoney and ShowAudit offer the money and audit pages likewise;
+	// ShowApps the connected apps, when the authorization server is on.
+	ShowMoney, ShowAudit, ShowApps bool
 	// Nav names the section the page belongs to, marked current in the
 	// navigation; Wide lets a page of tables use the screen's width.
 	Nav       string
@@ -293,6 +294,7 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 		v.ShowPeople = h.people.Allowed(r.Context(), v.principal, core.ActionPeopleManage)
 		v.ShowMoney = h.people.Allowed(r.Context(), v.principal, core.ActionJournalRead)
 		v.ShowAudit = h.people.Allowed(r.Context(), v.principal, core.ActionAuditRead)
+		v.ShowApps = h.consent != nil
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
@@ -719,6 +721,8 @@ func notice(r *http.Request) string {
 		return "Switched organisation."
 	case "revoked":
 		return "Key revoked. Calls with it are refused within a few seconds."
+	case "app-revoked":
+		return "App disconnected: its next call is refused, and it must ask you again to reconnect."
 	case "limits":
 		return "Limits saved. Calls with the key follow them within a few seconds."
 	case "byok-set":

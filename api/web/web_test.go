@@ -68,7 +68,7 @@ func setup(t testing.TB, cfg people.Config, opts ...func(*dashboard.Deps)) *bund
 	require.NoError(t, err)
 	cfg.PublicURL = b.origin
 	b.people, err = people.New(cfg, people.Deps{Store: store, Orgs: store, Keys: store, Access: acc,
-		Credentials: store, Maker: byok.Maker{Sealer: sealer}})
+		Credentials: store, Maker: byok.Maker{Sealer: sealer}, Grants: store})
 	require.NoError(t, err)
 
 	// The billed call on the simulated providers, and REST at /v1, as serve
