@@ -141,6 +141,13 @@ verify: generate ## Check that go.mod is tidy and generated code is committed.
 bench: deps plugins ## Run the benchmarks; each prints its figure beside its comparison.
 	$(WITH_PG) $(GO) test -p 1 -run '^$$' -bench . -benchmem -count=1 -timeout 60m $(PKGS)
 
+.PHONY: bench-smoke
+# Every benchmark in its smoke form (TestXSmoke beside BenchmarkX, package
+# core/benchtest): alone, once, at tiny sizes and a one-second window, no
+# figure asserted. make test runs them too.
+bench-smoke: deps plugins ## Run every benchmark once in its smoke form (tiny sizes; they must start, run and report).
+	$(WITH_PG) $(GO) test -count=1 -run 'Smoke$$' -timeout 30m $(PKGS)
+
 .PHONY: clean
 clean: ## Remove build output (keeps .data/, the local database).
 	rm -rf bin

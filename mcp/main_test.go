@@ -76,7 +76,10 @@ type setupOpts struct {
 	noAuthoring  bool                // serve the tools without mode authoring (Deps.Modes nil)
 	noRuns       bool                // serve the tools without benchmark runs (Deps.Runs nil)
 	testLaunches int                 // the run service's daily test launches; 0 its default
-	answerBytes  int64               // the tool server's MaxBatchAnswerBytes; 0 its default
+	// judgeConfigured reports whether a judge has an engine (the run
+	// service's JudgeConfigured); nil: all do.
+	judgeConfigured func(runs.Judge) bool
+	answerBytes     int64 // the tool server's MaxBatchAnswerBytes; 0 its default
 	// admits, when set, counts the trips to the store's admission (the
 	// rate of reads and the admission of calls).
 	admits *atomic.Int64
@@ -143,6 +146,7 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 	require.NoError(t, err)
 	benchRuns, err := runs.NewService(runs.Config{TestLaunchesPerDay: o.testLaunches}, runs.Deps{
 		Access: acc, Modes: svc, Store: pgstore.NewBatches(pool, queue), Bank: execute.Bank{}, Catalog: catalog,
+		JudgeConfigured: o.judgeConfigured,
 	})
 	require.NoError(t, err)
 	if o.noRuns {

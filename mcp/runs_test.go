@@ -588,3 +588,23 @@ func TestRunToolsHideAnotherModesBatch(t *testing.T) {
 		require.Equal(t, "queued", tb.poll(t, own, tool, id)["batch"].(map[string]any)["status"], tool)
 	}
 }
+
+// A deployment whose configuration names no engine for the judges
+// (judges: []) still serves; a run_test launch that needs them is refused
+// as REST refuses it — provider_unavailable (409), param judges, naming
+// every judge missing — and charges nothing. A dry run still quotes.
+func TestLaunchRefusesJudgesNotConfigured(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, func(o *setupOpts) { o.judgeConfigured = func(runs.Judge) bool { return false } })
+	org, key := tb.acmePanel(t)
+	before := tb.money(t, org.ID)
+	args := map[string]any{"model": "acme-panl", "questions": map[string]any{"easy": 1}}
+	e := tb.refused(t, key, "run_test", args, nil, 409, "provider_unavailable")
+	require.Equal(t, "judges", *e.Error.Param)
+	require.Contains(t, e.Error.Message, "The judges nova_pro, mistral_large and llama4_maverick are not configured on this server")
+	args["dry_run"] = true
+	quote, _ := tb.launch(t, key, "run_test", args, nil)
+	require.True(t, quote.DryRun)
+	require.Equal(t, before, tb.money(t, org.ID), "a refused launch charges nothing")
+	require.Zero(t, tb.batches(t, org.ID))
+}

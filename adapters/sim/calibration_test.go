@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/conclavehq/conclave/core/benchtest"
 )
 
 // The spec's published deliberation latency in seconds, at these levels.
@@ -247,11 +249,15 @@ func runPanels(tb testing.TB, b *testBundle, n int, spread time.Duration, scale 
 // real HTTP calls at TimeScale 0.02 (measured wall time, in simulated
 // seconds), with http_sched_p50_s… the same panels' scheduled latency.
 func BenchmarkSeedCalibration(b *testing.B) {
+	draws, panels := 100_000, 2000
+	if benchtest.Smoking() {
+		draws, panels = 1000, 20 // the smoke form (make test)
+	}
 	var got [3]float64
 	seed := uint64(100)
 	for b.Loop() {
 		seed++
-		got = quantiles(monteCarlo(100_000, seed))
+		got = quantiles(monteCarlo(draws, seed))
 	}
 	for i, name := range levelNames {
 		b.ReportMetric(got[i], name+"_s")
@@ -259,7 +265,7 @@ func BenchmarkSeedCalibration(b *testing.B) {
 	}
 	const scale = 0.02
 	bundle := setup(b, calibrationConfig(scale, 11))
-	measured, scheduled := runPanels(b, bundle, 2000, 7*time.Second, scale)
+	measured, scheduled := runPanels(b, bundle, panels, 7*time.Second, scale)
 	slices.Sort(measured)
 	slices.Sort(scheduled)
 	qm, qs := quantiles(measured), quantiles(scheduled)

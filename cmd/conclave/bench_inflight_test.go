@@ -28,6 +28,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/benchtest"
 	"github.com/conclavehq/conclave/internal/loadtest"
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
@@ -103,13 +104,19 @@ func BenchmarkChatInFlight(b *testing.B) {
 	simURL := startSim(b)
 	dbURL := pgtest.NewDatabase(b)
 	key := inFlightKey(b, dbURL)
+	// The smoke form (make test, benchtest.Smoking): one gateway, five
+	// deliberations of 1-second seats.
+	delay, sizes, limits := "30s", []int{100, 10_000}, []int{0, inFlightMemoryLimitMiB}
+	if benchtest.Smoking() {
+		delay, sizes, limits = "1s", []int{5}, []int{0}
+	}
 	body := chatRequestBody(inFlightMode, "Should a twelve-person team split its monolith into microservices this year? "+
-		"[[sim@atlas: delay=30s]] [[sim@sonnet: delay=30s]] [[sim@gemini-flash: delay=30s]]")
+		strings.ReplaceAll("[[sim@atlas: delay=D]] [[sim@sonnet: delay=D]] [[sim@gemini-flash: delay=D]]", "D", delay))
 	var failed []string
 	// Two gateways, one after the other: the runtime's default memory
 	// management, then a soft memory limit (server.memory_limit_mib) set
 	// under the goal.
-	for _, limit := range []int{0, inFlightMemoryLimitMiB} {
+	for _, limit := range limits {
 		name := "limit=none"
 		if limit > 0 {
 			name = fmt.Sprintf("limit=%dMiB", limit)
@@ -136,7 +143,7 @@ func BenchmarkChatInFlight(b *testing.B) {
 		metricsBase := "http://" + opAddr
 		// 100 then 10,000, or CONCLAVE_BENCH_IN_FLIGHT_N: the first run
 		// warms the gateway for the next.
-		for _, n := range envCounts(b, "CONCLAVE_BENCH_IN_FLIGHT_N", []int{100, 10_000}) {
+		for _, n := range envCounts(b, "CONCLAVE_BENCH_IN_FLIGHT_N", sizes) {
 			b.Run(fmt.Sprintf("%s/n=%d", name, n), func(b *testing.B) {
 				// One run whatever b.N (a -benchtime meant for another
 				// benchmark must not repeat a 30-second run): the figures

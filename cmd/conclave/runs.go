@@ -82,8 +82,8 @@ func newBench(cfg *config.Config, catalog *core.Catalog, db *database, g *gatewa
 // buy on this deployment: every configured judge's engine reading it the
 // most times a test run may ask (runs.MaxRepeats). The price floor of an
 // organisation's mode pays it (modes.TestFloor). A judge whose engine the
-// catalogue lacks counts nothing here; newBench refuses to start without
-// it.
+// catalogue lacks counts nothing here (newBench refuses the launches that
+// need it).
 func benchJudging(cfg *config.Config, catalog *core.Catalog) core.Micros {
 	var engines []*core.Engine
 	for _, j := range cfg.Judges {

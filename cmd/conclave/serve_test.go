@@ -482,17 +482,36 @@ func TestRepeatWaitFromTheConfiguration(t *testing.T) {
 }
 
 // A configuration without judges (judges: [], as the benchmarks write it)
-// starts the server: calls are served, and launches that need a judge are
-// refused (api's TestLaunchRefusesAJudgeNotConfigured), with a warning in
-// the log.
+// starts the server, with a warning in the log: calls are served, and test
+// runs and certifications, over REST and MCP alike, are refused at launch
+// with provider_unavailable naming the judges, charging nothing; a dry run
+// still quotes.
 func TestServeStartsWithoutJudges(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "conclave.yaml")
 	require.NoError(t, os.WriteFile(cfg, []byte("judges: []\n"), 0o600))
-	p := startServe(t, dir, []string{"DATABASE_URL=" + pgtest.NewDatabase(t)}, "--config", cfg)
+	env := []string{"DATABASE_URL=" + pgtest.NewDatabase(t)}
+	p := startServe(t, dir, env, "--config", cfg)
 	status, body := get(t, p.base+"/readyz", "")
 	require.Equal(t, 200, status, body)
 	require.Contains(t, p.stderr.String(), "the configuration names no engine for them")
+
+	_, key := listedMode(t, env, p.base)
+	const named = "The judges nova_pro, mistral_large and llama4_maverick are not configured on this server"
+	for path, launch := range map[string]string{
+		"/v1/tests":   `{"model":"acme-panl","buckets":{"light":1}}`,
+		"/v1/certify": `{"model":"acme-panl"}`,
+	} {
+		e := jsonOf(t, "POST", p.base+path, key, launch, http.StatusConflict)
+		require.Equal(t, "provider_unavailable", errorCode(t, e), path)
+		require.Equal(t, "judges", e["error"].(map[string]any)["param"], path)
+		require.Contains(t, e["error"].(map[string]any)["message"], named, path)
+	}
+	q := jsonOf(t, "POST", p.base+"/v1/tests", key, `{"model":"acme-panl","buckets":{"light":1},"dry_run":true}`, http.StatusOK)
+	require.Equal(t, true, q["dry_run"], "%v", q)
+	r := (&oauthGateway{origin: p.base}).call(t, key, "run_test", map[string]any{"model": "acme-panl", "questions": map[string]any{"easy": 1}})
+	require.Equal(t, "provider_unavailable", toolError(t, r), r.raw)
+	require.Contains(t, r.raw, named)
 	p.stop(t)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/conclavehq/conclave/core/bench"
 	"github.com/conclavehq/conclave/core/bench/benchsim"
+	"github.com/conclavehq/conclave/core/benchtest"
 )
 
 // designPanel is the setting of the certification design's expected
@@ -119,7 +120,10 @@ func pluralityPanel(biased bool, w, rho float64) benchsim.Config {
 // headline figures of the biased panel at ρ = 0.5 as metrics, and of the
 // biased plurality panel as plurality_… metrics.
 func BenchmarkCertifyCalibration(b *testing.B) {
-	const runs = 2000
+	runs := 2000
+	if benchtest.Smoking() {
+		runs = 20 // the smoke form (make test): every cell, few runs
+	}
 	type cell struct {
 		panel string
 		cfg   benchsim.Config

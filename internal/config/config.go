@@ -63,9 +63,12 @@ type Config struct {
 	Plans []Plan `yaml:"plans"`
 	// Judges are the judges of test runs and certification: each a judge
 	// name the spec uses and the engine that plays it. A file that sets
-	// judges replaces the whole list. Defaults to the spec's three judges,
-	// nova_pro, mistral_large and llama4_maverick, on the simulated engines
-	// sim/nova-pro, sim/mistral-large and sim/llama4-maverick.
+	// judges replaces the whole list (judges: [] for none). Defaults to the
+	// spec's three judges, nova_pro, mistral_large and llama4_maverick, on
+	// the simulated engines sim/nova-pro, sim/mistral-large and
+	// sim/llama4-maverick; a file that sets engines without those and does
+	// not set judges keeps only the judges whose engines it keeps. A server
+	// missing a judge still serves and refuses the launches that need it.
 	Judges []Judge `yaml:"judges"`
 }
 
@@ -599,6 +602,9 @@ func Load(path string) (*Config, error) {
 		if err := decode(b, &c); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
+		if !setsKey(b, "judges") {
+			c.Judges = c.judgesWithEngines()
+		}
 	}
 	if v := os.Getenv("DATABASE_URL"); v != "" {
 		c.Database.URL = v
@@ -630,6 +636,34 @@ func Load(path string) (*Config, error) {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// setsKey reports whether the YAML document b sets the top-level key.
+func setsKey(b []byte, key string) bool {
+	var top map[string]yaml.Node
+	if err := yaml.Unmarshal(b, &top); err != nil {
+		return false
+	}
+	_, ok := top[key]
+	return ok
+}
+
+// judgesWithEngines is the judges whose engines are configured: a file
+// that does not set judges keeps the built-in judges whose engines it
+// keeps and drops the others, and the server refuses the test runs and
+// certifications that need those (docs/operations.md).
+func (c *Config) judgesWithEngines() []Judge {
+	engines := make(map[string]bool, len(c.Engines))
+	for _, e := range c.Engines {
+		engines[e.ID] = true
+	}
+	var kept []Judge
+	for _, j := range c.Judges {
+		if engines[j.Engine] {
+			kept = append(kept, j)
+		}
+	}
+	return kept
 }
 
 func decode(b []byte, c *Config) error {
@@ -855,7 +889,7 @@ func (c *Config) validateJudges() error {
 		names[j.Name] = true
 		e, ok := engines[j.Engine]
 		if !ok {
-			return fe("engine", "unknown engine %q (a file that sets engines must set judges too, or judges: [])", j.Engine)
+			return fe("engine", "unknown engine %q", j.Engine)
 		}
 		family := strings.ToLower(e.Family)
 		if other, ok := families[family]; ok {

@@ -111,9 +111,10 @@ func TestFileErrorsNameTheField(t *testing.T) {
 		"plan concurrency": {"plans:\n  - {name: gold, max_tier: pro, concurrency: 1001}\n", "plans[0].concurrency: must be 1 to 1000"},
 		"plan rpm":         {"plans:\n  - {name: gold, max_tier: pro, rpm: -5}\n", "plans[0].rpm: cannot be negative"},
 		"plan mode":        {"plans:\n  - {name: gold, max_tier: pro, modes: [conclave-standard, \" \"]}\n", "plans[0].modes[1]: empty"},
-		"engines, no judges": {"engines:\n  - {id: sim/atlas, family: sim-openai, max_tier: plus, adapter: openai, endpoint: sim}\n" +
-			"modes:\n  - {key: k, id: my-mode, name: N, critique: never, max_rounds: 1, seats: {plus: [{engine: sim/atlas}]}}\n",
-			`judges[0].engine: unknown engine "sim/nova-pro" (a file that sets engines must set judges too, or judges: [])`},
+		"judge engine dropped": {"engines:\n  - {id: sim/atlas, family: sim-openai, max_tier: plus, adapter: openai, endpoint: sim}\n" +
+			"modes:\n  - {key: k, id: my-mode, name: N, critique: never, max_rounds: 1, seats: {plus: [{engine: sim/atlas}]}}\n" +
+			"judges:\n  - {name: nova_pro, engine: sim/nova-pro}\n",
+			`judges[0].engine: unknown engine "sim/nova-pro"`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -306,6 +307,32 @@ func TestFileReplacesJudges(t *testing.T) {
 	c, err = config.Load(path)
 	require.NoError(t, err)
 	require.Empty(t, c.Judges)
+}
+
+// A file that does not set judges is valid whatever engines it sets: it
+// keeps the built-in judges whose engines it keeps and drops the others
+// (the server then refuses the launches that need them).
+func TestFileWithoutJudgesKeepsThoseWithEngines(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("CONCLAVE_ADDR", "")
+	path := filepath.Join(t.TempDir(), "conclave.yaml")
+	modes := "modes:\n  - {key: k, id: my-mode, name: N, critique: never, max_rounds: 1, seats: {plus: [{engine: sim/atlas}]}}\n"
+	require.NoError(t, os.WriteFile(path, []byte("engines:\n"+
+		"  - {id: sim/atlas, family: sim-openai, max_tier: plus, adapter: openai, endpoint: sim}\n"+modes), 0o600))
+	c, err := config.Load(path)
+	require.NoError(t, err)
+	require.Empty(t, c.Judges)
+
+	require.NoError(t, os.WriteFile(path, []byte("engines:\n"+
+		"  - {id: sim/atlas, family: sim-openai, max_tier: plus, adapter: openai, endpoint: sim}\n"+
+		"  - {id: sim/nova-pro, family: sim-amazon, max_tier: plus, adapter: bedrock, endpoint: sim}\n"+modes), 0o600))
+	c, err = config.Load(path)
+	require.NoError(t, err)
+	require.Equal(t, []config.Judge{{Name: "nova_pro", Engine: "sim/nova-pro"}}, c.Judges)
+
+	c, err = config.Load("")
+	require.NoError(t, err)
+	require.Len(t, c.Judges, 3, "no file: the built-in judges")
 }
 
 // The built-in modes' mode_config_hash values are promises (receipts and

@@ -11,6 +11,7 @@ import (
 
 	"github.com/conclavehq/conclave/adapters/sim"
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/benchtest"
 	"github.com/conclavehq/conclave/core/deliberate"
 	"github.com/conclavehq/conclave/plugins/protocol/direct"
 )
@@ -68,6 +69,9 @@ func BenchmarkDeliberationLatency(b *testing.B) {
 	waitAll := testMode(func(d *core.Deliberation) { d.ExpressThreshold = 0 })
 
 	n := max(b.N, minPanels)
+	if benchtest.Smoking() {
+		n = 20 // the smoke form (make test)
+	}
 	b.ResetTimer()
 	sq, quorumShare := panels(b, e, scheduled, n, "a")
 	wq, _ := panels(b, e, waitAll, n, "b")

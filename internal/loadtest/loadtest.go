@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/conclavehq/conclave/core/benchtest"
 )
 
 // Result is one open-loop run.
@@ -102,6 +104,10 @@ const GoalRate = 500
 // DefaultRates is the arrival rates an overhead sweep tries, in order.
 var DefaultRates = []int{100, 250, 500, 750, 1000, 1500}
 
+// SmokeRates is the one rate a sweep tries in its smoke form
+// (benchtest.Smoking).
+var SmokeRates = []int{50}
+
 // Sweep describes an overhead sweep: a direct call to the simulated
 // provider and the same call through the gateway, at increasing rates.
 type Sweep struct {
@@ -133,6 +139,10 @@ func OverheadSweep(b *testing.B, s Sweep) (maxRate int) {
 		rates = DefaultRates
 	}
 	warmup := cmp.Or(s.Warmup, 3*time.Second)
+	if benchtest.Smoking() {
+		// The smoke form (make test): one low rate, a second's window.
+		rates, warmup, s.Window = SmokeRates, 200*time.Millisecond, time.Second
+	}
 	// The setup's writes (a new PostgreSQL cluster, freshly built binaries)
 	// would otherwise be written back by the kernel in the middle of a
 	// measured window, stalling the synchronous commits behind them for tens

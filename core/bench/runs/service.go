@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/conclavehq/conclave/core"
@@ -314,12 +315,10 @@ func (s *Service) prepare(ctx context.Context, p *access.Principal, plan *Plan) 
 	if plan.DryRun {
 		return acc, nil, nil
 	}
+	if err := unconfigured(plan, s.d.JudgeConfigured); err != nil {
+		return nil, nil, err
+	}
 	for _, j := range plan.Judges {
-		if s.d.JudgeConfigured != nil && !s.d.JudgeConfigured(j) {
-			return nil, nil, core.Errorf(core.CodeProviderUnavailable,
-				"The judge %s is not configured on this server: its operator's configuration names no engine for it, "+
-					"so test runs and certifications that need it cannot be judged here.", j).WithParam("judges")
-		}
 		if s.d.JudgeWorking != nil && !s.d.JudgeWorking(j) {
 			return nil, nil, core.Errorf(core.CodeProviderUnavailable,
 				"The judge %s has no working engine right now: its recent calls failed. Launch again in a few minutes%s.",
@@ -641,6 +640,34 @@ func ValidUUID(s string) bool {
 }
 
 var _ ModeResolver = (*calls.Service)(nil)
+
+// unconfigured refuses a launch whose plan needs judges the deployment
+// names no engine for (judges: [] in its configuration), naming them all:
+// provider_unavailable, as for a judge whose engine is down, since the
+// launch needs a provider the server cannot reach (docs/rationale.md).
+func unconfigured(plan *Plan, configured func(Judge) bool) error {
+	if configured == nil {
+		return nil
+	}
+	var missing []string
+	for _, j := range plan.Judges {
+		if !configured(j) {
+			missing = append(missing, string(j))
+		}
+	}
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
+		return core.Errorf(core.CodeProviderUnavailable,
+			"The judge %s is not configured on this server: its operator's configuration names no engine for it, "+
+				"so test runs and certifications that need it cannot be judged here.", missing[0]).WithParam("judges")
+	}
+	return core.Errorf(core.CodeProviderUnavailable,
+		"The judges %s and %s are not configured on this server: its operator's configuration names no engine for them, "+
+			"so test runs and certifications that need them cannot be judged here.",
+		strings.Join(missing[:len(missing)-1], ", "), missing[len(missing)-1]).WithParam("judges")
+}
 
 // otherJudges is the provider_unavailable message's hint for a test run,
 // which may name other judges; a certification needs all three.

@@ -1,0 +1,16 @@
+package bedrock_test
+
+import (
+	"testing"
+
+	"github.com/conclavehq/conclave/core/benchtest"
+)
+
+// The smoke forms of this package's benchmarks (core/benchtest): each runs
+// alone, once, at its smoke sizes, so that a change that breaks one fails
+// make test. No figure is asserted.
+
+func TestTranslateSmoke(t *testing.T) {
+	t.Parallel()
+	benchtest.Smoke(t, "BenchmarkTranslate")
+}
