@@ -18,12 +18,13 @@ import (
 )
 
 // receiptKeys are the top-level fields of a receipt: the spec's, plus
-// platform_fee_usd.
+// platform_fee_usd, payer_kind, person_id and transcript_kept.
 var receiptKeys = []string{
 	"request_id", "mode", "mode_key", "mode_config_hash", "mode_version", "status", "billed_usd", "token_charge_usd", "platform_fee_usd",
 	"q_surcharge_usd", "cap_credit_usd", "prompt_tokens", "completion_tokens", "rounds", "seat_count", "payer", "lane",
 	"difficulty_score", "task_type", "hallucination_risk", "minority_insight_likely", "best_seat", "seats", "staff",
 	"seats_unavailable", "staff_unavailable", "latency_ms", "created_at", "completed_at", "payer_kind", "person_id",
+	"transcript_kept",
 }
 
 // callKeys are the fields every seat and staff call entry carries (content

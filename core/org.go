@@ -22,6 +22,11 @@ type Org struct {
 	// VerifiedAt is when the organisation was verified; an unverified one
 	// may spend only the activation allowance.
 	VerifiedAt *time.Time
+	// KeepTranscripts is the owners' content-retention setting: true (the
+	// default) keeps each call's text in its receipt; false keeps receipts
+	// without prompt and answer text. The answer stored for idempotent
+	// replay is kept either way until the idempotency reaper removes it.
+	KeepTranscripts bool
 }
 
 // Verified reports whether the organisation is verified.

@@ -111,8 +111,17 @@ type Receipt struct {
 	CompletedAt *time.Time
 
 	// Response is the full completion response as sent, kept for
-	// idempotent replays; nil when not kept.
+	// idempotent replays; nil when not kept. On a receipt whose transcript
+	// was not kept it is there only for replays until the idempotency
+	// reaper clears it, and is never shown as the receipt's text.
 	Response json.RawMessage
+
+	// TranscriptDropped is true when the organisation kept this receipt
+	// without prompt and answer text (Org.KeepTranscripts was off when the
+	// call settled): its calls and best seat have no Content. Set by the
+	// store when it writes the receipt; false for every receipt written
+	// before the setting existed.
+	TranscriptDropped bool
 }
 
 // BestSeat is the seat whose answer was judged best in a call's final
@@ -164,6 +173,10 @@ type ReceiptCall struct {
 	Fee Micros
 	// Content is the call's text; shown only with include_transcript=true.
 	Content string
+	// Answered is true for a call that returned text on a receipt whose
+	// transcript was not kept (Content is then empty); otherwise a call
+	// answered when it has Content.
+	Answered bool
 	// The record of the attempt (PEOPLE.md): the seat it served ("" for
 	// staff), whether it was a backup raced beside its slow primary, how
 	// it ended (Attempt…) and, for a failure, the failure's class.

@@ -43,6 +43,10 @@ type Orgs interface {
 	SetOrgLimits(ctx context.Context, p *SetOrgLimitsParams) (*Org, error)
 	// SetOrgVerified marks the organisation verified (or not).
 	SetOrgVerified(ctx context.Context, orgID string, verified bool) (*Org, error)
+	// SetOrgTranscripts sets whether the organisation keeps its calls'
+	// transcripts in their receipts (Org.KeepTranscripts), audited as
+	// AuditOrgSettings. Receipts written from then on follow it.
+	SetOrgTranscripts(ctx context.Context, orgID string, keep bool) (*Org, error)
 }
 
 // Ledger holds the organisations' money: each one's balance row and the

@@ -95,7 +95,7 @@ func (h *Handler) newTools() *toolSet {
 					"latency and the bill. request_id is panel.request_id of the answer; include_transcript adds each seat's text.",
 				InputSchema: schema(`{"type": "object", "required": ["request_id"], "properties": {
 					"request_id": {"type": "string", "description": "panel.request_id of the call's answer (req_…)."},
-					"include_transcript": {"type": "boolean", "default": false, "description": "Add each seat's and staff call's text."}}}`),
+					"include_transcript": {"type": "boolean", "default": false, "description": "Add each seat's and staff call's text, when the receipt kept it (transcript_kept)."}}}`),
 				OutputSchema: schema(`{"type": "object", "required": ["ok", "receipt_available"], "properties": {
 					"ok": {"type": "boolean"}, "receipt_available": {"type": "boolean"}, "receipt": {"type": "object"}}}`),
 				Annotations: annotations{ReadOnlyHint: true, DestructiveHint: false, IdempotentHint: true, OpenWorldHint: false},

@@ -507,7 +507,7 @@ func attemptOf(c core.ReceiptCall) string {
 	if c.Attempt != "" {
 		return c.Attempt
 	}
-	if c.Content != "" {
+	if c.Content != "" || c.Answered {
 		return core.AttemptWon
 	}
 	return core.AttemptFailed
@@ -659,7 +659,9 @@ func (h *handler) receiptPage(w http.ResponseWriter, r *http.Request) {
 		var stored struct {
 			Answer string `json:"answer"`
 		}
-		if len(rc.Response) > 0 && json.Unmarshal(rc.Response, &stored) == nil && stored.Answer != "" {
+		// A receipt kept without its transcript may still hold the answer
+		// stored for replays: it is not the receipt's to show.
+		if !rc.TranscriptDropped && len(rc.Response) > 0 && json.Unmarshal(rc.Response, &stored) == nil && stored.Answer != "" {
 			d.Answer = markdown.Render(stored.Answer)
 		}
 		if rc.KeyID != "" {

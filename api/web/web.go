@@ -159,6 +159,9 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	mux.HandleFunc("GET /orgs", h.signedIn(h.orgsPage))
 	mux.HandleFunc("POST /orgs", h.signedIn(h.chooseOrg))
 	h.dashboardRoutes(mux)
+	if err := h.settingsRoutes(mux); err != nil {
+		return nil, err
+	}
 	if err := h.consentRoutes(mux); err != nil {
 		return nil, err
 	}
@@ -238,6 +241,8 @@ type view struct {
 	// ShowMoney and ShowAudit offer the money and audit pages likewise;
 	// ShowApps the connected apps, when the authorization server is on.
 	ShowMoney, ShowAudit, ShowApps bool
+	// ShowSettings offers the organisation's settings page (owners).
+	ShowSettings bool
 	// Nav names the section the page belongs to, marked current in the
 	// navigation; Wide lets a page of tables use the screen's width.
 	Nav       string
@@ -295,6 +300,7 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 		v.ShowMoney = h.people.Allowed(r.Context(), v.principal, core.ActionJournalRead)
 		v.ShowAudit = h.people.Allowed(r.Context(), v.principal, core.ActionAuditRead)
 		v.ShowApps = h.consent != nil
+		v.ShowSettings = h.settingsAllowed(r, v)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
@@ -727,6 +733,10 @@ func notice(r *http.Request) string {
 		return "Limits saved. Calls with the key follow them within a few seconds."
 	case "byok-set":
 		return "Provider key saved. Calls use it within about half a minute; test it below."
+	case "transcripts-kept":
+		return "Transcripts on: receipts of calls that finish from now on keep their prompt and answer text."
+	case "transcripts-dropped":
+		return "Transcripts off: receipts of calls that finish from now on keep no prompt or answer text. Receipts already written keep theirs."
 	case "byok-removed":
 		return "Provider key removed. Calls run on the service's keys within about half a minute."
 	}

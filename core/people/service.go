@@ -75,9 +75,10 @@ type CredentialMaker interface {
 type Deps struct {
 	// Store holds people, sessions, links and the audit trail. Required.
 	Store core.People
-	// Orgs reads organisations. Required.
+	// Orgs reads organisations and changes their settings. Required.
 	Orgs interface {
 		GetOrg(ctx context.Context, id string) (*core.Org, error)
+		SetOrgTranscripts(ctx context.Context, orgID string, keep bool) (*core.Org, error)
 	}
 	// Keys creates, lists and revokes API keys. Required.
 	Keys core.Keys

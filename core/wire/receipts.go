@@ -58,6 +58,10 @@ type receiptJSON struct {
 	LatencyMS             *int64             `json:"latency_ms"`
 	CreatedAt             time.Time          `json:"created_at"`
 	CompletedAt           *time.Time         `json:"completed_at"`
+	// TranscriptKept is false when the organisation kept this receipt
+	// without prompt and answer text (its content-retention setting):
+	// include_transcript=true then shows no content.
+	TranscriptKept bool `json:"transcript_kept"`
 }
 
 type bestSeatJSON struct {
@@ -131,8 +135,11 @@ func receiptView(rc *core.Receipt, transcript bool) *receiptJSON {
 		HallucinationRisk: nullable(rc.HallucinationRisk), MinorityInsightLikely: rc.MinorityInsightLikely,
 		Seats: []seatJSON{}, Staff: []staffJSON{}, SeatsUnavailable: nonNilUnavailable(rc.SeatsUnavailable),
 		StaffUnavailable: nonNilUnavailable(rc.StaffUnavailable), LatencyMS: rc.LatencyMS,
-		CreatedAt: rc.CreatedAt, CompletedAt: rc.CompletedAt,
+		CreatedAt: rc.CreatedAt, CompletedAt: rc.CompletedAt, TranscriptKept: !rc.TranscriptDropped,
 	}
+	// A receipt kept without its text has none to show: no content field,
+	// whatever include_transcript says (transcript_kept says why).
+	transcript = transcript && !rc.TranscriptDropped
 	if rc.CapCredit != nil {
 		c := core.Dollars(*rc.CapCredit)
 		v.CapCreditUSD = &c
@@ -152,8 +159,9 @@ func receiptView(rc *core.Receipt, transcript bool) *receiptJSON {
 }
 
 // answered tells whether a recorded call returned an answer: only an
-// answered call records text.
-func answered(c core.ReceiptCall) bool { return c.Content != "" }
+// answered call records text, or — on a receipt kept without its
+// transcript — is marked answered.
+func answered(c core.ReceiptCall) bool { return c.Content != "" || c.Answered }
 
 func callView(c core.ReceiptCall, transcript bool) *callJSON {
 	cj := &callJSON{

@@ -156,8 +156,7 @@ func TestQuestionPricesAreFilledInForEarlierBatches(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := poolMigratedTo(t, 15)
-	org, _, err := pgstore.New(pool).CreateOrg(ctx, &core.CreateOrgParams{Name: "Before"})
-	require.NoError(t, err)
+	org := orgBefore(t, pool)
 
 	insert := func(id, kind string, attempt *int, billed int64, quote string, buckets ...string) {
 		t.Helper()

@@ -351,6 +351,7 @@ type storedCallFields struct {
 	FeeRatePPM    int64       `json:"fee_rate_ppm"`
 	Fee           core.Micros `json:"fee_micros"`
 	Content       string      `json:"content,omitempty"`
+	Answered      bool        `json:"answered,omitempty"` // set by InsertReceipt when it drops Content
 	Seat          string      `json:"seat,omitempty"`
 	Hedged        bool        `json:"hedged,omitempty"`
 	Attempt       string      `json:"attempt,omitempty"`
@@ -408,7 +409,7 @@ func (s *Store) GetReceipt(ctx context.Context, orgID, requestID string) (*core.
 		&r.PromptTokens, &r.CompletionTokens, &r.Rounds, &r.SeatCount, &r.Payer, &r.Lane,
 		&r.DifficultyScore, &r.TaskType, &r.HallucinationRisk, &r.MinorityInsightLikely,
 		&bestSeat, &seatsUnavailable, &staffUnavailable, &r.LatencyMS, &response, &r.CreatedAt, &r.CompletedAt, &calls,
-		(*nullInt)(&r.ModeVersion), &r.KeyID, &r.PayerKind, &r.PersonID, &r.FinishReason, &r.Substituted)
+		(*nullInt)(&r.ModeVersion), &r.KeyID, &r.PayerKind, &r.PersonID, &r.FinishReason, &r.Substituted, &r.TranscriptDropped)
 	if err != nil {
 		return nil, translate(err)
 	}

@@ -105,11 +105,22 @@ DELETE FROM idempotency_keys k
        FOR UPDATE SKIP LOCKED);
 
 -- name: ReapIdempotencyKeys
--- Finished claims last touched more than $2 µs ago, a batch at a time.
-DELETE FROM idempotency_keys k
- WHERE (k.org_id, k.key) IN (
-    SELECT c.org_id, c.key FROM idempotency_keys c
-     WHERE c.state <> 'in_flight'
-       AND c.updated_at < coalesce($1::timestamptz, now()) - $2 * interval '1 microsecond'
-     LIMIT $3
-       FOR UPDATE SKIP LOCKED);
+-- Finished claims last touched more than $2 µs ago, a batch at a time;
+-- the number deleted. With each claim goes the answer stored for its
+-- replay when the organisation kept the call's receipt without its
+-- transcript (0024): nothing replays it any more.
+WITH gone AS (
+    DELETE FROM idempotency_keys k
+     WHERE (k.org_id, k.key) IN (
+        SELECT c.org_id, c.key FROM idempotency_keys c
+         WHERE c.state <> 'in_flight'
+           AND c.updated_at < coalesce($1::timestamptz, now()) - $2 * interval '1 microsecond'
+         LIMIT $3
+           FOR UPDATE SKIP LOCKED)
+    RETURNING k.org_id, k.request_id),
+cleared AS (
+    UPDATE receipts r SET response = NULL
+      FROM gone
+     WHERE r.request_id = gone.request_id AND r.org_id = gone.org_id
+       AND NOT r.transcript_kept AND r.response IS NOT NULL)
+SELECT count(*) FROM gone;

@@ -328,6 +328,9 @@ type ReapParams struct {
 // ReapIdempotencyKeys deletes the idempotency claims that are finished (not
 // in flight) and were last updated more than p.Retention before p.At, a
 // batch per transaction until none is left. It returns how many it deleted.
+// With a claim goes its call's stored answer when the call's receipt was
+// kept without its transcript (core.Org.KeepTranscripts off): the answer
+// was kept only for replays.
 func (s *Store) ReapIdempotencyKeys(ctx context.Context, p *ReapParams) (int, error) {
 	if p.Retention <= 0 {
 		return 0, fmt.Errorf("reaping idempotency keys: retention %s is not positive", p.Retention)
@@ -338,11 +341,11 @@ func (s *Store) ReapIdempotencyKeys(ctx context.Context, p *ReapParams) (int, er
 	}
 	total := 0
 	for {
-		tag, err := s.pool.Exec(ctx, jq("ReapIdempotencyKeys"), at(p.At), p.Retention.Microseconds(), batch)
+		var n int
+		err := s.pool.QueryRow(ctx, jq("ReapIdempotencyKeys"), at(p.At), p.Retention.Microseconds(), batch).Scan(&n)
 		if err != nil {
 			return total, fmt.Errorf("reaping idempotency keys: %w", translate(err))
 		}
-		n := int(tag.RowsAffected())
 		total += n
 		if n < batch {
 			return total, nil

@@ -3,37 +3,41 @@
 
 -- name: InsertOrg
 INSERT INTO orgs (id, name, ticker, plan, verified_at) VALUES ($1, $2, $3, $4, CASE WHEN $5::boolean THEN now() END)
-RETURNING id, name, ticker, plan, suspended_at, created_at, concurrency, monthly_quota_micros, verified_at;
+RETURNING id, name, ticker, plan, suspended_at, created_at, concurrency, monthly_quota_micros, verified_at, keep_transcripts;
 
 -- name: InsertBalance
 INSERT INTO balances (org_id) VALUES ($1);
 
 -- name: GetOrg
-SELECT id, name, ticker, plan, suspended_at, created_at, concurrency, monthly_quota_micros, verified_at FROM orgs WHERE id = $1;
+SELECT id, name, ticker, plan, suspended_at, created_at, concurrency, monthly_quota_micros, verified_at, keep_transcripts FROM orgs WHERE id = $1;
 
 -- name: OrgByTicker
-SELECT id, name, ticker, plan, suspended_at, created_at, concurrency, monthly_quota_micros, verified_at FROM orgs WHERE ticker = $1;
+SELECT id, name, ticker, plan, suspended_at, created_at, concurrency, monthly_quota_micros, verified_at, keep_transcripts FROM orgs WHERE ticker = $1;
 
 -- name: SetOrgSuspended
 UPDATE orgs SET suspended_at = CASE WHEN $2::boolean THEN coalesce(suspended_at, now()) ELSE NULL END
 WHERE id = $1
-RETURNING id, name, ticker, plan, suspended_at, created_at, concurrency, monthly_quota_micros, verified_at;
+RETURNING id, name, ticker, plan, suspended_at, created_at, concurrency, monthly_quota_micros, verified_at, keep_transcripts;
 
 -- name: SetOrgLimits
 -- $2/$4: whether to set concurrency ($3; NULL clears) and the quota ($5; NULL clears).
 UPDATE orgs SET concurrency = CASE WHEN $2::boolean THEN $3::int ELSE concurrency END,
                 monthly_quota_micros = CASE WHEN $4::boolean THEN $5::bigint ELSE monthly_quota_micros END
 WHERE id = $1
-RETURNING id, name, ticker, plan, suspended_at, created_at, concurrency, monthly_quota_micros, verified_at;
+RETURNING id, name, ticker, plan, suspended_at, created_at, concurrency, monthly_quota_micros, verified_at, keep_transcripts;
 
 -- name: SetOrgVerified
 UPDATE orgs SET verified_at = CASE WHEN $2::boolean THEN coalesce(verified_at, now()) ELSE NULL END
 WHERE id = $1
-RETURNING id, name, ticker, plan, suspended_at, created_at, concurrency, monthly_quota_micros, verified_at;
+RETURNING id, name, ticker, plan, suspended_at, created_at, concurrency, monthly_quota_micros, verified_at, keep_transcripts;
 
 -- name: SetOrgPlan
 UPDATE orgs SET plan = $2 WHERE id = $1
-RETURNING id, name, ticker, plan, suspended_at, created_at, concurrency, monthly_quota_micros, verified_at;
+RETURNING id, name, ticker, plan, suspended_at, created_at, concurrency, monthly_quota_micros, verified_at, keep_transcripts;
+
+-- name: SetOrgTranscripts
+UPDATE orgs SET keep_transcripts = $2 WHERE id = $1
+RETURNING id, name, ticker, plan, suspended_at, created_at, concurrency, monthly_quota_micros, verified_at, keep_transcripts;
 
 -- name: InsertPosting
 INSERT INTO postings (kind, org_id, memo) VALUES ($1, $2, $3) RETURNING id, created_at;
@@ -70,7 +74,7 @@ RETURNING id, org_id, name, test, scopes, modes, rpm, concurrency, max_input_tok
 -- name: KeyByHash
 SELECT k.id, k.org_id, k.name, k.test, k.scopes, k.modes, k.rpm, k.concurrency, k.max_input_tokens, k.ceiling_micros, k.hint, k.expires_at, k.revoked_at, k.created_at,
        k.person_id, coalesce(m.role, ''),
-       o.id, o.name, o.ticker, o.plan, o.suspended_at, o.created_at, o.concurrency, o.monthly_quota_micros, o.verified_at
+       o.id, o.name, o.ticker, o.plan, o.suspended_at, o.created_at, o.concurrency, o.monthly_quota_micros, o.verified_at, o.keep_transcripts
   FROM api_keys k JOIN orgs o ON o.id = k.org_id
   LEFT JOIN memberships m ON m.org_id = k.org_id AND m.person_id = k.person_id
  WHERE k.hash = $1;
@@ -115,16 +119,30 @@ RETURNING org_id, balance_micros, held_micros, trial_remaining_micros, updated_a
 -- name: InsertReceipt
 -- A receipt with its calls: $30 is their JSON array (0012); $31 the
 -- version of an organisation's mode that ran, null for a configured mode
--- (0014); $32-$36 who called and how the call finished (0019).
+-- (0014); $32-$36 who called and how the call finished (0019). The
+-- organisation's content-retention setting is read here, as the receipt is
+-- written (0024): when it keeps no transcripts, the best seat and every
+-- call lose their content (a call that had text is marked answered) and
+-- transcript_kept is false. The response, the answer a retry replays, is
+-- written either way; the idempotency reaper clears it.
+WITH o AS (SELECT coalesce((SELECT keep_transcripts FROM orgs WHERE id = $2), true) AS keep)
 INSERT INTO receipts (request_id, org_id, hold_id, mode_id, mode_key, mode_config_hash, status,
                       billed_micros, token_charge_micros, surcharge_micros, platform_fee_micros, cap_credit_micros,
                       prompt_tokens, completion_tokens, rounds, seat_count, payer, lane,
                       difficulty_score, task_type, hallucination_risk, minority_insight_likely,
                       best_seat, seats_unavailable, staff_unavailable, latency_ms, response, completed_at, created_at,
-                      calls, mode_version, key_id, payer_kind, person_id, finish_reason, substituted)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-        $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, coalesce($29::timestamptz, now()), $30, $31,
-        $32, $33, $34, $35, $36);
+                      calls, mode_version, key_id, payer_kind, person_id, finish_reason, substituted, transcript_kept)
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+       $19, $20, $21, $22,
+       CASE WHEN o.keep THEN $23::jsonb ELSE $23::jsonb - 'content' END,
+       $24, $25, $26, $27, $28, coalesce($29::timestamptz, now()),
+       CASE WHEN o.keep THEN $30::jsonb
+            ELSE (SELECT coalesce(jsonb_agg(CASE WHEN coalesce(c.e->>'content', '') = '' THEN c.e
+                                                 ELSE (c.e - 'content') || '{"answered": true}'::jsonb END
+                                            ORDER BY c.n), '[]'::jsonb)
+                    FROM jsonb_array_elements($30::jsonb) WITH ORDINALITY AS c(e, n)) END,
+       $31, $32, $33, $34, $35, $36, o.keep
+  FROM o;
 
 -- name: GetReceipt
 SELECT request_id, org_id, mode_id, mode_key, mode_config_hash, status,
@@ -133,7 +151,7 @@ SELECT request_id, org_id, mode_id, mode_key, mode_config_hash, status,
        difficulty_score, coalesce(task_type, ''), coalesce(hallucination_risk, ''), minority_insight_likely,
        best_seat, seats_unavailable, staff_unavailable, latency_ms, response, created_at, completed_at, calls,
        mode_version, coalesce(key_id, ''), coalesce(payer_kind, ''), coalesce(person_id, ''),
-       coalesce(finish_reason, ''), substituted
+       coalesce(finish_reason, ''), substituted, NOT transcript_kept
   FROM receipts WHERE request_id = $1 AND org_id = $2;
 
 -- name: FreeSlot

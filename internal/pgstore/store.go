@@ -75,7 +75,7 @@ func translate(err error) error {
 // orgCols scans the columns every organisation query returns, in order.
 func orgCols(o *core.Org) []any {
 	return []any{&o.ID, &o.Name, &o.Ticker, &o.Plan, &o.SuspendedAt, &o.CreatedAt,
-		(*nullInt)(&o.Concurrency), &o.MonthlyQuota, &o.VerifiedAt}
+		(*nullInt)(&o.Concurrency), &o.MonthlyQuota, &o.VerifiedAt, &o.KeepTranscripts}
 }
 
 func scanOrg(row pgx.Row) (*core.Org, error) {
@@ -207,6 +207,15 @@ func (s *Store) SetOrgLimits(ctx context.Context, p *core.SetOrgLimitsParams) (*
 // SetOrgVerified implements core.Orgs.
 func (s *Store) SetOrgVerified(ctx context.Context, orgID string, verified bool) (*core.Org, error) {
 	return s.orgChange(ctx, orgID, fmt.Sprintf("verified %t", verified), q("SetOrgVerified"), orgID, verified)
+}
+
+// SetOrgTranscripts implements core.Orgs.
+func (s *Store) SetOrgTranscripts(ctx context.Context, orgID string, keep bool) (*core.Org, error) {
+	detail := "transcripts kept"
+	if !keep {
+		detail = "transcripts not kept (receipts without prompt and answer text)"
+	}
+	return s.orgChange(ctx, orgID, detail, q("SetOrgTranscripts"), orgID, keep)
 }
 
 // orgChange runs an update of an organisation's settings (sql, returning
