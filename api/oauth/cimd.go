@@ -17,9 +17,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/conclavehq/conclave/core/expiring"
 	coreoauth "github.com/conclavehq/conclave/core/oauth"
 )
 
@@ -58,17 +58,10 @@ type Fetcher struct {
 	cfg    FetcherConfig
 	client *http.Client
 
-	mu    sync.Mutex
-	cache map[string]cached
+	cache *expiring.Map[string, *coreoauth.Client]
 }
 
-type cached struct {
-	client *coreoauth.Client
-	until  time.Time
-}
-
-// maxCached bounds the cache; when full it is emptied of expired entries,
-// then whole.
+// maxCached bounds the cache of documents.
 const maxCached = 10_000
 
 // NewFetcher returns a Fetcher.
@@ -97,7 +90,7 @@ func NewFetcher(cfg FetcherConfig) *Fetcher {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	f := &Fetcher{cfg: cfg, cache: map[string]cached{}}
+	f := &Fetcher{cfg: cfg, cache: expiring.New[string, *coreoauth.Client](maxCached)}
 	tr := &http.Transport{
 		DialContext:           f.dialPublic,
 		ForceAttemptHTTP2:     true,
@@ -207,30 +200,15 @@ func (f *Fetcher) Client(ctx context.Context, clientID string) (*coreoauth.Clien
 		return nil, err
 	}
 	now := f.cfg.Now()
-	f.mu.Lock()
-	e, ok := f.cache[clientID]
-	f.mu.Unlock()
-	if ok && now.Before(e.until) {
-		return e.client, nil
+	if c, ok := f.cache.Get(clientID, now); ok {
+		return c, nil
 	}
 	c, keep, err := f.fetch(ctx, clientID)
 	if err != nil {
 		return nil, err
 	}
 	if keep > 0 {
-		f.mu.Lock()
-		if len(f.cache) >= maxCached {
-			for k, old := range f.cache {
-				if !now.Before(old.until) {
-					delete(f.cache, k)
-				}
-			}
-			if len(f.cache) >= maxCached {
-				clear(f.cache)
-			}
-		}
-		f.cache[clientID] = cached{client: c, until: now.Add(keep)}
-		f.mu.Unlock()
+		f.cache.Put(clientID, c, now.Add(keep), now)
 	}
 	return c, nil
 }

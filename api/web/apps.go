@@ -1,9 +1,7 @@
 package web
 
 import (
-	"html/template"
 	"net/http"
-	"strings"
 
 	"github.com/conclavehq/conclave/core"
 	coreoauth "github.com/conclavehq/conclave/core/oauth"
@@ -21,16 +19,8 @@ type appsData struct {
 // appsRoutes serves the connected apps pages when the authorization server
 // is on: the list, and revoking one (confirmed first).
 func (h *handler) appsRoutes(mux *http.ServeMux) error {
-	funcs := template.FuncMap{"join": strings.Join}
-	for k, f := range dashboardFuncs {
-		funcs[k] = f
-	}
-	for _, name := range []string{"apps", "app-revoke"} {
-		t, err := template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
-		if err != nil {
-			return err
-		}
-		h.pages[name] = t
+	if err := h.parsePages("apps", "app-revoke"); err != nil {
+		return err
 	}
 	mux.HandleFunc("GET /apps", h.signedIn(h.appsPage))
 	mux.HandleFunc("GET /apps/{id}/revoke", h.signedIn(h.confirmRevokeApp))

@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"errors"
-	"html/template"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -66,12 +65,9 @@ func (h *handler) consentRoutes(mux *http.ServeMux) error {
 	if h.consent == nil {
 		return nil
 	}
-	t, err := template.New("").Funcs(template.FuncMap{"join": strings.Join}).
-		ParseFS(templateFS, "templates/layout.html", "templates/consent.html")
-	if err != nil {
+	if err := h.parsePages("consent"); err != nil {
 		return err
 	}
-	h.pages["consent"] = t
 	mux.HandleFunc("GET "+ConsentPath, h.signedIn(h.consentPage))
 	mux.HandleFunc("POST "+ConsentPath, h.signedIn(h.consentAnswer))
 	return h.appsRoutes(mux)

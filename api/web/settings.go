@@ -1,9 +1,7 @@
 package web
 
 import (
-	"html/template"
 	"net/http"
-	"strings"
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/people"
@@ -13,15 +11,9 @@ import (
 // policy's org.settings): content retention, whether receipts keep their
 // calls' transcripts.
 func (h *handler) settingsRoutes(mux *http.ServeMux) error {
-	funcs := template.FuncMap{"join": strings.Join}
-	for k, f := range dashboardFuncs {
-		funcs[k] = f
-	}
-	t, err := template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/settings.html")
-	if err != nil {
+	if err := h.parsePages("settings"); err != nil {
 		return err
 	}
-	h.pages["settings"] = t
 	mux.HandleFunc("GET /settings", h.signedIn(h.settingsPage))
 	mux.HandleFunc("POST /settings/transcripts", h.signedIn(h.setTranscripts))
 	return nil

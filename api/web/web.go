@@ -107,16 +107,9 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	}
 	h := &handler{cfg: cfg, people: d.People, dash: d.Dashboard, health: d.Health, consent: d.Consent, log: d.Logger, origin: u,
 		secure: u.Scheme == "https", pages: map[string]*template.Template{}}
-	funcs := template.FuncMap{"join": strings.Join}
-	for k, f := range dashboardFuncs {
-		funcs[k] = f
-	}
-	for _, name := range append([]string{"signin", "link", "message", "home", "account", "people", "orgs", "keys", "revoke"}, dashboardPages...) {
-		t, err := template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
-		if err != nil {
-			return nil, err
-		}
-		h.pages[name] = t
+	if err := h.parsePages(append([]string{"signin", "link", "message", "home", "account", "people", "orgs", "keys", "revoke"},
+		dashboardPages...)...); err != nil {
+		return nil, err
 	}
 	assets, err := fs.Sub(assetFS, "assets")
 	if err != nil {
@@ -291,6 +284,23 @@ func newView(title string, p *access.Principal) *view {
 		v.Person, v.Org, v.Role, v.principal = p.Person, p.Org, p.Role, p
 	}
 	return v
+}
+
+// parsePages parses each named page (templates/NAME.html) in the layout,
+// with the templates' helpers, into h.pages.
+func (h *handler) parsePages(names ...string) error {
+	funcs := template.FuncMap{"join": strings.Join}
+	for k, f := range dashboardFuncs {
+		funcs[k] = f
+	}
+	for _, name := range names {
+		t, err := template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return err
+		}
+		h.pages[name] = t
+	}
+	return nil
 }
 
 // render writes a page.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/expiring"
 )
 
 // Principal is an authenticated caller: the key that called, or the person
@@ -479,7 +480,7 @@ func rateLimited(p *Principal, perMinute int, retryAfter time.Duration) *core.Er
 type keyCache struct {
 	store   KeyLookup
 	ttl     time.Duration
-	entries *expiring[string, keyEntry]
+	entries *expiring.Map[string, keyEntry]
 }
 
 type keyEntry struct {
@@ -488,7 +489,7 @@ type keyEntry struct {
 }
 
 func newKeyCache(store KeyLookup, ttl time.Duration) *keyCache {
-	return &keyCache{store: store, ttl: ttl, entries: newExpiring[string, keyEntry](10_000)}
+	return &keyCache{store: store, ttl: ttl, entries: expiring.New[string, keyEntry](10_000)}
 }
 
 func (c *keyCache) lookup(ctx context.Context, hash []byte) (*core.Key, *core.Org, error) {
@@ -496,13 +497,13 @@ func (c *keyCache) lookup(ctx context.Context, hash []byte) (*core.Key, *core.Or
 		return c.store.KeyByHash(ctx, hash)
 	}
 	now := time.Now()
-	if e, ok := c.entries.get(string(hash), now); ok {
+	if e, ok := c.entries.Get(string(hash), now); ok {
 		return e.key, e.org, nil
 	}
 	key, org, err := c.store.KeyByHash(ctx, hash)
 	if err != nil {
 		return nil, nil, err
 	}
-	c.entries.put(string(hash), keyEntry{key: key, org: org}, now.Add(c.ttl), now)
+	c.entries.Put(string(hash), keyEntry{key: key, org: org}, now.Add(c.ttl), now)
 	return key, org, nil
 }

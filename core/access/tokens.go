@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/expiring"
 	"github.com/conclavehq/conclave/core/oauth"
 )
 
@@ -44,7 +45,7 @@ func (s *Service) UseTokens(v TokenVerifier, grants GrantLookup, ttl time.Durati
 		return errors.New("access: the grant cache TTL must be between 0 and 30s")
 	}
 	s.tokens, s.verified = v, newTokenCache()
-	s.grants = &grantCache{lookup: grants, ttl: ttl, entries: newExpiring[string, grantState](maxGrantEntries)}
+	s.grants = &grantCache{lookup: grants, ttl: ttl, entries: expiring.New[string, grantState](maxGrantEntries)}
 	return nil
 }
 
@@ -112,7 +113,7 @@ type grantState struct {
 type grantCache struct {
 	lookup  GrantLookup
 	ttl     time.Duration
-	entries *expiring[string, grantState]
+	entries *expiring.Map[string, grantState]
 }
 
 // maxGrantEntries bounds the cache of grant checks.
@@ -128,14 +129,14 @@ func (c *grantCache) state(ctx context.Context, t *oauth.Token) (grantState, err
 	// matched by its issuer, sub, email and organisation.
 	key := strings.Join([]string{t.GrantID, t.PersonID, t.OrgID, t.Issuer, t.Email}, "\x00")
 	now := time.Now()
-	if st, ok := c.entries.get(key, now); ok {
+	if st, ok := c.entries.Get(key, now); ok {
 		return st, nil
 	}
 	st, err := c.check(ctx, t)
 	if err != nil {
 		return st, err
 	}
-	c.entries.put(key, st, now.Add(c.ttl), now)
+	c.entries.Put(key, st, now.Add(c.ttl), now)
 	return st, nil
 }
 
@@ -238,26 +239,26 @@ func (s *Service) LacksScope(ctx context.Context, p *Principal, action string) (
 // costs tens of microseconds) and then only for expiry. Its grant is still
 // checked on every use (grantCache). Safe for concurrent use.
 type tokenCache struct {
-	entries *expiring[[sha256.Size]byte, *oauth.Token]
+	entries *expiring.Map[[sha256.Size]byte, *oauth.Token]
 }
 
 // maxVerifiedTokens bounds the cache of verified tokens.
 const maxVerifiedTokens = 50_000
 
 func newTokenCache() *tokenCache {
-	return &tokenCache{entries: newExpiring[[sha256.Size]byte, *oauth.Token](maxVerifiedTokens)}
+	return &tokenCache{entries: expiring.New[[sha256.Size]byte, *oauth.Token](maxVerifiedTokens)}
 }
 
 func (c *tokenCache) verify(ctx context.Context, v TokenVerifier, token string) (*oauth.Token, error) {
 	sum := sha256.Sum256([]byte(token))
 	now := time.Now()
-	if t, ok := c.entries.get(sum, now); ok {
+	if t, ok := c.entries.Get(sum, now); ok {
 		return t, nil
 	}
 	t, err := v.VerifyToken(ctx, token)
 	if err != nil {
 		return t, err
 	}
-	c.entries.put(sum, t, t.Expires, now)
+	c.entries.Put(sum, t, t.Expires, now)
 	return t, nil
 }

@@ -15,12 +15,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
 	"github.com/conclavehq/conclave/core/calls"
+	"github.com/conclavehq/conclave/core/expiring"
 )
 
 // Receipts reads one receipt as REST and MCP do; *calls.Service
@@ -67,8 +67,7 @@ type Deps struct {
 type Service struct {
 	d Deps
 
-	mu    sync.Mutex
-	cache map[string]spendEntry // the overview's spend, by organisation, person and first day
+	cache *expiring.Map[string, spendEntry] // the overview's spend, by organisation, person and first day
 }
 
 // New returns the service.
@@ -79,7 +78,7 @@ func New(d Deps) (*Service, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	return &Service{d: d, cache: map[string]spendEntry{}}, nil
+	return &Service{d: d, cache: expiring.New[string, spendEntry](maxCached)}, nil
 }
 
 // ActivationAllowance is what an unverified organisation may spend.
@@ -159,7 +158,6 @@ func (s *Service) Overview(ctx context.Context, p *access.Principal) (*Overview,
 // spendEntry is a cached pair of spend series.
 type spendEntry struct {
 	byMode, byKey *core.SpendSeries
-	until         time.Time
 }
 
 // spend reads q's spend by mode and by key, from the cache while it is
@@ -170,10 +168,7 @@ type spendEntry struct {
 func (s *Service) spend(ctx context.Context, q core.SpendQuery) (byMode, byKey *core.SpendSeries, err error) {
 	key := q.OrgID + "/" + q.PersonID + "/" + q.From.Format(time.DateOnly)
 	now := s.d.Now()
-	s.mu.Lock()
-	e, ok := s.cache[key]
-	s.mu.Unlock()
-	if ok && now.Before(e.until) {
+	if e, ok := s.cache.Get(key, now); ok {
 		return e.byMode, e.byKey, nil
 	}
 	q.By = core.SpendByMode
@@ -185,19 +180,7 @@ func (s *Service) spend(ctx context.Context, q core.SpendQuery) (byMode, byKey *
 		return nil, nil, err
 	}
 	if s.d.SpendCacheFor > 0 {
-		s.mu.Lock()
-		if len(s.cache) >= maxCached {
-			for k, old := range s.cache {
-				if !now.Before(old.until) {
-					delete(s.cache, k)
-				}
-			}
-			if len(s.cache) >= maxCached {
-				clear(s.cache)
-			}
-		}
-		s.cache[key] = spendEntry{byMode: byMode, byKey: byKey, until: now.Add(s.d.SpendCacheFor)}
-		s.mu.Unlock()
+		s.cache.Put(key, spendEntry{byMode: byMode, byKey: byKey}, now.Add(s.d.SpendCacheFor), now)
 	}
 	return byMode, byKey, nil
 }
