@@ -2,109 +2,24 @@ package web_test
 
 import (
 	"context"
-	_ "embed"
-	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclavehq/conclave/core/people"
+	"github.com/conclavehq/conclave/internal/browsertest"
 )
 
-// Accessibility checks with axe-core (Deque's rules engine), vendored in
-// testdata/axe: see testdata/axe/VERSION for its version and checksums.
-// axe-core is a test tool only: the product never serves it.
+// axeRun and axe are internal/browsertest's, under the names these tests
+// use.
+func axeRun(ctx context.Context) ([]browsertest.Violation, error) { return browsertest.AxeRun(ctx) }
 
-//go:embed testdata/axe/axe.min.js
-var axeSource string
-
-// axeViolation is one rule axe-core found broken, with the elements that
-// break it.
-type axeViolation struct {
-	ID      string `json:"id"`
-	Impact  string `json:"impact"`
-	Help    string `json:"help"`
-	HelpURL string `json:"helpUrl"`
-	Nodes   []struct {
-		// Target is the element's selector: a list of strings, nested
-		// further for shadow DOM and frames.
-		Target         []json.RawMessage `json:"target"`
-		FailureSummary string            `json:"failureSummary"`
-	} `json:"nodes"`
-}
-
-// severe reports whether the violation is rated serious or critical.
-func (v axeViolation) severe() bool { return v.Impact == "serious" || v.Impact == "critical" }
-
-func (v axeViolation) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s (%s): %s — %s", v.ID, v.Impact, v.Help, v.HelpURL)
-	for _, n := range v.Nodes {
-		sel := make([]string, 0, len(n.Target))
-		for _, t := range n.Target {
-			sel = append(sel, strings.Trim(string(t), `"`))
-		}
-		fmt.Fprintf(&b, "\n    %s", strings.Join(sel, " >> "))
-		if n.FailureSummary != "" {
-			fmt.Fprintf(&b, "\n      %s", strings.ReplaceAll(n.FailureSummary, "\n", "\n      "))
-		}
-	}
-	return b.String()
-}
-
-// axeRun injects axe-core into the page open in ctx (once per document)
-// and returns every violation it finds. The script goes in through the
-// DevTools protocol's Runtime.evaluate, which the page's
-// Content-Security-Policy (script-src 'self') does not govern.
-func axeRun(ctx context.Context) ([]axeViolation, error) {
-	loaded, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`typeof window.axe === "object"`))
-	if err != nil {
-		return nil, fmt.Errorf("looking for axe-core: %w", err)
-	}
-	if !loaded {
-		if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](axeSource)); err != nil {
-			return nil, fmt.Errorf("injecting axe-core: %w", err)
-		}
-	}
-	out, err := chromedp.Run(ctx, chromedp.Evaluate[[]axeViolation](
-		`axe.run(document, {resultTypes: ['violations']}).then(r => r.violations)`,
-		chromedp.EvalAwaitPromise))
-	if err != nil {
-		return nil, fmt.Errorf("running axe-core: %w", err)
-	}
-	return out, nil
-}
-
-// axe runs axe-core on the page open in ctx and fails the test on any
-// violation rated serious or critical, listing each rule, its help text
-// and the offending elements' selectors. Milder ones are logged.
-func axe(t *testing.T, ctx context.Context, page string) {
-	t.Helper()
-	vs, err := axeRun(ctx)
-	require.NoError(t, err, "axe-core on %s", page)
-	var severe, mild []string
-	for _, v := range vs {
-		if v.severe() {
-			severe = append(severe, v.String())
-		} else {
-			mild = append(mild, v.String())
-		}
-	}
-	if len(mild) > 0 {
-		t.Logf("axe-core on %s: minor or moderate:\n  %s", page, strings.Join(mild, "\n  "))
-	}
-	if len(severe) > 0 {
-		loc, _ := chromedp.Run(ctx, chromedp.Location())
-		t.Errorf("axe-core on %s (%s): %d serious or critical violation(s):\n  %s", page, loc, len(severe), strings.Join(severe, "\n  "))
-	}
-}
+func axe(t *testing.T, ctx context.Context, page string) { t.Helper(); browsertest.Axe(t, ctx, page) }
 
 // The check itself: a page with an image without alternative text and a
 // button without a name fails it, even behind the pages' own
@@ -136,7 +51,7 @@ func TestBrowserAxeFindsViolations(t *testing.T) {
 	for _, v := range vs {
 		ids = append(ids, v.ID)
 		if v.ID == "image-alt" || v.ID == "button-name" {
-			require.True(t, v.severe(), "%s", v)
+			require.True(t, v.Severe(), "%s", v)
 			require.NotEmpty(t, v.Nodes, "%s names its elements", v.ID)
 			require.NotEmpty(t, v.Help)
 		}
@@ -152,7 +67,7 @@ func TestBrowserAxeFindsViolations(t *testing.T) {
 	vs, err = axeRun(ctx)
 	require.NoError(t, err)
 	for _, v := range vs {
-		require.False(t, v.severe(), "the good page has no serious violation: %s", v)
+		require.False(t, v.Severe(), "the good page has no serious violation: %s", v)
 	}
 	axe(t, ctx, "the good page")
 }

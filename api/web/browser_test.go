@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/webauthn"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
@@ -49,90 +46,18 @@ func virtualAuthenticator(t *testing.T, ctx context.Context) {
 	require.NoError(t, err)
 }
 
-// screenshotDir is test-artifacts/screenshots at the repository's root
-// (git-ignored).
-func screenshotDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, parent, dir, "the repository root (go.mod) was not found")
-		dir = parent
-	}
-	out := filepath.Join(dir, "test-artifacts", "screenshots")
-	require.NoError(t, os.MkdirAll(out, 0o755))
-	return out
-}
-
-// shoot writes the page as a person sees it, in the light and the dark
-// colour scheme, at a phone's and a desktop's width:
-// <name>-light-phone.png, <name>-light-desktop.png, <name>-dark-phone.png
-// and <name>-dark-desktop.png. At the desktop width it runs axe-core in
-// each scheme too (contrast differs between them).
+// shoot, text and waitText are internal/browsertest's Shoot, Text and
+// WaitText under the names these tests use.
 func shoot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
-	dir := screenshotDir(t)
-	defer func() {
-		// Back to the system's scheme (no emulation) and the desktop.
-		_, _ = chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: ""}, {Name: "prefers-reduced-motion", Value: ""}}})
-		_ = chromedp.Do(ctx, chromedp.EmulateViewport(1440, 900))
-	}()
-	for _, scheme := range []string{"light", "dark"} {
-		_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-			// Reduced motion too: no transition caught half-way.
-			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}, {Name: "prefers-reduced-motion", Value: "reduce"}}})
-		require.NoError(t, err)
-		for _, size := range []struct {
-			suffix        string
-			width, height int64
-		}{{"phone", 375, 812}, {"desktop", 1440, 900}} {
-			require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(size.width, size.height),
-				chromedp.WaitVisible(chromedp.CSS("main"))))
-			// Just after the viewport changes the page may not be laid out
-			// yet ("0 width"): try again shortly.
-			var png []byte
-			var err error
-			for try := 0; try < 20; try++ {
-				if png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
-					break
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
-			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(filepath.Join(dir, name+"-"+scheme+"-"+size.suffix+".png"), png, 0o644))
-		}
-		axe(t, ctx, name+" ("+scheme+")")
-	}
+	browsertest.Shoot(t, ctx, name)
 }
 
-// text is the visible text of the page's main element.
-func text(t *testing.T, ctx context.Context) string {
-	t.Helper()
-	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
-	require.NoError(t, err)
-	return s
-}
+func text(t *testing.T, ctx context.Context) string { t.Helper(); return browsertest.Text(t, ctx) }
 
-// waitText waits until the page's main element shows want.
 func waitText(t *testing.T, ctx context.Context, want string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
-		if err == nil && strings.Contains(s, want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			loc, _ := chromedp.Run(ctx, chromedp.Location())
-			t.Fatalf("the page at %s never showed %q; it shows: %s (err %v)", loc, want, s, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	browsertest.WaitText(t, ctx, want)
 }
 
 // A demo owner opens their set-up link, registers a passkey through

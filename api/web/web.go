@@ -34,8 +34,11 @@ import (
 	"github.com/conclavehq/conclave/api/web/draw"
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/bench/runs"
+	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/carrier"
 	"github.com/conclavehq/conclave/core/dashboard"
+	"github.com/conclavehq/conclave/core/modes"
 	"github.com/conclavehq/conclave/core/people"
 )
 
@@ -76,6 +79,15 @@ type Deps struct {
 	// authorization server (ConsentPath). Optional: without it there is
 	// no such page.
 	Consent Consent
+	// Modes serves the mode pages: the organisation's modes, their
+	// versions and the builder. Optional: without it there are none.
+	Modes *modes.Service
+	// Runs serves the test-run and certification pages and the
+	// certificates. Optional: without it there are none.
+	Runs *runs.Service
+	// Calls serves the playground: a question asked from a page, billed
+	// as a call of the session's person. Optional.
+	Calls *calls.Service
 	// Logger defaults to a logger that discards.
 	Logger *slog.Logger
 }
@@ -84,6 +96,9 @@ type handler struct {
 	cfg     Config
 	people  *people.Service
 	dash    *dashboard.Service
+	modes   *modes.Service
+	runs    *runs.Service
+	calls   *calls.Service
 	health  core.Pinger
 	consent Consent
 	log     *slog.Logger
@@ -106,6 +121,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
 	h := &handler{cfg: cfg, people: d.People, dash: d.Dashboard, health: d.Health, consent: d.Consent, log: d.Logger, origin: u,
+		modes: d.Modes, runs: d.Runs, calls: d.Calls,
 		secure: u.Scheme == "https", pages: map[string]*template.Template{}}
 	if err := h.parsePages(append([]string{"signin", "link", "message", "home", "account", "people", "orgs", "keys", "revoke"},
 		dashboardPages...)...); err != nil {
@@ -152,11 +168,10 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	mux.HandleFunc("GET /orgs", h.signedIn(h.orgsPage))
 	mux.HandleFunc("POST /orgs", h.signedIn(h.chooseOrg))
 	h.dashboardRoutes(mux)
-	if err := h.settingsRoutes(mux); err != nil {
-		return nil, err
-	}
-	if err := h.consentRoutes(mux); err != nil {
-		return nil, err
+	for _, add := range []func(*http.ServeMux) error{h.settingsRoutes, h.consentRoutes, h.modesRoutes, h.runsRoutes, h.playgroundRoutes} {
+		if err := add(mux); err != nil {
+			return nil, err
+		}
 	}
 	mux.HandleFunc("/", h.notFound)
 
@@ -236,6 +251,9 @@ type view struct {
 	ShowMoney, ShowAudit, ShowApps bool
 	// ShowSettings offers the organisation's settings page (owners).
 	ShowSettings bool
+	// ShowModes, ShowRuns and ShowPlayground offer the mode pages, the
+	// runs and the playground when the server serves them.
+	ShowModes, ShowRuns, ShowPlayground bool
 	// Nav names the section the page belongs to, marked current in the
 	// navigation; Wide lets a page of tables use the screen's width.
 	Nav       string
@@ -311,6 +329,7 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 		v.ShowAudit = h.people.Allowed(r.Context(), v.principal, core.ActionAuditRead)
 		v.ShowApps = h.consent != nil
 		v.ShowSettings = h.settingsAllowed(r, v)
+		v.ShowModes, v.ShowRuns, v.ShowPlayground = h.modes != nil, h.runs != nil, h.calls != nil
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)

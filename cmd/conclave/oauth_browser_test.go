@@ -106,16 +106,5 @@ func TestOAuthConsentInChromium(t *testing.T) {
 // its text.
 func pageShows(t *testing.T, ctx context.Context, want string) string {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
-		if err == nil && strings.Contains(s, want) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			loc, _ := chromedp.Run(ctx, chromedp.Location())
-			t.Fatalf("the page at %s never showed %q; it shows: %s (err %v)", loc, want, s, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return browsertest.WaitText(t, ctx, want)
 }

@@ -308,7 +308,8 @@ func (g *gateway) mountPublic(ctx context.Context, public *listener) error {
 		return err
 	}
 	pages, err := web.New(web.Config{PublicURL: origin, TrustedProxies: cfg.Server.Proxies()},
-		web.Deps{People: g.people, Dashboard: g.dash, Health: g.db.store, Consent: consent, Logger: g.log})
+		web.Deps{People: g.people, Dashboard: g.dash, Health: g.db.store, Consent: consent, Logger: g.log,
+			Modes: g.modes, Runs: g.bench.launch, Calls: g.svc})
 	if err != nil {
 		return err
 	}
