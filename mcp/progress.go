@@ -7,10 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
 	"github.com/conclavehq/conclave/core/calls"
-	"github.com/conclavehq/conclave/core/deliberate"
 )
 
 // A deliberation runs past the 60-second default request timeout of common
@@ -101,7 +99,7 @@ func (h *Handler) serveStream(w http.ResponseWriter, r *http.Request, p *access.
 	for {
 		select {
 		case pr := <-steps:
-			notify(describe(pr))
+			notify(pr.Describe())
 		case <-heartbeat.C:
 			// A long silence (a slow seat) would otherwise let a client's
 			// timeout run out: the last step again, still advancing.
@@ -110,7 +108,7 @@ func (h *Handler) serveStream(w http.ResponseWriter, r *http.Request, p *access.
 			for drained := false; !drained; {
 				select {
 				case pr := <-steps:
-					notify(describe(pr))
+					notify(pr.Describe())
 				default:
 					drained = true
 				}
@@ -131,24 +129,4 @@ func writeEvent(w http.ResponseWriter, v any) {
 		b, _ = marshal(errorOf(nil, codeInternalError, internalErrorMessage, nil))
 	}
 	_, _ = fmt.Fprintf(w, "event: message\ndata: %s\n\n", b) // a client that left ends the stream by its context
-}
-
-// describe is a step as a progress message.
-func describe(p calls.Progress) string {
-	switch p.Stage {
-	case deliberate.StageClassified:
-		if p.Lane == core.LaneExpress {
-			return fmt.Sprintf("Classified as a %s question: the express lane answers it alone.", p.Depth)
-		}
-		return fmt.Sprintf("Classified as a %s question: convening the panel.", p.Depth)
-	case deliberate.StageRoundStarted:
-		return fmt.Sprintf("Round %d started: %d seats answering.", p.Round, p.Seats)
-	case deliberate.StageSeatAnswered:
-		return fmt.Sprintf("Round %d: %s answered (%d of %d).", p.Round, p.Seat, p.Answered, p.Seats)
-	case deliberate.StageJudged:
-		return fmt.Sprintf("Round %d judged (%d answers).", p.Round, p.Answered)
-	case deliberate.StageSynthesising:
-		return "Synthesising the answer."
-	}
-	return "Deliberating."
 }

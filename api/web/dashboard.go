@@ -17,6 +17,8 @@ import (
 	"github.com/conclavehq/conclave/api/web/draw"
 	"github.com/conclavehq/conclave/api/web/markdown"
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/carrier"
 	"github.com/conclavehq/conclave/core/dashboard"
 )
@@ -639,6 +641,14 @@ func (h *handler) receiptPage(w http.ResponseWriter, r *http.Request) {
 	}
 	v := newView("Receipt "+id, p)
 	v.Nav, v.Wide = "receipts", true
+	v.Data = h.receiptView(r, p, a)
+	h.render(w, r, http.StatusOK, "receipt", v)
+}
+
+// receiptView is a receipt's figures as its page draws them: every engine
+// call in the order it started, the timeline, the answer when the
+// transcript was kept, the key's name.
+func (h *handler) receiptView(r *http.Request, p *access.Principal, a *calls.ReceiptAnswer) *receiptData {
 	d := &receiptData{Receipt: a.Receipt, Outcome: a.Outcome}
 	if rc := a.Receipt; rc != nil {
 		d.Capped = rc.Status == "capped"
@@ -670,8 +680,7 @@ func (h *handler) receiptPage(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	v.Data = d
-	h.render(w, r, http.StatusOK, "receipt", v)
+	return d
 }
 
 // --- Money ---------------------------------------------------------------------

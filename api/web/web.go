@@ -38,6 +38,7 @@ import (
 	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/carrier"
 	"github.com/conclavehq/conclave/core/dashboard"
+	"github.com/conclavehq/conclave/core/expiring"
 	"github.com/conclavehq/conclave/core/modes"
 	"github.com/conclavehq/conclave/core/people"
 )
@@ -93,12 +94,14 @@ type Deps struct {
 }
 
 type handler struct {
-	cfg     Config
-	people  *people.Service
-	dash    *dashboard.Service
-	modes   *modes.Service
-	runs    *runs.Service
-	calls   *calls.Service
+	cfg    Config
+	people *people.Service
+	dash   *dashboard.Service
+	modes  *modes.Service
+	runs   *runs.Service
+	calls  *calls.Service
+	// plays are the playground calls this replica started (playground.go).
+	plays   *expiring.Map[string, *playRun]
 	health  core.Pinger
 	consent Consent
 	log     *slog.Logger
@@ -329,7 +332,7 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 		v.ShowAudit = h.people.Allowed(r.Context(), v.principal, core.ActionAuditRead)
 		v.ShowApps = h.consent != nil
 		v.ShowSettings = h.settingsAllowed(r, v)
-		v.ShowModes, v.ShowRuns, v.ShowPlayground = h.modes != nil, h.runs != nil, h.calls != nil
+		v.ShowModes, v.ShowRuns, v.ShowPlayground = h.modes != nil, h.runs != nil, h.plays != nil
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)

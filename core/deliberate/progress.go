@@ -1,6 +1,10 @@
 package deliberate
 
-import "github.com/conclavehq/conclave/core"
+import (
+	"fmt"
+
+	"github.com/conclavehq/conclave/core"
+)
 
 // Stage is a step a deliberation reaches.
 type Stage string
@@ -41,4 +45,26 @@ func (req *Request) observe(p Progress) {
 	if req.Observe != nil {
 		req.Observe(p)
 	}
+}
+
+// Describe is the step as a person reads it: "Round 1 started: 3 seats
+// answering." — the tool server's progress messages and the playground's
+// timeline of a call still running.
+func (p Progress) Describe() string {
+	switch p.Stage {
+	case StageClassified:
+		if p.Lane == core.LaneExpress {
+			return fmt.Sprintf("Classified as a %s question: the express lane answers it alone.", p.Depth)
+		}
+		return fmt.Sprintf("Classified as a %s question: convening the panel.", p.Depth)
+	case StageRoundStarted:
+		return fmt.Sprintf("Round %d started: %d seats answering.", p.Round, p.Seats)
+	case StageSeatAnswered:
+		return fmt.Sprintf("Round %d: %s answered (%d of %d).", p.Round, p.Seat, p.Answered, p.Seats)
+	case StageJudged:
+		return fmt.Sprintf("Round %d judged (%d answers).", p.Round, p.Answered)
+	case StageSynthesising:
+		return "Synthesising the answer."
+	}
+	return "Deliberating."
 }
