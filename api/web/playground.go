@@ -38,9 +38,11 @@ const (
 	// this replica's memory after it started; past it the page reads the
 	// receipt alone.
 	playKept = 2 * time.Hour
-	// playsHeld is the most playground calls a replica remembers; the
-	// oldest are forgotten first (their receipts remain).
-	playsHeld = 4096
+	// playsHeld is the most playground calls a replica remembers (a
+	// question and an answer each, some tens of kilobytes at most). Past
+	// it the lapsed are dropped, and if none had lapsed all are forgotten
+	// (core/expiring): their pages then read the receipts.
+	playsHeld = 1024
 	// playStartWait is how long the form waits for a call to be refused
 	// before sending the person to its page: admission refusals (balance,
 	// rate, slots, input too long) come well within it.
