@@ -25,45 +25,40 @@ import (
 // openAPIPath is the document, relative to this package.
 const openAPIPath = "openapi.json"
 
-// newDocument reads the document with libopenapi. Its index resolves every
-// "#/…" reference from the document's root, and so logs an error for each
-// of ModeSpec's references to its own $defs, which JSON Schema resolves
-// within the schema resource ModeSpec's $id opens — as the validator's
-// schema compiler does. That log is dropped: TestOpenAPIReferencesResolve
-// checks every reference the way JSON Schema reads it.
+// newDocument reads the document with libopenapi, its log dropped:
+// TestOpenAPIReferencesResolve checks every reference itself.
 func newDocument(spec []byte) (libopenapi.Document, error) {
 	cfg := datamodel.NewDocumentConfiguration()
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	return libopenapi.NewDocumentWithConfiguration(spec, cfg)
 }
 
-// Every $ref of the document resolves: against the document, or inside a
-// schema with $id (ModeSpec) against that schema.
+// Every $ref of the document resolves from the document's root, as
+// OpenAPI tools read it: no schema in it opens a resource of its own ($id)
+// whose references would resolve elsewhere.
 func TestOpenAPIReferencesResolve(t *testing.T) {
 	t.Parallel()
 	doc := openAPIJSON(t)
 	var refs int
-	var walk func(v any, root map[string]any)
-	walk = func(v any, root map[string]any) {
+	var walk func(v any)
+	walk = func(v any) {
 		switch v := v.(type) {
 		case map[string]any:
-			if _, ok := v["$id"]; ok {
-				root = v
-			}
+			require.NotContains(t, v, "$id", "a schema with $id resolves its references against itself")
 			if _, ok := v["$ref"].(string); ok {
-				resolve(t, root, v)
+				resolve(t, doc, v)
 				refs++
 			}
 			for _, x := range v {
-				walk(x, root)
+				walk(x)
 			}
 		case []any:
 			for _, x := range v {
-				walk(x, root)
+				walk(x)
 			}
 		}
 	}
-	walk(doc, doc)
+	walk(doc)
 	require.Greater(t, refs, 100, "walked the document's references")
 }
 
@@ -78,10 +73,8 @@ func openAPIJSON(t *testing.T) map[string]any {
 	return doc
 }
 
-// resolve follows a local $ref ("#/components/…") until it reaches a
-// value that is not one. doc is the document, or the schema resource (a
-// schema with $id, such as ModeSpec) whose own references ("#/$defs/…")
-// are read from it, as JSON Schema reads them.
+// resolve follows a local $ref ("#/components/…") in doc until it reaches
+// a value that is not one.
 func resolve(t *testing.T, doc map[string]any, v map[string]any) map[string]any {
 	t.Helper()
 	for range 10 {
@@ -306,16 +299,49 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 }
 
 // The document's ModeSpec is the mode spec's JSON Schema
-// (core/modes/spec.schema.json) as it is, so the spec an author writes is
-// described once.
+// (core/modes/spec.schema.json), so the spec an author writes is described
+// once: as it is, but for its $defs, which are lifted into the document's
+// components as ModeSpec<Name> (ModeSpecTier, ModeSpecSeat, …) with every
+// reference to them pointed there. Inside an OpenAPI document "#/$defs/…"
+// reads from the document's root, where tools that generate clients find
+// nothing; and the schema's $id and $schema go with them (the document
+// states its dialect once).
 func TestOpenAPIModeSpecIsTheSpecSchema(t *testing.T) {
 	t.Parallel()
-	doc := openAPIJSON(t)
-	got, ok := mapOf(mapOf(doc["components"])["schemas"])["ModeSpec"]
-	require.True(t, ok, "components.schemas.ModeSpec")
+	schemas := mapOf(mapOf(openAPIJSON(t)["components"])["schemas"])
 	var want map[string]any
 	require.NoError(t, json.Unmarshal(modes.Schema, &want))
-	require.Equal(t, want, got)
+	defs := mapOf(want["$defs"])
+	require.NotEmpty(t, defs)
+	delete(want, "$defs")
+	delete(want, "$schema")
+	delete(want, "$id")
+	lifted := func(name string) string { return "ModeSpec" + strings.ToUpper(name[:1]) + name[1:] }
+	var lift func(v any) any
+	lift = func(v any) any {
+		switch v := v.(type) {
+		case map[string]any:
+			out := map[string]any{}
+			for k, x := range v {
+				if ref, ok := x.(string); ok && k == "$ref" && strings.HasPrefix(ref, "#/$defs/") {
+					x = "#/components/schemas/" + lifted(strings.TrimPrefix(ref, "#/$defs/"))
+				}
+				out[k] = lift(x)
+			}
+			return out
+		case []any:
+			out := make([]any, len(v))
+			for i, x := range v {
+				out[i] = lift(x)
+			}
+			return out
+		}
+		return v
+	}
+	require.Equal(t, lift(want), schemas["ModeSpec"])
+	for name, def := range defs {
+		require.Equal(t, lift(def), schemas[lifted(name)], "components.schemas.%s is $defs.%s", lifted(name), name)
+	}
 }
 
 // GET /v1/openapi.json serves the document as it is in the repository, to
