@@ -306,21 +306,24 @@ func TestInsufficientScope(t *testing.T) {
 	require.Equal(t, []string{"conclave-max"}, modelIDs(r))
 	require.Equal(t, 200, tb.do(t, "GET", "/v1/models/CNCL:MAXX", limited, "").status)
 
-	// A mode outside the key's list is, to that key, a mode that does not
-	// exist: the same 404, word for word, as an id no one has, whether it
-	// is read or estimated (chat resolves through the same call; the
-	// policy's tests cover its action).
+	// To read, a mode outside the key's list is a mode that does not exist:
+	// the same 404, word for word, as an id no one has. To use it — a call,
+	// an estimate, a test run — the key is refused: 403 mode_not_allowed
+	// (Authentication 3; the policy's tests cover every action, and the
+	// chat tests a call).
 	unknown := tb.do(t, "GET", "/v1/models/no-such-mode", limited, "")
 	requireError(t, unknown, 404, core.CodeModelNotFound, "invalid_request_error")
-	chat := `{"model":"CNCL:STND","messages":[{"role":"user","content":"hi"}]}`
 	for _, r := range []*response{
 		tb.do(t, "GET", "/v1/models/conclave-standard", limited, ""),
 		tb.do(t, "GET", "/v1/models/CNCL%3ASTND", limited, ""),
-		tb.do(t, "POST", "/v1/estimate", limited, chat),
 	} {
 		requireError(t, r, 404, core.CodeModelNotFound, "invalid_request_error")
 		require.Equal(t, unknown.body["error"], r.body["error"])
 	}
+	chat := `{"model":"CNCL:STND","messages":[{"role":"user","content":"hi"}]}`
+	r = tb.do(t, "POST", "/v1/estimate", limited, chat)
+	requireError(t, r, 403, core.CodeModeNotAllowed, "permission_error")
+	require.Contains(t, r.body["error"].(map[string]any)["message"], "limited to named modes")
 }
 
 // A ticker (or slug) a client percent-encoded in the path resolves as

@@ -381,13 +381,19 @@ test_system_mode_message_names_mode if {
 # ---------------------------------------------------------------------------
 
 test_key_limited_to_other_modes if {
-	# Outside the key's list, a mode reads as one that does not exist: the
-	# same code and message as an unknown id.
+	# Outside the key's list, a mode reads as one that does not exist (GET
+	# /v1/models/{id}): the same code and message as an unknown id. Using it
+	# — a call, an estimate, a test run, a certification — is refused as
+	# Authentication 3 says: mode_not_allowed.
+	r := object.union_n([request("models.read"), {"mode": open_mode}, {"principal": {"modes": ["conclave-fast", "CNCL:FAST"]}}])
+	decide(r).code == "model_not_found"
+	decide(r).message == authz.hidden_mode_message
 	d := decide(chat({"principal": {"modes": ["conclave-fast", "CNCL:FAST"]}}))
-	d.code == "model_not_found"
-	d.message == authz.hidden_mode_message
-	code(object.union_n([request("models.read"), {"mode": open_mode}, {"principal": {"modes": ["conclave-fast"]}}])) == "model_not_found"
-	code(object.union_n([request("estimate.create"), {"mode": open_mode}, {"principal": {"modes": ["conclave-fast"]}}])) == "model_not_found"
+	d.code == "mode_not_allowed"
+	contains(d.message, "limited to named modes")
+	every action in ["estimate.create", "tests.create", "certify.create"] {
+		code(object.union_n([request(action), {"mode": open_mode}, {"principal": {"modes": ["conclave-fast"]}}])) == "mode_not_allowed"
+	}
 }
 
 test_key_limited_cannot_change_other_modes if {
@@ -403,9 +409,10 @@ test_key_limited_cannot_read_other_modes if {
 }
 
 # A published mode of another organisation outside the key's list is, to
-# that key, a mode that does not exist.
+# that key, a mode that does not exist to read, and one it may not use.
 test_key_limited_hides_a_published_mode if {
-	code(chat({"mode": published_mode, "principal": {"modes": ["conclave-fast"]}})) == "model_not_found"
+	code(chat({"action": "models.read", "mode": published_mode, "principal": {"modes": ["conclave-fast"]}})) == "model_not_found"
+	code(chat({"mode": published_mode, "principal": {"modes": ["conclave-fast"]}})) == "mode_not_allowed"
 	allowed(chat({"mode": published_mode, "principal": {"modes": ["THEM:SCRT"]}}))
 }
 
@@ -566,7 +573,7 @@ test_precedence_other_org_over_tier if {
 test_precedence_open_other_org_mode_meets_the_other_rules if {
 	every m in [published_mode, invited_lab_mode] {
 		code(chat(object.union({"mode": m}, no_scopes))) == "insufficient_scope"
-		code(chat(object.union({"mode": m}, limited_key))) == "model_not_found"
+		code(chat(object.union({"mode": m}, limited_key))) == "mode_not_allowed"
 		code(chat(object.union({"mode": m}, bad_tier))) == "tier_not_permitted"
 		code(chat(object.union({"mode": object.union(m, {"tiers": ["plus"]})}, {"tier": "pro"}))) == "tier_not_permitted"
 	}
@@ -583,7 +590,7 @@ test_precedence_scope_over_mode_not_permitted if {
 }
 
 test_precedence_limited_key_over_scope if {
-	code(chat(object.union_n([limited_key, no_scopes]))) == "model_not_found"
+	code(chat(object.union_n([limited_key, no_scopes]))) == "mode_not_allowed"
 }
 
 test_precedence_scope_over_tier if {
@@ -603,7 +610,7 @@ test_precedence_test_key_over_tier if {
 }
 
 test_precedence_limited_key_over_mode_not_permitted if {
-	code(chat(object.union({"mode": pro_mode}, limited_key))) == "model_not_found"
+	code(chat(object.union({"mode": pro_mode}, limited_key))) == "mode_not_allowed"
 }
 
 test_precedence_mode_not_permitted_over_tier if {
@@ -611,7 +618,7 @@ test_precedence_mode_not_permitted_over_tier if {
 }
 
 test_precedence_limited_key_over_tier if {
-	code(chat(object.union(limited_key, bad_tier))) == "model_not_found"
+	code(chat(object.union(limited_key, bad_tier))) == "mode_not_allowed"
 }
 
 # ---------------------------------------------------------------------------
@@ -945,7 +952,7 @@ test_precedence_other_org_over_role if {
 }
 
 test_precedence_limited_key_over_role if {
-	code(members_key("certify.create", object.union({"mode": open_mode}, limited_key))) == "model_not_found"
+	code(members_key("certify.create", object.union({"mode": open_mode}, limited_key))) == "mode_not_allowed"
 }
 
 test_precedence_scope_over_role if {

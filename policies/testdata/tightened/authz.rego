@@ -95,7 +95,7 @@ plan_limited_modes := {}
 # precedence orders the denials: when several apply, the lowest number wins.
 precedence := {
 	"mode_of_another_org": 1, # forbidden, mode_not_published, lab_not_available
-	"key_limited": 2, # model_not_found; mode_not_allowed for modes.read, .write, .release and .list
+	"key_limited": 2, # model_not_found to read a mode (models.read); mode_not_allowed to use or change one
 	"missing_scope": 3, # insufficient_scope
 	"role": 4, # forbidden: the person's role does not grant the action (or a scope, for keys.create)
 	"test_key": 5, # test_key_not_allowed
@@ -507,11 +507,13 @@ denials contains {
 
 # ---------------------------------------------------------------------------
 # Rule 4 — a key limited to named modes may use only those, named by id or
-# by ticker. A mode outside the list is, to that key, a mode that does not
-# exist: GET /v1/models leaves it out, so reading or calling it answers the
-# same model_not_found (and the same message) as an unknown id. Reading its
-# drafts or changing it (modes.read, modes.write) is refused with
-# mode_not_allowed.
+# by ticker (Authentication 3: "a key can be limited to named modes
+# (mode_not_allowed)"). To read, a mode outside the list is a mode that
+# does not exist: GET /v1/models leaves it out and GET /v1/models/{id}
+# answers the same model_not_found (and the same message) as an unknown
+# id. To use it — a call, an estimate, a test run or a certification — or
+# to read its drafts or change it, the key is refused with
+# mode_not_allowed (403).
 # ---------------------------------------------------------------------------
 
 key_allows_mode if mode_id in key_modes
@@ -524,13 +526,17 @@ key_hides_mode if {
 	not key_allows_mode
 }
 
+# read_actions read a mode as GET /v1/models does: a mode the key may not
+# use is, to them, not there.
+read_actions := {"models.read"}
+
 denials contains {
 	"rank": precedence.key_limited,
 	"code": "model_not_found",
 	"message": hidden_mode_message,
 } if {
 	key_hides_mode
-	not action in change_actions
+	action in read_actions
 }
 
 denials contains {
@@ -539,7 +545,7 @@ denials contains {
 	"message": sprintf("This key is limited to named modes, and %q is not one of them.", [mode_id]),
 } if {
 	key_hides_mode
-	action in change_actions
+	not action in read_actions
 }
 
 # ---------------------------------------------------------------------------
