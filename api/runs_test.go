@@ -127,7 +127,6 @@ func TestTestLaunchRefusals(t *testing.T) {
 		{"no price", rb.key, `{"model":"acme-lite","buckets":{"light":1,"hard":1}}`, 400, core.CodePriceUnavailable, "invalid_request_error"},
 		{"suffix", rb.key, `{"model":"conclave-standard@v1","buckets":{"light":1}}`, 400, core.CodeSuffixNotSupported, "invalid_request_error"},
 		{"unknown mode", rb.key, `{"model":"acme-nope","buckets":{"light":1}}`, 404, core.CodeModelNotFound, "invalid_request_error"},
-		{"configured mode", rb.key, `{"model":"conclave-standard","buckets":{"light":1}}`, 403, core.CodeModeNotOwned, "permission_error"},
 		{"tier without seats", rb.key, `{"model":"acme-panl","buckets":{"light":1},"tiers":["pro"]}`, 403, core.CodeTierNotPermitted, "permission_error"},
 		{"another's unpublished mode", rb.otherKey, `{"model":"acme-panl","buckets":{"light":1}}`, 403, core.CodeModeNotPublished, "permission_error"},
 	}
@@ -140,6 +139,15 @@ func TestTestLaunchRefusals(t *testing.T) {
 	r := rb.launch(t, "/v1/tests", rb.key, `{"model":"acme-lite","buckets":{"hard":1},"dry_run":true}`)
 	requireError(t, r, 400, core.CodePriceUnavailable, "invalid_request_error")
 	require.Equal(t, before, rb.money(t, rb.acme.ID), "no refusal charged anything")
+
+	// A configured mode is one the key can call: billing the organisation's
+	// balance, it may test it (a certification needs the organisation's own
+	// mode).
+	r = rb.launch(t, "/v1/tests", rb.key, `{"model":"conclave-standard","buckets":{"light":1},"dry_run":true}`)
+	require.Equal(t, 200, r.status, r.raw)
+	require.Positive(t, r.body["per_bucket"].(map[string]any)["light"].(map[string]any)["price_per_question_usd"])
+	requireError(t, rb.launch(t, "/v1/certify", rb.key, `{"model":"conclave-standard","dry_run":true}`), 403,
+		core.CodeModeNotOwned, "permission_error")
 
 	// A key without the tests scope.
 	limited := rb.newKey(t, &core.CreateKeyParams{OrgID: rb.acme.ID, Scopes: []string{"models:read"}})

@@ -210,4 +210,20 @@ func (a *AuthoredModeSource) ModeConfigHash(m *Mode) string {
 	return m.ConfigHash(a.catalog.Engines())
 }
 
+// ModeVersion is the mode a batch of modeID at version runs: a configured
+// mode (version 0) as the catalogue has it, named by its slug, or an
+// organisation's released version as the store keeps it. A test run may
+// run a configured mode: a key billing its organisation's balance may test
+// any mode it can call.
+func (a *AuthoredModeSource) ModeVersion(ctx context.Context, modeID string, version int) (*ModeVersion, error) {
+	if version == 0 {
+		m, ok := a.catalog.Resolve(modeID)
+		if !ok || m.OwnerOrg != "" {
+			return nil, ErrNotFound
+		}
+		return &ModeVersion{ModeID: m.ID, Mode: m, ConfigHash: a.catalog.ConfigHash(m)}, nil
+	}
+	return a.store.ModeVersion(ctx, modeID, version)
+}
+
 var _ ModeSource = (*AuthoredModeSource)(nil)

@@ -483,7 +483,7 @@ func TestRunToolFailures(t *testing.T) {
 		{"run_test", map[string]any{"model": "acme-panl", "buckets": map[string]any{"light": 1}, "seed": 4}, 400, "invalid_request", "invalid_request_error", str("seed")},
 		{"run_test", map[string]any{"model": "acme-panl", "buckets": map[string]any{"light": 100, "medium": 100, "hard": 100}}, 402,
 			"insufficient_balance", "invalid_request_error", nil},
-		{"run_test", map[string]any{"model": "conclave-standard", "buckets": map[string]any{"light": 1}}, 403, "mode_not_owned", "permission_error", str("model")},
+		{"certify_mode", map[string]any{"model": "conclave-standard", "dry_run": true}, 403, "mode_not_owned", "permission_error", str("model")},
 		{"run_test", map[string]any{"model": "acme-nope", "buckets": map[string]any{"light": 1}}, 404, "model_not_found", "invalid_request_error", str("model")},
 		{"run_test", map[string]any{"batch_id": "00000000-0000-4000-8000-000000000000"}, 404, "batch_not_found", "invalid_request_error", str("batch_id")},
 		{"run_test", map[string]any{"batch_id": "not-a-batch"}, 404, "batch_not_found", "invalid_request_error", str("batch_id")},

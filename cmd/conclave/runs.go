@@ -54,17 +54,21 @@ func newBench(cfg *config.Config, catalog *core.Catalog, db *database, g *gatewa
 	launch, err := runs.NewService(runs.Config{
 		TestLaunchesPerDay: cfg.Limits.TestLaunchesPerDay, CertifyLaunchesPerDay: cfg.Limits.CertifyLaunchesPerDay,
 		Lease: cfg.Limits.Lease, ActivationAllowance: core.Micros(cfg.Limits.ActivationAllowanceUSD),
-		Pace: runs.Pace{Workers: cfg.Jobs.BenchWorkers, QuestionTime: cfg.Jobs.BenchQuestionTime},
+		Pace:           runs.Pace{Workers: cfg.Jobs.BenchWorkers, QuestionTime: cfg.Jobs.BenchQuestionTime},
+		JudgingPerRead: judging(cfg, catalog, 1),
 	}, runs.Deps{Access: g.acc, Modes: g.svc, Store: batches, Bank: execute.Bank{}, Catalog: catalog, Logger: log,
 		JudgeWorking:    func(j runs.Judge) bool { return health.Working(judges[j]) },
 		JudgeConfigured: func(j runs.Judge) bool { _, ok := judges[j]; return ok }})
 	if err != nil {
 		return nil, err
 	}
+	// A batch runs an organisation's mode version, or a configured mode a
+	// key tested (version 0).
+	versions := core.NewAuthoredModeSource(catalog, db.store)
 	executor, err := runs.NewExecutor(runs.ExecutorDeps{
 		Store:    batches,
-		Mode:     &execute.ModeAnswerer{Versions: db.store, Engine: engine},
-		Baseline: &execute.BaselineAnswerer{Versions: db.store, Catalog: catalog, Caller: g.prov},
+		Mode:     &execute.ModeAnswerer{Versions: versions, Engine: engine},
+		Baseline: &execute.BaselineAnswerer{Versions: versions, Catalog: catalog, Caller: g.prov},
 		Panel: &execute.Panel{Catalog: catalog, Caller: g.prov, Engines: judges, Health: health, Protocols: map[runs.Protocol]core.Protocol{
 			runs.ProtocolPairwise: pairwise.New(), runs.ProtocolPlurality: plurality.New(),
 		}},
@@ -81,15 +85,20 @@ func newBench(cfg *config.Config, catalog *core.Catalog, db *database, g *gatewa
 // benchJudging is the reference cost of the judging one test question can
 // buy on this deployment: every configured judge's engine reading it the
 // most times a test run may ask (runs.MaxRepeats). The price floor of an
-// organisation's mode pays it (modes.TestFloor). A judge whose engine the
-// catalogue lacks counts nothing here (newBench refuses the launches that
-// need it).
+// organisation's mode pays it (modes.TestFloor).
 func benchJudging(cfg *config.Config, catalog *core.Catalog) core.Micros {
+	return judging(cfg, catalog, runs.MaxRepeats)
+}
+
+// judging is the reference cost of every configured judge's engine reading
+// a test question repeats times. A judge whose engine the catalogue lacks
+// counts nothing here (newBench refuses the launches that need it).
+func judging(cfg *config.Config, catalog *core.Catalog, repeats int) core.Micros {
 	var engines []*core.Engine
 	for _, j := range cfg.Judges {
 		if e, ok := catalog.Engine(j.Engine); ok {
 			engines = append(engines, e)
 		}
 	}
-	return modes.JudgingCost(engines, runs.MaxRepeats)
+	return modes.JudgingCost(engines, repeats)
 }

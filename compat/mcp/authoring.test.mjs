@@ -117,7 +117,7 @@ test('a second release with other seats has another mode_config_hash', async () 
   assert.equal(saved.mode.published_version, 1, 'the marketplace keeps the approved version');
 });
 
-test('the author tests its mode: a quote, a launch, its retry and a poll; a certification is quoted', async () => {
+test('the author tests its mode: a quote, a launch, its retry and a poll; a certification is quoted; another organisation may test it but not certify it', async () => {
   const args = { model: 'acme-panl', questions: { easy: 1 } };
   const quote = await ok(author, 'run_test', { ...args, dry_run: true });
   assert.equal(quote.dry_run, true);
@@ -140,7 +140,11 @@ test('the author tests its mode: a quote, a launch, its retry and a poll; a cert
   assert.equal(certify.requires_listing, false, 'the listing is approved');
   assert.equal(certify.total_cost_usd, 50);
 
-  const res = await caller.callTool({ name: 'run_test', arguments: { ...args, dry_run: true } });
+  // Another organisation may test the listed mode it can call, billed to
+  // its balance; certifying it needs the mode to be its own.
+  const theirs = await ok(caller, 'run_test', { ...args, dry_run: true });
+  assert.equal(theirs.dry_run, true);
+  const res = await caller.callTool({ name: 'certify_mode', arguments: { model: 'acme-panl', dry_run: true } });
   assert.equal(res.isError, true);
   const body = JSON.parse(res.content[0].text);
   assert.equal(body.http_status, 403);

@@ -93,6 +93,26 @@ func JudgingCost(judges []*core.Engine, repeats int) core.Micros {
 	return cost * core.Micros(max(repeats, 0))
 }
 
+// QuestionCost is the reference cost to the service of one test question of
+// m asked at tier and classified at depth, judging aside: its deliberation
+// (ReferenceCost of the tier's row over the rounds of the depth) and its
+// baseline's answer (one reference call of the dearest engine m seats as a
+// primary at any tier — the bound TestFloor uses, punch_up's included).
+// ok is false when m has no row at tier.
+func QuestionCost(m *core.Mode, tier core.Tier, depth core.Depth, engines map[string]*core.Engine) (core.Micros, bool) {
+	seats, ok := m.Deliberation.Seats[tier]
+	if !ok {
+		return 0, false
+	}
+	var baseline core.Micros
+	for _, row := range m.Deliberation.Seats {
+		for _, seat := range row {
+			baseline = max(baseline, referenceCall(engines, seat.Engine))
+		}
+	}
+	return ReferenceCost(seats, m.Deliberation.Staff, m.Deliberation.Rounds(depth), engines) + baseline, true
+}
+
 // Floor is the lowest price (per-depth or flat surcharge) a mode may charge
 // for its panel, and the price recommended to its author. Both are shares
 // of the mode's reference cost: one full deliberation of the reference

@@ -142,8 +142,10 @@ func quoteMode() *core.Mode {
 // token charge of the reference question (1,000 tokens in and 500 out per
 // engine call, each seat at the dearer of its engine and backup, every seat
 // and the judge each round, the synthesis once) and the 5% platform fee on
-// it — worked out here by hand from the engines' prices. A band the mode
-// has no price for is price_unavailable.
+// it — worked out here by hand from the engines' prices — and never less
+// than the question costs the service: its deliberation, its baseline (the
+// dearest primary seat's reference call) and the judging the run asks. A
+// band the mode has no price for is price_unavailable.
 func TestQuoteTest(t *testing.T) {
 	t.Parallel()
 	// One reference call on an engine priced in and out dollars per
@@ -159,12 +161,20 @@ func TestQuoteTest(t *testing.T) {
 	}
 	plusLight, proLight := price(50_000, tokens(plusRound, 1)), price(50_000, tokens(proRound, 1))
 	require.Equal(t, core.Micros(55_218), plusLight, "(0.05 + 0.0225 + 0.001125) × 75%")
+	// 25% off, a light question at pro would sell for 70,575 µ$ while its
+	// deliberation (42,000) and baseline (cBig, 30,000) cost 72,000: it is
+	// sold at its cost. (This mode is priced under its test floor, as only
+	// a configured mode can be.)
+	require.Equal(t, core.Micros(70_575), proLight)
+	baseline := cBig
+	proLight = max(proLight, core.Micros(tokens(proRound, 1)+baseline))
+	require.Equal(t, core.Micros(72_000), proLight)
 	plusMedium, proMedium := price(100_000, tokens(plusRound, 1)), price(100_000, tokens(proRound, 1))
 
 	mode := quoteMode()
 	p, err := runs.ParseTest(testRequest(t, `{"model":"acme-panl","buckets":{"light":20,"medium":10},"tiers":["plus","pro"]}`))
 	require.NoError(t, err)
-	q, err := runs.QuoteTest(mode, p, quoteEngines)
+	q, err := runs.QuoteTest(mode, p, quoteEngines, 0)
 	require.NoError(t, err)
 	require.Equal(t, 60, q.Total)
 	require.Equal(t, runs.BucketQuote{Questions: 40, Cost: 20*plusLight + 20*proLight, Tiers: map[core.Tier]runs.TierQuote{
@@ -174,16 +184,26 @@ func TestQuoteTest(t *testing.T) {
 	require.Equal(t, proMedium, q.Buckets[runs.BucketMedium].Price(core.TierPro))
 	require.Equal(t, 20*plusLight+20*proLight+10*plusMedium+10*proMedium, q.Cost)
 
+	// The judging the run asks counts too: each reading by every judge,
+	// times the repeats.
+	p.Repeats = 2
+	q, err = runs.QuoteTest(mode, p, quoteEngines, 4_000)
+	require.NoError(t, err)
+	require.Equal(t, core.Micros(tokens(proRound, 1)+baseline+2*4_000), q.Buckets[runs.BucketLight].Price(core.TierPro))
+	require.Equal(t, core.Micros(tokens(plusRound, 1)+baseline+2*4_000), q.Buckets[runs.BucketLight].Price(core.TierPlus),
+		"22,500 + 30,000 + 8,000 is more than 25%% off, %d", plusLight)
+	p.Repeats = 1
+
 	hard, err := runs.ParseTest(testRequest(t, `{"model":"acme-panl","buckets":{"light":1,"hard":1}}`))
 	require.NoError(t, err)
-	_, err = runs.QuoteTest(mode, hard, quoteEngines)
+	_, err = runs.QuoteTest(mode, hard, quoteEngines, 0)
 	require.Equal(t, core.CodePriceUnavailable, core.AsError(err).Code)
 
 	// The flat surcharge prices the hard band, whose deep question runs
 	// three rounds.
 	flat := core.Micros(200_000)
 	mode.Pricing.Surcharge = &flat
-	q, err = runs.QuoteTest(mode, hard, quoteEngines)
+	q, err = runs.QuoteTest(mode, hard, quoteEngines, 0)
 	require.NoError(t, err)
 	plusHard := price(200_000, tokens(plusRound, 3))
 	require.Equal(t, core.Micros(193_706), plusHard)
@@ -205,7 +225,7 @@ func TestSharePricesByTier(t *testing.T) {
 	t.Parallel()
 	p, err := runs.ParseTest(testRequest(t, `{"model":"acme-panl","questions":{"easy":2},"tiers":["plus","pro"]}`))
 	require.NoError(t, err)
-	q, err := runs.QuoteTest(quoteMode(), p, quoteEngines)
+	q, err := runs.QuoteTest(quoteMode(), p, quoteEngines, 0)
 	require.NoError(t, err)
 	b := &runs.Batch{Kind: runs.KindTest, Billed: q.Cost, Quote: q}
 	var qs []*runs.Question

@@ -105,9 +105,14 @@ func (bq BucketQuote) Price(t core.Tier) core.Micros {
 // of modes.StandardPrice) — what a call of that depth to the mode at that
 // tier is projected to bill: its surcharge for the band, the projected
 // token charge of its deliberation on engines' prices, and the platform
-// fee on it. A bucket the mode has no API price for is price_unavailable.
-// A dry run and a launch quote alike: both call it.
-func QuoteTest(mode *core.Mode, p *Plan, engines map[string]*core.Engine) (*Quote, error) {
+// fee on it — and never below what the question costs the service: its
+// deliberation and baseline (modes.QuestionCost) and the judging the run
+// asks (judgingPerRead, the reference cost of one reading by every judge,
+// times the plan's repeats). An organisation's mode is floored so that the
+// first is always the larger (modes.TestFloor); a configured mode, priced
+// by its operator, may not be. A bucket the mode has no API price for is
+// price_unavailable. A dry run and a launch quote alike: both call it.
+func QuoteTest(mode *core.Mode, p *Plan, engines map[string]*core.Engine, judgingPerRead core.Micros) (*Quote, error) {
 	q := &Quote{Total: p.Total(), Buckets: map[Bucket]BucketQuote{}}
 	for _, b := range Buckets {
 		if p.Counts[b] == 0 {
@@ -121,7 +126,9 @@ func QuoteTest(mode *core.Mode, p *Plan, engines map[string]*core.Engine) (*Quot
 					"Mode %s has no API price for %s questions (the %s band): set one in its pricing before testing them.",
 					mode.ID, b, b.Depth()).WithParam("model")
 			}
-			tq := TierQuote{Questions: p.Counts[b], PerQuestion: core.TestQuestionPrice(standard)}
+			cost, _ := modes.QuestionCost(mode, t, b.Depth(), engines)
+			cost += judgingPerRead * core.Micros(max(p.Repeats, 1))
+			tq := TierQuote{Questions: p.Counts[b], PerQuestion: max(core.TestQuestionPrice(standard), cost)}
 			tq.Cost = tq.PerQuestion * core.Micros(tq.Questions)
 			bq.Tiers[t] = tq
 			bq.Questions += tq.Questions

@@ -73,6 +73,12 @@ type Config struct {
 	// estimated_minutes (Pace.Minutes). The zero Pace estimates the spec's
 	// pace, a question a minute.
 	Pace Pace
+	// JudgingPerRead is the reference cost of one reading of a question by
+	// every judge the deployment configures (modes.JudgingCost at one
+	// repeat): what a test question's price never falls below, with its
+	// deliberation and baseline, times the run's repeats (QuoteTest).
+	// Defaults to 0.
+	JudgingPerRead core.Micros
 }
 
 // LimitRetryAfter is the Retry-After of the daily launch limits.
@@ -277,9 +283,12 @@ func (s *Service) prepare(ctx context.Context, p *access.Principal, plan *Plan) 
 	if err != nil {
 		return nil, nil, err
 	}
-	if mode.OwnerOrg == "" || mode.OwnerOrg != p.Org.ID {
-		return nil, nil, core.Errorf(core.CodeModeNotOwned,
-			"Tests and certification run a mode your organisation owns; %s is not one of yours.", mode.ID).WithParam("model")
+	if mustOwn(plan, p) && (mode.OwnerOrg == "" || mode.OwnerOrg != p.Org.ID) {
+		msg := "A certification runs a mode your organisation owns; %s is not one of yours."
+		if plan.Kind == KindTest {
+			msg = "A test run billed to your organisation's plan runs a mode your organisation owns; %s is not one of yours."
+		}
+		return nil, nil, core.Errorf(core.CodeModeNotOwned, msg, mode.ID).WithParam("model")
 	}
 	if plan.Kind == KindCertify {
 		plan.Tiers = []core.Tier{certifyTier(mode)}
@@ -292,7 +301,7 @@ func (s *Service) prepare(ctx context.Context, p *access.Principal, plan *Plan) 
 	acc := &Acceptance{Kind: plan.Kind, Model: plan.Model, ModeKey: mode.Key, DryRun: plan.DryRun}
 	if plan.Kind == KindCertify {
 		acc.Quote = QuoteCertify(plan)
-	} else if acc.Quote, err = QuoteTest(mode, plan, s.d.Catalog.Engines()); err != nil {
+	} else if acc.Quote, err = QuoteTest(mode, plan, s.d.Catalog.Engines(), s.cfg.JudgingPerRead); err != nil {
 		return nil, nil, err
 	}
 	waiting, err := s.d.Store.QueuedQuestions(ctx)
@@ -555,6 +564,17 @@ func (s *Service) Batch(ctx context.Context, p *access.Principal, kind Kind, id 
 		return nil, notFound
 	}
 	return b, nil
+}
+
+// mustOwn reports whether the launch needs a mode the caller's
+// organisation owns. The spec's endpoint text: "The mode must be one the
+// caller can call and, for billing to a plan, one the caller owns" — a
+// test run billed to the organisation's balance may run any mode the
+// caller can call, configured ones included; a test run billed to a plan
+// (a connected app) and every certification need the organisation's own
+// mode (docs/rationale.md).
+func mustOwn(plan *Plan, p *access.Principal) bool {
+	return plan.Kind == KindCertify || p.OnPlan()
 }
 
 // derivedKey is the key of a launch keyed by itself (Key.Derive): the
