@@ -21,6 +21,7 @@ import (
 
 	"github.com/conclavehq/conclave/core/expiring"
 	coreoauth "github.com/conclavehq/conclave/core/oauth"
+	"github.com/conclavehq/conclave/core/publicnet"
 )
 
 // ErrClientDocument is a client_id whose metadata document cannot be used:
@@ -110,61 +111,15 @@ func NewFetcher(cfg FetcherConfig) *Fetcher {
 	return f
 }
 
-// dialPublic resolves addr's host, refuses it unless every address it has
-// is public, and dials the first.
+// dialPublic dials through the shared address guard (core/publicnet),
+// its refusals reported as ErrClientDocument.
 func (f *Fetcher) dialPublic(ctx context.Context, network, addr string) (net.Conn, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, err
+	d := publicnet.Dialer{LookupIP: f.cfg.LookupIP, Dial: f.cfg.Dial}
+	c, err := d.DialContext(ctx, network, addr)
+	if errors.Is(err, publicnet.ErrNotPublic) {
+		return nil, fmt.Errorf("%w: %w", ErrClientDocument, err)
 	}
-	var ips []netip.Addr
-	if ip, err := netip.ParseAddr(host); err == nil {
-		ips = []netip.Addr{ip}
-	} else if ips, err = f.cfg.LookupIP(ctx, host); err != nil {
-		return nil, fmt.Errorf("%w: %s could not be resolved", ErrClientDocument, host)
-	}
-	if len(ips) == 0 {
-		return nil, fmt.Errorf("%w: %s has no address", ErrClientDocument, host)
-	}
-	for _, ip := range ips {
-		if !Public(ip) {
-			return nil, fmt.Errorf("%w: %s resolves to %s, which is not a public address", ErrClientDocument, host, ip)
-		}
-	}
-	return f.cfg.Dial(ctx, network, net.JoinHostPort(ips[0].Unmap().String(), port))
-}
-
-// nonPublic are the ranges no document is fetched from beside those
-// netip.Addr's own predicates name (RFC 6890's special-purpose registry).
-var nonPublic = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),       // this network
-	netip.MustParsePrefix("100.64.0.0/10"),   // shared address space (CGNAT)
-	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
-	netip.MustParsePrefix("192.0.2.0/24"),    // documentation
-	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
-	netip.MustParsePrefix("198.51.100.0/24"), // documentation
-	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, broadcast
-	netip.MustParsePrefix("64:ff9b::/96"),    // NAT64: may reach any IPv4 address
-	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64
-	netip.MustParsePrefix("2001:db8::/32"),   // documentation
-	netip.MustParsePrefix("100::/64"),        // discard
-}
-
-// Public reports whether ip is a public unicast address a document may be
-// fetched from: not loopback, private, link-local, multicast, unspecified
-// or any other special-purpose range.
-func Public(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	if !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
-		return false
-	}
-	for _, p := range nonPublic {
-		if p.Contains(ip) {
-			return false
-		}
-	}
-	return true
+	return c, err
 }
 
 // CheckClientID refuses a client_id that cannot name a metadata document:

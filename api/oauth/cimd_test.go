@@ -171,12 +171,3 @@ func TestFetcherNeverReachesAPrivateAddress(t *testing.T) {
 	}
 	require.Empty(t, d.dialled)
 }
-
-func TestPublic(t *testing.T) {
-	for _, a := range []string{"8.8.8.8", "1.1.1.1", "2606:4700::1111", "::ffff:8.8.8.8"} {
-		require.True(t, oauth.Public(netip.MustParseAddr(a)), a)
-	}
-	for _, a := range []string{"127.0.0.1", "10.1.2.3", "::1", "fc00::1", "ff02::1", "224.0.0.1", "255.255.255.255", "192.0.2.1", "2001:db8::1"} {
-		require.False(t, oauth.Public(netip.MustParseAddr(a)), a)
-	}
-}

@@ -166,10 +166,19 @@ func memoLink(kind, memo string) template.HTML {
 	return template.HTML(template.HTMLEscapeString(memo))
 }
 
-// needOrg answers a page that needs an organisation for a person in none.
-func (h *handler) needOrg(w http.ResponseWriter, r *http.Request) bool {
+// inOrg answers a page that needs an organisation for a person in none.
+func (h *handler) inOrg(w http.ResponseWriter, r *http.Request) bool {
 	if p := principalOf(r.Context()); p.Org == nil {
 		h.message(w, r, http.StatusForbidden, "No organisation", "You are not in an organisation yet: open an invitation link to join one.")
+		return false
+	}
+	return true
+}
+
+// needOrg answers a dashboard page that needs an organisation for a person
+// in none, and any when the server serves no dashboard.
+func (h *handler) needOrg(w http.ResponseWriter, r *http.Request) bool {
+	if !h.inOrg(w, r) {
 		return false
 	}
 	if h.dash == nil {
@@ -188,6 +197,8 @@ type overviewData struct {
 	ModeRows       []spendRow
 	KeyRows        []spendRow
 	Allowance      core.Micros
+	// Alerts are this month's crossed alert thresholds (alerts.go).
+	Alerts []string
 }
 
 // spendRow is one line of the overview's tables: a mode's or key's spend
@@ -213,7 +224,7 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 		h.failed(w, r, err)
 		return
 	}
-	d := &overviewData{Overview: o, Allowance: h.dash.ActivationAllowance()}
+	d := &overviewData{Overview: o, Allowance: h.dash.ActivationAllowance(), Alerts: h.crossedAlerts(r, p)}
 	if o.Money != nil {
 		d.AvailableMoney = o.Money.Available()
 	}

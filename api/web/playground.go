@@ -15,6 +15,7 @@ import (
 	"github.com/conclavehq/conclave/api/web/markdown"
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/bench"
 	"github.com/conclavehq/conclave/core/bench/runs"
 	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/classify"
@@ -279,13 +280,17 @@ type playData struct {
 	// has none).
 	Bucket string
 	Tested *bucketResult
+	// Model is the mode the call asked, as named.
+	Model string
 }
 
-// bucketResult is one bucket's figures from a test run.
+// bucketResult is one bucket's figures from a test run: W, its 95%
+// interval and the questions it counts (the run's page draws them).
 type bucketResult struct {
-	BatchID  string
-	Finished time.Time
-	Figures  template.HTML
+	BatchID         string
+	Finished        time.Time
+	W, Lower, Upper string
+	N               int
 }
 
 // playRunOf is the playground call id of p's, or nil when this replica
@@ -367,16 +372,70 @@ func (h *handler) playStatus(w http.ResponseWriter, r *http.Request) {
 // replica has forgotten the call) — and what the mode's latest finished
 // test run found in it.
 func (h *handler) nearestBucket(r *http.Request, p *access.Principal, d *playData) {
-	depth := core.Depth("")
+	depth, model := core.Depth(""), ""
 	if d.Run != nil {
-		depth = d.Run.Depth
+		depth, model = d.Run.Depth, d.Run.Model
 	}
-	if depth == "" && d.Receipt != nil && d.Receipt.Receipt != nil && d.Receipt.Receipt.DifficultyScore != nil {
-		depth = classify.DepthFor(*d.Receipt.Receipt.DifficultyScore)
+	if rc := receiptOf(d); rc != nil {
+		if depth == "" && rc.DifficultyScore != nil {
+			depth = classify.DepthFor(*rc.DifficultyScore)
+		}
+		if model == "" {
+			model = rc.Mode
+		}
 	}
+	d.Model = model
 	for _, b := range runs.Buckets {
 		if b.Depth() == depth {
 			d.Bucket = string(b)
 		}
 	}
+	if d.Bucket == "" || model == "" || h.runs == nil {
+		return
+	}
+	// The newest complete test run of the mode: the list is newest first,
+	// and carries no result, which the batch itself does.
+	list, err := h.runs.List(r.Context(), p)
+	if err != nil {
+		return // a person who may not read runs sees none
+	}
+	for _, b := range list {
+		if b.Kind != runs.KindTest || b.Status != runs.StatusComplete || (b.ModeID != model && b.Model != model) {
+			continue
+		}
+		full, err := h.runs.Batch(r.Context(), p, runs.KindTest, b.ID)
+		if err != nil {
+			return
+		}
+		d.Tested = testedIn(full, runs.Bucket(d.Bucket))
+		return
+	}
+}
+
+// receiptOf is the receipt of a playground call's page, or nil.
+func receiptOf(d *playData) *core.Receipt {
+	if d.Receipt == nil {
+		return nil
+	}
+	return d.Receipt.Receipt
+}
+
+// testedIn is what test run b found in bucket: W and its interval; nil
+// when its report has no figures for the bucket.
+func testedIn(b *runs.Batch, bucket runs.Bucket) *bucketResult {
+	var rep bench.Report
+	if json.Unmarshal(b.Result, &rep) != nil {
+		return nil
+	}
+	for _, bk := range rep.Buckets {
+		if runs.Bucket(bk.Bucket) != bucket {
+			continue
+		}
+		out := &bucketResult{BatchID: b.ID, W: fig(bk.W), Lower: fig(bk.Lower), Upper: fig(bk.Upper), N: bk.N}
+		if b.FinishedAt != nil {
+			out.Finished = *b.FinishedAt
+		}
+		return out
+	}
+	return nil
 }

@@ -33,6 +33,10 @@ func (h *handler) settingsView(w http.ResponseWriter, r *http.Request, status in
 			v.Values["transcripts"] = "drop"
 		}
 	}
+	if err := h.alertsInto(r, v); err != nil {
+		h.failed(w, r, err)
+		return
+	}
 	v.Nav, v.Data = "settings", org
 	h.render(w, r, status, "settings", v)
 }

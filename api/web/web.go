@@ -34,6 +34,7 @@ import (
 	"github.com/conclavehq/conclave/api/web/draw"
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/alerts"
 	"github.com/conclavehq/conclave/core/bench/runs"
 	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/carrier"
@@ -89,6 +90,9 @@ type Deps struct {
 	// Calls serves the playground: a question asked from a page, billed
 	// as a call of the session's person. Optional.
 	Calls *calls.Service
+	// Alerts serves the spend alerts' section of the settings page and
+	// the overview's crossings. Optional: without it there are none.
+	Alerts *alerts.Service
 	// Logger defaults to a logger that discards.
 	Logger *slog.Logger
 }
@@ -100,6 +104,7 @@ type handler struct {
 	modes  *modes.Service
 	runs   *runs.Service
 	calls  *calls.Service
+	alerts *alerts.Service
 	// plays are the playground calls this replica started (playground.go).
 	plays   *expiring.Map[string, *playRun]
 	health  core.Pinger
@@ -124,7 +129,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
 	h := &handler{cfg: cfg, people: d.People, dash: d.Dashboard, health: d.Health, consent: d.Consent, log: d.Logger, origin: u,
-		modes: d.Modes, runs: d.Runs, calls: d.Calls,
+		modes: d.Modes, runs: d.Runs, calls: d.Calls, alerts: d.Alerts,
 		secure: u.Scheme == "https", pages: map[string]*template.Template{}}
 	if err := h.parsePages(append([]string{"signin", "link", "message", "home", "account", "people", "orgs", "keys", "revoke"},
 		dashboardPages...)...); err != nil {
@@ -171,7 +176,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	mux.HandleFunc("GET /orgs", h.signedIn(h.orgsPage))
 	mux.HandleFunc("POST /orgs", h.signedIn(h.chooseOrg))
 	h.dashboardRoutes(mux)
-	for _, add := range []func(*http.ServeMux) error{h.settingsRoutes, h.consentRoutes, h.modesRoutes, h.runsRoutes, h.playgroundRoutes} {
+	for _, add := range []func(*http.ServeMux) error{h.settingsRoutes, h.consentRoutes, h.modesRoutes, h.runsRoutes, h.playgroundRoutes, h.alertsRoutes} {
 		if err := add(mux); err != nil {
 			return nil, err
 		}
@@ -291,6 +296,8 @@ type view struct {
 	KeysFirst, KeysNext string
 	// Data is a dashboard page's own figures (see dashboard.go).
 	Data any
+	// Alerts is the settings page's spend alerts section (alerts.go).
+	Alerts *alertsView
 }
 
 // HasPassword is the account page's flag under its template name.
@@ -309,13 +316,21 @@ func newView(title string, p *access.Principal) *view {
 
 // parsePages parses each named page (templates/NAME.html) in the layout,
 // with the templates' helpers, into h.pages.
-func (h *handler) parsePages(names ...string) error {
+func (h *handler) parsePages(names ...string) error { return h.parsePagesWith("", names...) }
+
+// parsePagesWith parses each named page as parsePages does, with the
+// partial templates/PARTIAL.html beside it ("" for none).
+func (h *handler) parsePagesWith(partial string, names ...string) error {
 	funcs := template.FuncMap{"join": strings.Join}
 	for k, f := range dashboardFuncs {
 		funcs[k] = f
 	}
 	for _, name := range names {
-		t, err := template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		files := []string{"templates/layout.html", "templates/" + name + ".html"}
+		if partial != "" {
+			files = append(files, "templates/"+partial+".html")
+		}
+		t, err := template.New("").Funcs(funcs).ParseFS(templateFS, files...)
 		if err != nil {
 			return err
 		}
@@ -414,6 +429,16 @@ func (h *handler) signedIn(next http.HandlerFunc) http.HandlerFunc {
 		ctx := context.WithValue(r.Context(), principalKey{}, p)
 		next(w, r.WithContext(core.WithActor(ctx, p.Actor())))
 	}
+}
+
+// withOrg runs next for a signed-in person acting in an organisation; a
+// person in none is told so (inOrg).
+func (h *handler) withOrg(next http.HandlerFunc) http.HandlerFunc {
+	return h.signedIn(func(w http.ResponseWriter, r *http.Request) {
+		if h.inOrg(w, r) {
+			next(w, r)
+		}
+	})
 }
 
 func (h *handler) setCookie(w http.ResponseWriter, secret string) {
@@ -769,6 +794,10 @@ func notice(r *http.Request) string {
 		return "Transcripts on: receipts of calls that finish from now on keep their prompt and answer text."
 	case "transcripts-dropped":
 		return "Transcripts off: receipts of calls that finish from now on keep no prompt or answer text. Receipts already written keep theirs."
+	case "alerts":
+		return "Alert thresholds saved. The alert check compares them with the month's spend and the balance about once a minute."
+	case "webhook-removed":
+		return "Webhook removed. Crossed thresholds are still shown on the overview, and posted nowhere."
 	case "byok-removed":
 		return "Provider key removed. Calls run on the service's keys within about half a minute."
 	}

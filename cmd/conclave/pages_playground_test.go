@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"strings"
 	"testing"
@@ -19,44 +17,22 @@ import (
 	"github.com/conclavehq/conclave/internal/config"
 )
 
-// ownerClient is an HTTP client signed in as the organisation's owner,
-// following redirects on the one origin only.
-func (og *oauthGateway) ownerClient(t *testing.T) *http.Client {
-	t.Helper()
-	jar, err := cookiejar.New(nil)
-	require.NoError(t, err)
-	c := &http.Client{Jar: jar, Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error {
-		return http.ErrUseLastResponse
-	}}
-	res, err := c.PostForm(og.origin+"/sign-in", url.Values{"email": {og.email}, "password": {og.password}})
-	require.NoError(t, err)
-	res.Body.Close()
-	require.Equal(t, http.StatusSeeOther, res.StatusCode, "signed in")
-	return c
-}
-
-// pageOf is a GET of path with c, its status and body.
-func pageOf(t *testing.T, c *http.Client, u string) (int, string) {
-	t.Helper()
-	res, err := c.Get(u)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	return res.StatusCode, string(b)
-}
-
 // fastSimulator makes the simulated providers answer in a tenth of their
 // usual time: a deliberation of a few seconds.
 func fastSimulator(c *config.Config) { c.Simulator.TimeScale = 0.1 }
 
 // The owner asks a mode a question from the playground in Chromium: a
 // refusal shows beside its field; the call is followed step by step to its
-// answer, bill and timeline; it is billed as a call of the owner's own
-// (payer_kind session), once, to the organisation's balance.
+// answer, bill and timeline, beside what the mode's latest test run found
+// on questions of the same depth; it is billed as a call of the owner's
+// own (payer_kind session), once, to the organisation's balance.
 func TestPlaygroundAsksAModeInChromium(t *testing.T) {
 	t.Parallel()
 	og := startPages(t, fastSimulator)
+	// A finished test run of the mode, on medium questions: the depth the
+	// question below is classified at.
+	tested := og.testRun(t, og.apiKey(t), `{"model":"conclave-standard","buckets":{"medium":3}}`)
+	require.Equal(t, "complete", tested["status"], "%v", tested)
 	ctx := og.ownerBrowser(t)
 	store := og.g.db.store
 	before, err := store.MoneyState(context.Background(), og.org.ID)
@@ -79,16 +55,17 @@ func TestPlaygroundAsksAModeInChromium(t *testing.T) {
 	id := loc[strings.LastIndex(loc, "/")+1:]
 	require.True(t, strings.HasPrefix(id, "req_"), "the call's page is at its request id: %s", loc)
 	// The page follows the call on its own and shows the answer once done.
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(browsertest.Text(t, ctx), "The bill") {
-		require.True(t, time.Now().Before(deadline), "the call's page never showed its bill: %s", browsertest.Text(t, ctx))
-		time.Sleep(200 * time.Millisecond)
-	}
+	browsertest.WaitText(t, ctx, "The bill")
 	page := browsertest.Text(t, ctx)
 	require.Contains(t, page, "The answer")
 	require.Contains(t, page, "How the deliberation ran")
 	require.Contains(t, page, "What the panel tends to add")
-	svg, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("figure.chart svg").length`))
+	require.Contains(t, page, "This question was classified medium.")
+	require.Contains(t, page, "On medium questions, the mode's latest test run")
+	link, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("aside a[href^='/runs/test/']").getAttribute("href")`))
+	require.NoError(t, err)
+	require.Equal(t, "/runs/test/"+tested["id"].(string), link)
+	svg, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".play-main figure.chart svg").length`))
 	require.NoError(t, err)
 	require.Equal(t, 1, svg, "the timeline is drawn")
 	browsertest.Shoot(t, ctx, "playground-answered")

@@ -22,6 +22,7 @@ import (
 	"github.com/conclavehq/conclave/api/web"
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/alerts"
 	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/dashboard"
 	"github.com/conclavehq/conclave/core/deliberate"
@@ -307,9 +308,13 @@ func (g *gateway) mountPublic(ctx context.Context, public *listener) error {
 	if g.people, err = newPeople(cfg, g.db.store, g.acc, origin, nil); err != nil {
 		return err
 	}
+	spendAlerts, err := alerts.New(alerts.Deps{Access: g.acc, Store: g.db.store, AllowLoopback: cfg.Alerts.AllowLoopbackWebhooks})
+	if err != nil {
+		return err
+	}
 	pages, err := web.New(web.Config{PublicURL: origin, TrustedProxies: cfg.Server.Proxies()},
 		web.Deps{People: g.people, Dashboard: g.dash, Health: g.db.store, Consent: consent, Logger: g.log,
-			Modes: g.modes, Runs: g.bench.launch, Calls: g.svc})
+			Modes: g.modes, Runs: g.bench.launch, Calls: g.svc, Alerts: spendAlerts})
 	if err != nil {
 		return err
 	}

@@ -50,6 +50,7 @@ type Config struct {
 	Simulator Simulator `yaml:"simulator"`
 	Egress    Egress    `yaml:"egress"`
 	Jobs      Jobs      `yaml:"jobs"`
+	Alerts    Alerts    `yaml:"alerts"`
 	People    People    `yaml:"people"`
 	Engines   []Engine  `yaml:"engines"`
 	Modes     []Mode    `yaml:"modes"`
@@ -457,6 +458,45 @@ type Egress struct {
 	H2C bool `yaml:"h2c"`
 }
 
+// Alerts configures spend alerts' background work (core/alerts,
+// internal/jobs; docs/dashboard.md#spend-alerts).
+type Alerts struct {
+	// Interval is how often the alert check compares each organisation's
+	// month-to-date spend and balance with its thresholds. Defaults to 1m.
+	Interval time.Duration `yaml:"interval"`
+	// WebhookAttempts is how many times a crossing's webhook post is tried
+	// before it is given up. Defaults to 8.
+	WebhookAttempts int `yaml:"webhook_attempts"`
+	// WebhookTimeout bounds one webhook post, connection included.
+	// Defaults to 10s.
+	WebhookTimeout time.Duration `yaml:"webhook_timeout"`
+	// AllowLoopbackWebhooks is for tests only: it lets a webhook URL be
+	// http and name a loopback address, which is otherwise refused (posts
+	// go only to public addresses). It is refused unless server.addr
+	// listens on a loopback address. Defaults to false.
+	AllowLoopbackWebhooks bool `yaml:"allow_loopback_webhooks"`
+}
+
+func (a *Alerts) validate(serverAddr string) error {
+	fe := func(field, msg string) error { return &core.FieldError{Field: "alerts." + field, Msg: msg} }
+	switch {
+	case a.Interval < time.Second:
+		return fe("interval", "must be at least 1s")
+	case a.WebhookAttempts < 1 || a.WebhookAttempts > 25:
+		return fe("webhook_attempts", "must be 1 to 25")
+	case a.WebhookTimeout < time.Second || a.WebhookTimeout > time.Minute:
+		return fe("webhook_timeout", "must be 1s to 1m")
+	}
+	if a.AllowLoopbackWebhooks {
+		host, _, err := net.SplitHostPort(serverAddr)
+		ip, perr := netip.ParseAddr(host)
+		if err != nil || (host != "localhost" && (perr != nil || !ip.IsLoopback())) {
+			return fe("allow_loopback_webhooks", "is for tests only, and only with server.addr on a loopback address")
+		}
+	}
+	return nil
+}
+
 // Jobs configures the background jobs every replica runs on River
 // (internal/jobs; docs/operations.md).
 type Jobs struct {
@@ -798,6 +838,9 @@ func (c *Config) Validate() error {
 		return fe("egress.base_backoff", "cannot be negative")
 	}
 	if err := c.Jobs.validate(); err != nil {
+		return err
+	}
+	if err := c.Alerts.validate(c.Server.Addr); err != nil {
 		return err
 	}
 	if _, err := c.Catalog(); err != nil {

@@ -13,6 +13,10 @@
 //   - oauth sweep (oauth.go): deletes apps that registered themselves and
 //     went unused past their retention, expired sign-in requests and
 //     expired refresh tokens of the embedded authorization server;
+//   - alert check and webhook deliveries (alerts.go): every
+//     organisation's spend and balance against its alert thresholds, each
+//     crossing recorded once a month and posted to its webhook by a job
+//     of its own, retried with back-off;
 //   - benchmark questions (bench.go): one job per question of a launched
 //     test run or certification, inserted in the launch's transaction
 //     (QuestionQueue) and worked on a queue of its own through

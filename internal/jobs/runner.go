@@ -53,6 +53,21 @@ type Config struct {
 	// RegisteredClientRetention is how long an app that registered itself
 	// is kept unused before the oauth sweep deletes it. Defaults to 720h.
 	RegisteredClientRetention time.Duration
+	// AlertInterval is how often the alert check (alerts.go) compares
+	// organisations' spend and balance with their thresholds. Defaults to
+	// 1m.
+	AlertInterval time.Duration
+	// WebhookAttempts is how many times an alert's webhook post is tried
+	// before it is given up. Defaults to 8 (River's back-off spreads
+	// them over about 80 minutes).
+	WebhookAttempts int
+	// WebhookTimeout bounds one webhook post, connection included.
+	// Defaults to 10s.
+	WebhookTimeout time.Duration
+	// AllowLoopbackWebhooks lets webhook posts reach loopback addresses.
+	// For tests only: production leaves it false, and every post goes to
+	// public addresses alone. Defaults to false.
+	AllowLoopbackWebhooks bool
 	// StopTimeout is how long Stop lets running jobs finish before
 	// cancelling them. Defaults to 10s.
 	StopTimeout time.Duration
@@ -96,6 +111,11 @@ func (c Config) WithDefaults() Config {
 	set(&c.OAuthSweepInterval, time.Hour)
 	set(&c.RegisteredClientRetention, 720*time.Hour)
 	set(&c.StopTimeout, 10*time.Second)
+	set(&c.AlertInterval, time.Minute)
+	set(&c.WebhookTimeout, 10*time.Second)
+	if c.WebhookAttempts == 0 {
+		c.WebhookAttempts = 8
+	}
 	if c.MaxWorkers == 0 {
 		c.MaxWorkers = 2
 	}
@@ -133,6 +153,12 @@ func (c *Config) validate() error {
 		return errors.New("jobs: RegisteredClientRetention must be positive")
 	case c.StopTimeout <= 0:
 		return errors.New("jobs: StopTimeout must be positive")
+	case c.AlertInterval < time.Second:
+		return errors.New("jobs: AlertInterval must be at least 1s")
+	case c.WebhookAttempts < 1 || c.WebhookAttempts > 25:
+		return errors.New("jobs: WebhookAttempts must be 1 to 25")
+	case c.WebhookTimeout < time.Second:
+		return errors.New("jobs: WebhookTimeout must be at least 1s")
 	case c.MaxWorkers < 1:
 		return errors.New("jobs: MaxWorkers must be at least 1")
 	case c.BenchWorkers < 1:
@@ -181,7 +207,13 @@ func New(pool *pgxpool.Pool, cfg Config) (*Runner, error) {
 	if err := river.AddWorkerSafely(workers, &oauthSweepWorker{r: r}); err != nil {
 		return nil, err
 	}
-	queues := map[string]river.QueueConfig{Queue: {MaxWorkers: cfg.MaxWorkers}}
+	if err := river.AddWorkerSafely(workers, &alertCheckWorker{r: r}); err != nil {
+		return nil, err
+	}
+	if err := river.AddWorkerSafely(workers, newAlertDeliveryWorker(r)); err != nil {
+		return nil, err
+	}
+	queues := map[string]river.QueueConfig{Queue: {MaxWorkers: cfg.MaxWorkers}, WebhookQueue: {MaxWorkers: 4}}
 	if cfg.Questions != nil {
 		if err := river.AddWorkerSafely(workers, &benchQuestionWorker{runner: cfg.Questions, timeout: cfg.BenchTimeout}); err != nil {
 			return nil, err
@@ -208,6 +240,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Runner, error) {
 			periodic(cfg.ReapInterval, IdempotencyReapArgs{}),
 			periodic(cfg.SpendInterval, SpendArgs{}),
 			periodic(cfg.OAuthSweepInterval, OAuthSweepArgs{}),
+			periodic(cfg.AlertInterval, AlertCheckArgs{}),
 		},
 		TestOnly: cfg.testOnly,
 	})

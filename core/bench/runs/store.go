@@ -13,6 +13,8 @@ import (
 // PostgreSQL (internal/pgstore.Batches); runstest holds the conformance
 // suite. Implementations are safe for concurrent use.
 type LaunchStore interface {
+	// ListStore is what the run pages read besides one batch.
+	ListStore
 	// ClaimLaunch claims an Idempotency-Key for a launch, in a transaction
 	// of its own, or reports who holds it. A new key is claimed (Won) in
 	// flight for p.Lease, for the batch p.BatchID. A key already held is
