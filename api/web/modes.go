@@ -600,10 +600,26 @@ func splitPath(path string) []string {
 	return strings.FieldsFunc(path, func(c rune) bool { return c == '.' || c == '[' || c == ']' })
 }
 
+// seatOf reads a seat (or a staff role) as the builder writes it: its
+// engine, then its backup if any. Nil for a blank line; ok is false for
+// more than two words.
+func seatOf(line string) (seat map[string]any, ok bool) {
+	switch words := strings.Fields(line); len(words) {
+	case 0:
+		return nil, true
+	case 1:
+		return map[string]any{"engine": words[0]}, true
+	case 2:
+		return map[string]any{"engine": words[0], "backup": words[1]}, true
+	}
+	return nil, false
+}
+
 // specFromForm is the spec the builder's fields make: each field that is
 // set, with the advanced JSON's fields over them (an object the form fills
-// in part — seats_by_tier, staff, api_commercial — merged field by field). A number that does not read as one is passed on as
-// text, for the validation to refuse beside its field; what cannot be
+// in part — seats_by_tier, staff, api_commercial — merged field by
+// field). A number that does not read as one is passed on as text, for
+// the validation to refuse beside its field; what cannot be
 // made into a spec at all (a seat line of three words, advanced JSON that
 // is not an object) is a refusal of the form's own.
 func specFromForm(vals map[string]string) (json.RawMessage, []fieldRefusal) {
@@ -624,17 +640,13 @@ func specFromForm(vals map[string]string) (json.RawMessage, []fieldRefusal) {
 		field := "seats_" + string(t)
 		var row []any
 		for line := range strings.Lines(vals[field]) {
-			words := strings.Fields(line)
-			switch len(words) {
-			case 0:
-				continue
-			case 1:
-				row = append(row, map[string]any{"engine": words[0]})
-			case 2:
-				row = append(row, map[string]any{"engine": words[0], "backup": words[1]})
-			default:
+			seat, ok := seatOf(line)
+			switch {
+			case !ok:
 				local = append(local, fieldRefusal{Field: field, Path: "seats_by_tier." + string(t),
 					Message: fmt.Sprintf("%q is not a seat: write one seat a line, its engine and then, if any, its backup.", strings.TrimSpace(line))})
+			case seat != nil:
+				row = append(row, seat)
 			}
 		}
 		if len(row) > 0 {
@@ -647,16 +659,13 @@ func specFromForm(vals map[string]string) (json.RawMessage, []fieldRefusal) {
 	staff := map[string]any{}
 	for _, role := range core.StaffRoles {
 		field := "staff_" + role
-		words := strings.Fields(vals[field])
-		switch len(words) {
-		case 0:
-		case 1:
-			staff[role] = map[string]any{"engine": words[0]}
-		case 2:
-			staff[role] = map[string]any{"engine": words[0], "backup": words[1]}
-		default:
+		seat, ok := seatOf(vals[field])
+		switch {
+		case !ok:
 			local = append(local, fieldRefusal{Field: field, Path: "staff." + role,
 				Message: "Name the role's engine and then, if any, its backup: two words at most."})
+		case seat != nil:
+			staff[role] = seat
 		}
 	}
 	if len(staff) > 0 {
