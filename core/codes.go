@@ -195,3 +195,24 @@ const (
 	CodeValidationUnavailable Code = "validation_unavailable"
 	CodeListingReadFailed     Code = "listing_read_failed"
 )
+
+// The mode assistant's codes (ask_genie, approve_quote,
+// genie_propose_mode; docs/genie.md).
+const (
+	CodeGenieUnavailable    Code = "genie_unavailable"
+	CodeTooFewEngines       Code = "too_few_engines"
+	CodeNoProposal          Code = "no_proposal"
+	CodeEnginesUnavailable  Code = "engines_unavailable"
+	CodeChatHistoryRequired Code = "chat_history_required"
+	CodeInvalidBatchID      Code = "invalid_batch_id"
+	CodeStatusUnavailable   Code = "status_unavailable"
+	CodeInvalidQuoteID      Code = "invalid_quote_id"
+	CodeQuoteNotFound       Code = "quote_not_found"
+	CodeQuoteAlreadyUsed    Code = "quote_already_used"
+	CodeQuoteExpired        Code = "quote_expired"
+	CodePayerMismatch       Code = "payer_mismatch"
+	CodeApprovalNotRecorded Code = "approval_not_recorded"
+	CodeQuoteReadFailed     Code = "quote_read_failed"
+	CodeLaunchFailed        Code = "launch_failed"
+	CodeRequoted            Code = "requoted"
+)

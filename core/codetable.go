@@ -186,6 +186,24 @@ var codeTable = map[Code]CodeInfo{
 	CodeSaveUnavailable:       {503, TypeAPI, RetryYes},
 	CodeValidationUnavailable: {503, TypeAPI, RetryYes},
 	CodeListingReadFailed:     {503, TypeAPI, RetryYes},
+
+	// The mode assistant (docs/genie.md).
+	CodeGenieUnavailable:    {502, TypeAPI, RetryYes},
+	CodeTooFewEngines:       {422, TypeInvalidRequest, RetryNo},
+	CodeNoProposal:          {502, TypeAPI, RetryYes},
+	CodeEnginesUnavailable:  {503, TypeAPI, RetryYes},
+	CodeChatHistoryRequired: {503, TypeAPI, RetryNo},
+	CodeInvalidBatchID:      {400, TypeInvalidRequest, RetryNo},
+	CodeStatusUnavailable:   {503, TypeAPI, RetryYes},
+	CodeInvalidQuoteID:      {400, TypeInvalidRequest, RetryNo},
+	CodeQuoteNotFound:       {404, TypeInvalidRequest, RetryNo},
+	CodeQuoteAlreadyUsed:    {409, TypeInvalidRequest, RetryNo},
+	CodeQuoteExpired:        {410, TypeInvalidRequest, RetryNo},
+	CodePayerMismatch:       {403, TypePermission, RetryNo},
+	CodeApprovalNotRecorded: {503, TypeAPI, RetryYes},
+	CodeQuoteReadFailed:     {503, TypeAPI, RetryYes},
+	CodeLaunchFailed:        {502, TypeAPI, RetryYes},
+	CodeRequoted:            {409, TypeInvalidRequest, RetryNo},
 }
 
 // InfoFor returns what code means on the wire. An unknown code is an
@@ -350,6 +368,23 @@ var clientAdvice = map[Code]string{
 	CodeSaveUnavailable:             "Nothing was saved. Retry shortly with the same request.",
 	CodeValidationUnavailable:       "The draft could not be checked against the engine list; nothing was released. Retry shortly.",
 	CodeListingReadFailed:           "The listing could not be read; nothing changed. Retry shortly.",
+
+	CodeGenieUnavailable:    "Retry shortly: the assistant could not answer, and nothing was billed.",
+	CodeTooFewEngines:       "Describe a mode the available engines can seat (see `list_engines`), or ask at a higher tier.",
+	CodeNoProposal:          "Ask again, perhaps describing the mode more plainly: the assistant answered without a usable spec.",
+	CodeEnginesUnavailable:  "Retry shortly: the engine list could not be read (422: no engine is available to build a proposal).",
+	CodeChatHistoryRequired: "Launch the run with `run_test` or `certify_mode`: quotes need the assistant's chat history, which this deployment keeps off.",
+	CodeInvalidBatchID:      "Send the `batch_id` a launch answered (a UUID).",
+	CodeStatusUnavailable:   "Retry shortly: the run's status could not be read.",
+	CodeInvalidQuoteID:      "Send the `quote_id` the assistant gave (`qt_…`).",
+	CodeQuoteNotFound:       "Check the quote id: a quote is found only by the key or person it was made for.",
+	CodeQuoteAlreadyUsed:    "Ask the assistant for a new quote: this one was approved and its launch refused.",
+	CodeQuoteExpired:        "Ask the assistant for a new quote: this one expired.",
+	CodePayerMismatch:       "Approve the quote with the key or sign-in it was made for, or ask for a quote of your own.",
+	CodeApprovalNotRecorded: "Retry shortly: the approval was not saved, and nothing was launched or charged.",
+	CodeQuoteReadFailed:     "Retry shortly: the quote could not be read.",
+	CodeLaunchFailed:        "Approve the same quote again: it answers the run if it started, and never launches twice.",
+	CodeRequoted:            "Approve the new quote in the extra block, if you accept its price: nothing was launched at the old one.",
 }
 
 // Advice is what a client should do on code ("" for a code without a row).
