@@ -20,9 +20,10 @@ type RunFacts struct {
 	Kind    string `json:"kind"`
 	Status  string `json:"status"`
 	Version int    `json:"mode_version"`
-	// Questions counts the batch's questions, Judged, Failed and
-	// Cancelled those done.
+	// Questions counts the batch's questions, Done those judged, failed
+	// or cancelled.
 	Questions int `json:"questions"`
+	Done      int `json:"done"`
 	Judged    int `json:"judged"`
 	Failed    int `json:"failed"`
 	Cancelled int `json:"cancelled"`
@@ -84,7 +85,7 @@ type NarrowingFact struct {
 // it.
 func FactsOf(b *runs.Batch, narrowTo float64) *RunFacts {
 	f := &RunFacts{BatchID: b.ID, Kind: string(b.Kind), Status: string(b.Status), Version: b.ModeVersion,
-		Questions: b.Progress.Total, Judged: b.Progress.Judged, Failed: b.Progress.Failed, Cancelled: b.Progress.Cancelled,
+		Questions: b.Progress.Total, Done: b.Progress.Judged + b.Progress.Failed + b.Progress.Cancelled, Judged: b.Progress.Judged, Failed: b.Progress.Failed, Cancelled: b.Progress.Cancelled,
 		BilledUSD: core.Dollars(b.Billed), RefundedUSD: core.Dollars(b.Refunded)}
 	var rep bench.Report
 	if b.Status != runs.StatusComplete || len(b.Result) == 0 || json.Unmarshal(b.Result, &rep) != nil {

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/access"
+	"github.com/conclavehq/conclave/core/genie"
+)
+
+// askerOf is an assistant on the gateway's own services: the call
+// service's mode resolution, the mode and run services, and the simulated
+// providers' staff engines.
+func askerOf(t *testing.T, og *oauthGateway) *genie.Asker {
+	t.Helper()
+	catalog, err := og.g.cfg.Catalog()
+	require.NoError(t, err)
+	a, err := genie.NewAsker(genie.AskDeps{Modes: og.g.svc, Authored: og.g.modes, Runs: og.g.bench.launch, Caller: og.g.prov,
+		Catalog: catalog, Engines: []string{"sim/atlas", "sim/sonnet"}})
+	require.NoError(t, err)
+	return a
+}
+
+// keyPrincipal is the principal of an API key of the organisation.
+func (og *oauthGateway) keyPrincipal(t *testing.T) (*access.Principal, string) {
+	t.Helper()
+	secret := og.apiKey(t)
+	p, err := og.g.acc.Authenticate(context.Background(), secret)
+	require.NoError(t, err)
+	return p, secret
+}
+
+// The assistant on a configured mode: before any run it recommends a first
+// test run of 20 questions a bucket and says the mode cannot be certified
+// (not the organisation's own); after a real test run its facts are that
+// run's stored figures and its next test is computed from them; every
+// figure of every answer is one of its facts; an answer that invents a
+// figure is asked for again; an outage of every staff engine is
+// genie_unavailable; a batch id alone answers the run's status in words.
+func TestAskGenieOnTheGateway(t *testing.T) {
+	t.Parallel()
+	og := startPages(t, fastSimulator)
+	a := askerOf(t, og)
+	p, key := og.keyPrincipal(t)
+	ctx := core.WithActor(context.Background(), p.Actor())
+
+	ans, err := a.Ask(ctx, p, &genie.AskRequest{Mode: "conclave-standard", Message: "What should I test next?"})
+	require.NoError(t, err)
+	require.NotEmpty(t, ans.Answer)
+	require.Empty(t, genie.Check(ans.Answer, genie.FactValues(ans.Facts)), "every figure stated is a fact: %s", ans.Answer)
+	require.Empty(t, ans.Facts.Runs)
+	require.Equal(t, map[string]int{"light": 20, "medium": 20, "hard": 20}, ans.Facts.Next.Buckets)
+	require.False(t, ans.Facts.Readiness.Ready)
+	require.False(t, ans.Facts.Readiness.Owned)
+	require.Equal(t, "chat_history_required", ans.QuoteUnavailable, "no chat history here: no quote")
+
+	run := og.testRun(t, key, `{"model":"conclave-standard","buckets":{"medium":4}}`)
+	require.Equal(t, "complete", run["status"], "%v", run)
+	ans, err = a.Ask(ctx, p, &genie.AskRequest{Mode: "CNCL:STND", Message: "How did the last run go?"})
+	require.NoError(t, err)
+	require.Len(t, ans.Facts.Runs, 1)
+	f := ans.Facts.Runs[0]
+	require.Equal(t, run["id"], f.BatchID)
+	require.Equal(t, 4, f.Questions)
+	require.NotNil(t, f.Result)
+	require.Empty(t, genie.Check(ans.Answer, genie.FactValues(ans.Facts)), "%s", ans.Answer)
+	if next := ans.Facts.Next; next != nil {
+		require.Contains(t, next.Buckets, "medium", "the only bucket tested is the one to narrow")
+		require.Empty(t, genie.Check(next.Reason, genie.FactValues(ans.Facts)), "%s", next.Reason)
+	}
+
+	// An engine that states a figure of its own is asked again; what
+	// reaches the caller states none.
+	invent := `What next? [[sim: answer="{\"answer\": \"W is 0.93, and 417 more questions would certify it.\"}"]]`
+	ans, err = a.Ask(ctx, p, &genie.AskRequest{Mode: "conclave-standard", Message: invent})
+	require.NoError(t, err)
+	require.True(t, ans.Regenerated)
+	require.NotContains(t, ans.Answer, "0.93")
+	require.NotContains(t, ans.Answer, "417")
+	require.Empty(t, genie.Check(ans.Answer, genie.FactValues(ans.Facts)), "%s", ans.Answer)
+
+	_, err = a.Ask(ctx, p, &genie.AskRequest{Mode: "conclave-standard", Message: "Anything? [[sim: error=server_error]]"})
+	require.Equal(t, core.CodeGenieUnavailable, core.AsError(err).Code, "%v", err)
+	_, err = a.Ask(ctx, p, &genie.AskRequest{Mode: "acme-panl@v2", Message: "hi"})
+	require.Equal(t, core.CodeSuffixNotSupported, core.AsError(err).Code, "%v", err)
+
+	st, err := a.Ask(ctx, p, &genie.AskRequest{BatchID: run["id"].(string)})
+	require.NoError(t, err)
+	require.Contains(t, st.Answer, "The test run is complete: W is")
+	require.Empty(t, genie.Check(st.Answer, genie.FactValues(st.Facts)), "%s", st.Answer)
+	_, err = a.Ask(ctx, p, &genie.AskRequest{BatchID: "not-a-batch"})
+	require.Equal(t, core.CodeInvalidBatchID, core.AsError(err).Code)
+	_, err = a.Ask(ctx, p, &genie.AskRequest{BatchID: "00000000-0000-4000-8000-000000000000"})
+	require.Equal(t, core.CodeBatchNotFound, core.AsError(err).Code)
+}
