@@ -127,7 +127,12 @@ func (h *Handler) newTools() *toolSet {
 		},
 	)
 	if h.modes != nil {
-		tools = append(tools, h.authoringTools()...)
+		// The spec's order: validate_mode, the assistant's tools, then
+		// save_mode and list_mode.
+		authoring := h.authoringTools()
+		tools = append(tools, authoring[0])
+		tools = append(tools, h.assistantTools()...)
+		tools = append(tools, authoring[1:]...)
 	}
 	return newToolSet(tools...)
 }

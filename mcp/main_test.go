@@ -23,6 +23,7 @@ import (
 	"github.com/conclavehq/conclave/core/bench/runs"
 	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/deliberate"
+	"github.com/conclavehq/conclave/core/genie"
 	"github.com/conclavehq/conclave/core/modes"
 	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/internal/jobs"
@@ -153,6 +154,13 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 		benchRuns = nil
 	}
 
+	var asker *genie.Asker
+	if authoring != nil && benchRuns != nil {
+		asker, err = genie.NewAsker(genie.AskDeps{Modes: svc, Authored: authoring, Runs: benchRuns, Caller: prov, Catalog: catalog,
+			Engines: genie.Engines(catalog)})
+		require.NoError(t, err)
+	}
+
 	srv := httptest.NewUnstartedServer(nil)
 	base := "http://" + srv.Listener.Addr().String()
 	tb := &testBundle{srv: srv, base: base, pool: pool, store: store, catalog: catalog, calls: svc, prov: prov, gone: gone}
@@ -160,7 +168,7 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 	require.NoError(t, err)
 	tools, err := mcp.New(mcp.Config{BaseURL: base, AuthorizationServers: []string{issuer}, MaxBodyBytes: o.maxBodyBytes,
 		ProgressInterval: o.progressGap, MaxBatchAnswerBytes: o.answerBytes},
-		mcp.Deps{Access: acc, Calls: svc, Modes: authoring, Runs: benchRuns})
+		mcp.Deps{Access: acc, Calls: svc, Modes: authoring, Runs: benchRuns, Asker: asker})
 	require.NoError(t, err)
 	mcp.SetDispatchSpy(tools, func(method string) {
 		tb.mu.Lock()

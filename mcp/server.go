@@ -17,6 +17,7 @@ import (
 	"github.com/conclavehq/conclave/core/bench/runs"
 	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/carrier"
+	"github.com/conclavehq/conclave/core/genie"
 	"github.com/conclavehq/conclave/core/modes"
 )
 
@@ -132,6 +133,9 @@ type Deps struct {
 	// Runs launches and polls benchmark runs: the tools run_test and
 	// certify_mode call it, and are listed only when it is set.
 	Runs *runs.Service
+	// Asker is the mode assistant: the tool ask_genie calls it, and is
+	// listed only when it is set.
+	Asker *genie.Asker
 	// Logger defaults to a logger that discards.
 	Logger *slog.Logger
 }
@@ -144,6 +148,7 @@ type Handler struct {
 	calls  *calls.Service
 	modes  *modes.Service // nil: the authoring tools are not served
 	runs   *runs.Service  // nil: run_test and certify_mode are not served
+	asker  *genie.Asker   // nil: ask_genie is not served
 	log    *slog.Logger
 	tools  *toolSet
 	// started is the created time of the modes list_modes lists.
@@ -171,7 +176,8 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{cfg: cfg, access: d.Access, calls: d.Calls, modes: d.Modes, runs: d.Runs, log: d.Logger, started: time.Now()}
+	h := &Handler{cfg: cfg, access: d.Access, calls: d.Calls, modes: d.Modes, runs: d.Runs, asker: d.Asker, log: d.Logger,
+		started: time.Now()}
 	h.tools = h.newTools()
 	meta, err := marshal(resourceMetadata{
 		Resource: cfg.BaseURL + Path, AuthorizationServers: cfg.AuthorizationServers,

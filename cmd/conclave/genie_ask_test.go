@@ -11,19 +11,6 @@ import (
 	"github.com/conclavehq/conclave/core/genie"
 )
 
-// askerOf is an assistant on the gateway's own services: the call
-// service's mode resolution, the mode and run services, and the simulated
-// providers' staff engines.
-func askerOf(t *testing.T, og *oauthGateway) *genie.Asker {
-	t.Helper()
-	catalog, err := og.g.cfg.Catalog()
-	require.NoError(t, err)
-	a, err := genie.NewAsker(genie.AskDeps{Modes: og.g.svc, Authored: og.g.modes, Runs: og.g.bench.launch, Caller: og.g.prov,
-		Catalog: catalog, Engines: []string{"sim/atlas", "sim/sonnet"}})
-	require.NoError(t, err)
-	return a
-}
-
 // keyPrincipal is the principal of an API key of the organisation.
 func (og *oauthGateway) keyPrincipal(t *testing.T) (*access.Principal, string) {
 	t.Helper()
@@ -43,7 +30,7 @@ func (og *oauthGateway) keyPrincipal(t *testing.T) (*access.Principal, string) {
 func TestAskGenieOnTheGateway(t *testing.T) {
 	t.Parallel()
 	og := startPages(t, fastSimulator)
-	a := askerOf(t, og)
+	a := og.g.asker // the assistant as serve builds it
 	p, key := og.keyPrincipal(t)
 	ctx := core.WithActor(context.Background(), p.Actor())
 

@@ -26,6 +26,7 @@ import (
 	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/dashboard"
 	"github.com/conclavehq/conclave/core/deliberate"
+	"github.com/conclavehq/conclave/core/genie"
 	"github.com/conclavehq/conclave/core/modes"
 	"github.com/conclavehq/conclave/core/people"
 	"github.com/conclavehq/conclave/internal/config"
@@ -110,6 +111,7 @@ type gateway struct {
 	svc     *calls.Service
 	modes   *modes.Service
 	bench   *benchParts
+	asker   *genie.Asker
 	rest    http.Handler
 	people  *people.Service
 	dash    *dashboard.Service
@@ -193,6 +195,9 @@ func (g *gateway) build(ctx context.Context) error {
 		return err
 	}
 	if g.bench, err = newBench(cfg, catalog, g.db, g, engine, log); err != nil {
+		return err
+	}
+	if g.asker, err = newAsker(cfg, catalog, g, log); err != nil {
 		return err
 	}
 	// Every replica works benchmark questions: River discards a job whose
@@ -301,7 +306,8 @@ func (g *gateway) mountPublic(ctx context.Context, public *listener) error {
 		return err
 	}
 	tools, err := mcp.New(mcp.Config{BaseURL: origin, AuthorizationServers: issuers, MaxBodyBytes: cfg.Server.MaxBodyBytes,
-		TrustedProxies: cfg.Server.Proxies(), Version: version}, mcp.Deps{Access: g.acc, Calls: g.svc, Modes: g.modes, Runs: g.bench.launch, Logger: g.log})
+		TrustedProxies: cfg.Server.Proxies(), Version: version}, mcp.Deps{Access: g.acc, Calls: g.svc, Modes: g.modes, Runs: g.bench.launch, Asker: g.asker,
+		Logger: g.log})
 	if err != nil {
 		return err
 	}

@@ -497,3 +497,20 @@ func UnavailableReason(err error) string {
 	}
 	return "quote_failed"
 }
+
+// Engines are the staff engines the assistant writes with: the synthesis
+// engine of the catalogue's first configured mode, then its backup — the
+// service's own engines for writing an answer, on the service's
+// credentials, never billed to the caller.
+func Engines(catalog *core.Catalog) []string {
+	for _, m := range catalog.Modes() {
+		if st, ok := m.Deliberation.Staff["synthesis"]; ok && st.Engine != "" {
+			out := []string{st.Engine}
+			if st.Backup != "" {
+				out = append(out, st.Backup)
+			}
+			return out
+		}
+	}
+	return nil
+}
