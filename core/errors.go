@@ -42,9 +42,13 @@ var (
 // parameter it concerns and how long the caller should wait before retrying.
 // It is what handlers return when the caller must see a specific code.
 type Error struct {
-	Code       Code
-	Message    string
-	Param      string
+	Code    Code
+	Message string
+	Param   string
+	// Status overrides the code table's HTTP status where the spec gives
+	// a code two (engines_unavailable: 503, or 422 when no engine is
+	// available to build a proposal); 0 keeps the table's (HTTPStatus).
+	Status     int
 	RetryAfter time.Duration
 	// Detail is what the answer carries beside the error object, in the
 	// conclave block (REST) or the self-answered tool's extra block (MCP):
@@ -74,6 +78,22 @@ func (e *Error) WithDetail(key string, v any) *Error {
 	}
 	c.Detail[key] = v
 	return &c
+}
+
+// WithStatus returns a copy of e answered with status instead of the
+// code table's.
+func (e *Error) WithStatus(status int) *Error {
+	c := *e
+	c.Status = status
+	return &c
+}
+
+// HTTPStatus is e's status: Status when set, else the code table's.
+func (e *Error) HTTPStatus() int {
+	if e.Status != 0 {
+		return e.Status
+	}
+	return InfoFor(e.Code).Status
 }
 
 // WithCause returns a copy of e wrapping err.

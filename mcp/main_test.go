@@ -62,6 +62,10 @@ type testBundle struct {
 	// gone holds the ids of the engines mode authoring reads as
 	// unavailable (Available), to make a saved draft fail its release.
 	gone *sync.Map
+	// access and quotes are the gateway's, for making quotes as ask_genie
+	// does (quotes_test.go).
+	access *access.Service
+	quotes *genie.Quotes
 
 	mu         sync.Mutex
 	dispatched []string // methods the tool server dispatched
@@ -84,6 +88,14 @@ type setupOpts struct {
 	// admits, when set, counts the trips to the store's admission (the
 	// rate of reads and the admission of calls).
 	admits *atomic.Int64
+	// launches wraps the run service's launch store (a fault injected);
+	// dbURL, when set, is the database to serve (another replica's);
+	// historyOff is genie.chat_history off; genieHistory gives ask_genie
+	// the chat history and quotes.
+	launches     func(runs.LaunchStore) runs.LaunchStore
+	dbURL        string
+	historyOff   bool
+	genieHistory bool
 }
 
 // countedAdmission is the store, counting its admissions.
@@ -108,7 +120,14 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 	require.NoError(t, err)
 	catalog, err := cfg.Catalog()
 	require.NoError(t, err)
-	pool := pgtest.NewPool(t)
+	var pool *pgxpool.Pool
+	if o.dbURL != "" {
+		pool, err = pgxpool.New(ctx, o.dbURL)
+		require.NoError(t, err)
+		t.Cleanup(pool.Close)
+	} else {
+		pool = pgtest.NewPool(t)
+	}
 	store := pgstore.New(pool)
 	authz, err := policies.New(ctx, policies.Config{})
 	require.NoError(t, err)
@@ -145,8 +164,12 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 	}
 	queue, err := jobs.NewQuestionQueue(pool, 0)
 	require.NoError(t, err)
+	var launches runs.LaunchStore = pgstore.NewBatches(pool, queue)
+	if o.launches != nil {
+		launches = o.launches(launches)
+	}
 	benchRuns, err := runs.NewService(runs.Config{TestLaunchesPerDay: o.testLaunches}, runs.Deps{
-		Access: acc, Modes: svc, Store: pgstore.NewBatches(pool, queue), Bank: execute.Bank{}, Catalog: catalog,
+		Access: acc, Modes: svc, Store: launches, Bank: execute.Bank{}, Catalog: catalog,
 		JudgeConfigured: o.judgeConfigured,
 	})
 	require.NoError(t, err)
@@ -155,20 +178,36 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 	}
 
 	var asker *genie.Asker
+	var quotes *genie.Quotes
 	if authoring != nil && benchRuns != nil {
-		asker, err = genie.NewAsker(genie.AskDeps{Modes: svc, Authored: authoring, Runs: benchRuns, Caller: prov, Catalog: catalog,
-			Engines: genie.Engines(catalog)})
+		quotes, err = genie.NewQuotes(genie.QuotesDeps{Runs: benchRuns, Store: store, HistoryOn: !o.historyOff})
+		require.NoError(t, err)
+		ad := genie.AskDeps{Modes: svc, Authored: authoring, Runs: benchRuns, Caller: prov, Catalog: catalog,
+			Engines: genie.Engines(catalog)}
+		if o.genieHistory {
+			ad.Quotes, ad.History = quotes, store
+		}
+		asker, err = genie.NewAsker(ad)
+		require.NoError(t, err)
+	}
+
+	var proposer *genie.Proposer
+	if authoring != nil {
+		proposer, err = genie.NewProposer(genie.ProposeDeps{Engines: svc, Validator: authoring, Caller: prov, Catalog: catalog,
+			Staff: genie.Engines(catalog), Available: func(id string) bool { _, out := gone.Load(id); return !out }})
 		require.NoError(t, err)
 	}
 
 	srv := httptest.NewUnstartedServer(nil)
 	base := "http://" + srv.Listener.Addr().String()
-	tb := &testBundle{srv: srv, base: base, pool: pool, store: store, catalog: catalog, calls: svc, prov: prov, gone: gone}
+	tb := &testBundle{srv: srv, base: base, pool: pool, store: store, catalog: catalog, calls: svc, prov: prov, gone: gone,
+		access: acc, quotes: quotes}
 	rest, err := api.New(api.Config{}, api.Deps{Access: acc, Calls: svc, Runs: benchRuns, Ready: store.Ready})
 	require.NoError(t, err)
 	tools, err := mcp.New(mcp.Config{BaseURL: base, AuthorizationServers: []string{issuer}, MaxBodyBytes: o.maxBodyBytes,
 		ProgressInterval: o.progressGap, MaxBatchAnswerBytes: o.answerBytes},
-		mcp.Deps{Access: acc, Calls: svc, Modes: authoring, Runs: benchRuns, Asker: asker})
+		mcp.Deps{Access: acc, Calls: svc, Modes: authoring, Runs: benchRuns, Asker: asker, Quotes: quotes,
+			Proposer: proposer})
 	require.NoError(t, err)
 	mcp.SetDispatchSpy(tools, func(method string) {
 		tb.mu.Lock()

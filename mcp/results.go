@@ -97,6 +97,6 @@ func selfAnsweredFailure(err error) *toolResult {
 	if secs := carrier.RetryAfterSeconds(e); secs > 0 {
 		extra["retry_after_seconds"] = secs
 	}
-	return textResult(selfAnsweredError{HTTPStatus: core.InfoFor(e.Code).Status,
+	return textResult(selfAnsweredError{HTTPStatus: e.HTTPStatus(),
 		Error: selfAnsweredBody{Code: string(e.Code), Message: e.Message}, Conclave: extra}, true)
 }

@@ -538,7 +538,8 @@ func TestRunToolsNeedRuns(t *testing.T) {
 	for _, tl := range tb.listTools(t) {
 		names = append(names, tl.Name)
 	}
-	require.Equal(t, []string{"deliberate", "estimate", "list_modes", "get_receipt", "list_engines", "validate_mode", "save_mode", "list_mode"}, names)
+	require.Equal(t, []string{"deliberate", "estimate", "list_modes", "get_receipt", "list_engines", "validate_mode", "genie_propose_mode",
+		"save_mode", "list_mode"}, names, "the assistant's tools that read or launch runs are not listed either")
 	require.Contains(t, tb.invalidParams(t, tb.key, "run_test", map[string]any{"model": "acme-panl"}), "unknown tool")
 }
 

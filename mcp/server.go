@@ -136,6 +136,12 @@ type Deps struct {
 	// Asker is the mode assistant: the tool ask_genie calls it, and is
 	// listed only when it is set.
 	Asker *genie.Asker
+	// Quotes approves the assistant's quotes: the tool approve_quote calls
+	// it, and is listed only when it is set.
+	Quotes *genie.Quotes
+	// Proposer designs modes from descriptions: the tool
+	// genie_propose_mode calls it, and is listed only when it is set.
+	Proposer *genie.Proposer
 	// Logger defaults to a logger that discards.
 	Logger *slog.Logger
 }
@@ -143,14 +149,16 @@ type Deps struct {
 // Handler serves the tool endpoint and its protected-resource document. It
 // is safe for concurrent use.
 type Handler struct {
-	cfg    Config
-	access *access.Service
-	calls  *calls.Service
-	modes  *modes.Service // nil: the authoring tools are not served
-	runs   *runs.Service  // nil: run_test and certify_mode are not served
-	asker  *genie.Asker   // nil: ask_genie is not served
-	log    *slog.Logger
-	tools  *toolSet
+	cfg      Config
+	access   *access.Service
+	calls    *calls.Service
+	modes    *modes.Service  // nil: the authoring tools are not served
+	runs     *runs.Service   // nil: run_test and certify_mode are not served
+	asker    *genie.Asker    // nil: ask_genie is not served
+	quotes   *genie.Quotes   // nil: approve_quote is not served
+	proposer *genie.Proposer // nil: genie_propose_mode is not served
+	log      *slog.Logger
+	tools    *toolSet
 	// started is the created time of the modes list_modes lists.
 	started time.Time
 	// metadata is the protected-resource document, encoded once.
@@ -176,8 +184,8 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{cfg: cfg, access: d.Access, calls: d.Calls, modes: d.Modes, runs: d.Runs, asker: d.Asker, log: d.Logger,
-		started: time.Now()}
+	h := &Handler{cfg: cfg, access: d.Access, calls: d.Calls, modes: d.Modes, runs: d.Runs, asker: d.Asker, quotes: d.Quotes, log: d.Logger,
+		proposer: d.Proposer, started: time.Now()}
 	h.tools = h.newTools()
 	meta, err := marshal(resourceMetadata{
 		Resource: cfg.BaseURL + Path, AuthorizationServers: cfg.AuthorizationServers,

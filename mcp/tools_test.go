@@ -42,7 +42,7 @@ func (tb *testBundle) listTools(t testing.TB) []listedTool {
 
 // allTools are the tools a server with every capability lists, in order.
 var allTools = []string{"deliberate", "estimate", "list_modes", "get_receipt", "run_test", "certify_mode", "list_engines",
-	"validate_mode", "ask_genie", "save_mode", "list_mode"}
+	"validate_mode", "ask_genie", "approve_quote", "genie_propose_mode", "save_mode", "list_mode"}
 
 // tools/list describes every working tool, in a stable order, each with a
 // title, an object input schema, an output schema and every annotation;

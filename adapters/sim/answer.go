@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+
+	"github.com/conclavehq/conclave/core/genie"
 )
 
 // jsonAskRe recognises a prompt that asks for JSON output ("respond with
@@ -40,6 +42,9 @@ const synthesisLead = "You write the panel's one answer."
 // otherwise an answer to the question. Answers, revisions and syntheses
 // come with the record the judges will read.
 func (s *Server) answer(ctx context.Context, c *call, prof EngineProfile, d directives) (string, *AnswerRecord) {
+	if strings.HasPrefix(c.system, genie.ProposeLead) {
+		return proposeReply(c.system, stripDirectives(c.lastUser()), d.propose), nil
+	}
 	full := stripDirectives(c.text())
 	if p := judgeProtocol(full); p != "" {
 		return s.judgeReply(c, p, prof), nil

@@ -41,6 +41,7 @@ type directives struct {
 	tokensOut int
 	finish    string // "", core.FinishLength or core.FinishFiltered
 	bucket    string // the question's bucket for the quality draw; "" reads it
+	propose   string // how a mode proposal is answered (proposeModes); "" well
 }
 
 // parseDirectives reads every directive in text that applies to model:
@@ -124,6 +125,11 @@ func (d *directives) apply(body, target string) error {
 				return fmt.Errorf("bucket %q: want light, medium or hard", value)
 			}
 			d.bucket = value
+		case "propose":
+			if !contains(proposeModes, value) {
+				return fmt.Errorf("propose %q: want one of %s", value, strings.Join(proposeModes, ", "))
+			}
+			d.propose = value
 		case "finish":
 			switch value {
 			case core.FinishLength, core.FinishFiltered:

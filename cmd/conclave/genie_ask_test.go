@@ -42,7 +42,12 @@ func TestAskGenieOnTheGateway(t *testing.T) {
 	require.Equal(t, map[string]int{"light": 20, "medium": 20, "hard": 20}, ans.Facts.Next.Buckets)
 	require.False(t, ans.Facts.Readiness.Ready)
 	require.False(t, ans.Facts.Readiness.Owned)
-	require.Equal(t, "chat_history_required", ans.QuoteUnavailable, "no chat history here: no quote")
+	require.Empty(t, ans.QuoteUnavailable, "genie.chat_history is on by default: the first test run is quoted")
+	require.NotNil(t, ans.Quote)
+	require.Equal(t, 60, ans.Quote.Questions)
+	stored, err := og.g.db.store.Quote(ctx, p.Org.ID, ans.Quote.ID)
+	require.NoError(t, err, "the quote is kept")
+	require.Equal(t, genie.PayerOf(p), stored.Payer)
 
 	run := og.testRun(t, key, `{"model":"conclave-standard","buckets":{"medium":4}}`)
 	require.Equal(t, "complete", run["status"], "%v", run)

@@ -92,6 +92,7 @@ func newJobs(cfg *config.Config, db *database, questions jobs.QuestionRunner, lo
 		SpendInterval: j.SpendInterval, SpendGrace: j.SpendGrace,
 		StopTimeout: j.StopTimeout, BenchWorkers: j.BenchWorkers, BenchTimeout: j.BenchTimeout, Logger: log,
 		RegisteredClientRetention: cfg.Auth.RegisteredClientRetention,
+		GenieHistoryRetention:     cfg.Genie.HistoryRetention,
 		AlertInterval:             cfg.Alerts.Interval, WebhookAttempts: cfg.Alerts.WebhookAttempts,
 		WebhookTimeout: cfg.Alerts.WebhookTimeout, AllowLoopbackWebhooks: cfg.Alerts.AllowLoopbackWebhooks,
 	}

@@ -102,21 +102,25 @@ func serve(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) erro
 const lastUsedFlush = 10 * time.Second
 
 type gateway struct {
-	cfg     *config.Config
-	log     *slog.Logger
-	db      *database
-	prov    *providers.Providers
-	reg     *prometheus.Registry
-	acc     *access.Service
-	svc     *calls.Service
-	modes   *modes.Service
-	bench   *benchParts
-	asker   *genie.Asker
-	rest    http.Handler
-	people  *people.Service
-	dash    *dashboard.Service
-	origin  string // the one origin, once the public listener is bound
-	closers []func()
+	cfg   *config.Config
+	log   *slog.Logger
+	db    *database
+	prov  *providers.Providers
+	reg   *prometheus.Registry
+	acc   *access.Service
+	svc   *calls.Service
+	modes *modes.Service
+	bench *benchParts
+	asker *genie.Asker
+	// quotes makes and approves the assistant's quotes (approve_quote).
+	quotes *genie.Quotes
+	// proposer designs modes from descriptions (genie_propose_mode).
+	proposer *genie.Proposer
+	rest     http.Handler
+	people   *people.Service
+	dash     *dashboard.Service
+	origin   string // the one origin, once the public listener is bound
+	closers  []func()
 	// tokens verifies connected apps' access tokens: the embedded
 	// authorization server's, or auth.authorization_servers[0]'s. Set by
 	// mountPublic.
@@ -197,7 +201,14 @@ func (g *gateway) build(ctx context.Context) error {
 	if g.bench, err = newBench(cfg, catalog, g.db, g, engine, log); err != nil {
 		return err
 	}
+	if g.quotes, err = newQuotes(cfg, g, log); err != nil {
+		return err
+	}
 	if g.asker, err = newAsker(cfg, catalog, g, log); err != nil {
+		return err
+	}
+	if g.proposer, err = genie.NewProposer(genie.ProposeDeps{Engines: g.svc, Validator: g.modes, Caller: g.prov, Catalog: catalog,
+		Staff: genie.Engines(catalog), Logger: log.With(slog.String("component", "genie"))}); err != nil {
 		return err
 	}
 	// Every replica works benchmark questions: River discards a job whose
@@ -307,6 +318,7 @@ func (g *gateway) mountPublic(ctx context.Context, public *listener) error {
 	}
 	tools, err := mcp.New(mcp.Config{BaseURL: origin, AuthorizationServers: issuers, MaxBodyBytes: cfg.Server.MaxBodyBytes,
 		TrustedProxies: cfg.Server.Proxies(), Version: version}, mcp.Deps{Access: g.acc, Calls: g.svc, Modes: g.modes, Runs: g.bench.launch, Asker: g.asker,
+		Proposer: g.proposer, Quotes: g.quotes,
 		Logger: g.log})
 	if err != nil {
 		return err

@@ -36,7 +36,7 @@ function inspect(args, apiKey = key) {
 }
 
 // The tools the server lists, in the spec's order.
-const toolNames = ['deliberate', 'estimate', 'list_modes', 'get_receipt', 'run_test', 'certify_mode', 'list_engines', 'validate_mode', 'ask_genie', 'save_mode', 'list_mode'];
+const toolNames = ['deliberate', 'estimate', 'list_modes', 'get_receipt', 'run_test', 'certify_mode', 'list_engines', 'validate_mode', 'ask_genie', 'approve_quote', 'genie_propose_mode', 'save_mode', 'list_mode'];
 
 test('tools/list', () => {
   const r = inspect(['--method', 'tools/list']);

@@ -35,7 +35,7 @@ test('lists the tools with titles and annotations', async () => {
   const client = await connect(key);
   try {
     const { tools } = await client.listTools();
-    assert.deepEqual(tools.map((t) => t.name), ['deliberate', 'estimate', 'list_modes', 'get_receipt', 'run_test', 'certify_mode', 'list_engines', 'validate_mode', 'ask_genie', 'save_mode', 'list_mode']);
+    assert.deepEqual(tools.map((t) => t.name), ['deliberate', 'estimate', 'list_modes', 'get_receipt', 'run_test', 'certify_mode', 'list_engines', 'validate_mode', 'ask_genie', 'approve_quote', 'genie_propose_mode', 'save_mode', 'list_mode']);
     for (const t of tools) {
       assert.ok(t.title, t.name);
       assert.equal(typeof t.annotations.readOnlyHint, 'boolean', t.name);

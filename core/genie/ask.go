@@ -454,13 +454,30 @@ func (a *Asker) word(ctx context.Context, facts *Facts, history []Turn, message 
 // it came when an engine answered in prose. genie_unavailable when none
 // answers.
 func (a *Asker) call(ctx context.Context, system string, msgs []core.Message) (string, error) {
+	return staffCall(ctx, a.d.Caller, a.d.Catalog, a.d.Engines, a.d.Logger, system, msgs, func(text string) (string, bool) {
+		var out struct {
+			Answer string `json:"answer"`
+		}
+		if json.Unmarshal([]byte(text), &out) == nil && out.Answer != "" {
+			return out.Answer, true
+		}
+		return text, text != "" && !strings.HasPrefix(text, "{")
+	})
+}
+
+// staffCall asks engines in order, on the service's own credentials (no
+// organisation: never billed), until one answers text that read accepts;
+// genie_unavailable when none does. read gets the answer trimmed and
+// returns what the caller keeps.
+func staffCall(ctx context.Context, caller deliberate.Caller, catalog *core.Catalog, engines []string, log *slog.Logger,
+	system string, msgs []core.Message, read func(text string) (string, bool)) (string, error) {
 	var last string
-	for _, id := range a.d.Engines {
-		e, ok := a.d.Catalog.Engine(id)
+	for _, id := range engines {
+		e, ok := catalog.Engine(id)
 		if !ok {
 			continue
 		}
-		ans, err := a.d.Caller.Call(ctx, id, "", &core.SeatRequest{Model: e.Model, System: system, Messages: msgs, JSONOutput: true})
+		ans, err := caller.Call(ctx, id, "", &core.SeatRequest{Model: e.Model, System: system, Messages: msgs, JSONOutput: true})
 		if err != nil {
 			if ctx.Err() != nil {
 				return "", ctx.Err()
@@ -472,18 +489,12 @@ func (a *Asker) call(ctx context.Context, system string, msgs []core.Message) (s
 			last = ans.Error.Message
 			continue
 		}
-		var out struct {
-			Answer string `json:"answer"`
-		}
-		if json.Unmarshal([]byte(strings.TrimSpace(ans.Text)), &out) == nil && out.Answer != "" {
-			return out.Answer, nil
-		}
-		if t := strings.TrimSpace(ans.Text); t != "" && !strings.HasPrefix(t, "{") {
-			return t, nil
+		if out, ok := read(strings.TrimSpace(ans.Text)); ok {
+			return out, nil
 		}
 		last = "an answer without text"
 	}
-	a.d.Logger.Warn("the assistant's engines did not answer", slog.String("last", last))
+	log.Warn("the assistant's engines did not answer", slog.String("last", last))
 	return "", core.Errorf(core.CodeGenieUnavailable, "The assistant could not answer: no staff engine answered. Nothing was billed; retry shortly.")
 }
 

@@ -58,15 +58,20 @@ type Quote struct {
 	Minutes   int
 	Status    QuoteStatus
 	// BatchID is the run an approval launched.
-	BatchID   string
-	CreatedAt time.Time
-	ExpiresAt time.Time
+	BatchID string
+	// ApprovedAt is when an approval was first recorded (QuoteStore.
+	// ApproveQuote); zero while none was. An approved quote does not
+	// expire: approving it again finds the run its first approval
+	// launched, if it did (launch_failed).
+	ApprovedAt time.Time
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
 }
 
-// StatusAt is the quote's status at now: an open quote past its expiry is
-// expired.
+// StatusAt is the quote's status at now: an open quote past its expiry,
+// never approved, is expired.
 func (q *Quote) StatusAt(now time.Time) QuoteStatus {
-	if q.Status == QuoteOpen && !now.Before(q.ExpiresAt) {
+	if q.Status == QuoteOpen && q.ApprovedAt.IsZero() && !now.Before(q.ExpiresAt) {
 		return QuoteExpired
 	}
 	return q.Status
@@ -91,6 +96,11 @@ type QuoteStore interface {
 	CreateQuote(ctx context.Context, q *Quote) error
 	// Quote reads one of orgID's quotes; core.ErrNotFound for none.
 	Quote(ctx context.Context, orgID, id string) (*Quote, error)
+	// ApproveQuote records an approval of one of orgID's quotes at at: an
+	// open quote not expired at at (or approved before) gets its
+	// ApprovedAt, once. It returns the quote as it then stands, whatever
+	// its status; core.ErrNotFound for none.
+	ApproveQuote(ctx context.Context, orgID, id string, at time.Time) (*Quote, error)
 	// SettleQuote records an approval's end on an open (or launched)
 	// quote: launched with its batch, or used when the launch was refused.
 	// A quote already launched keeps its batch.

@@ -51,6 +51,7 @@ type Config struct {
 	Egress    Egress    `yaml:"egress"`
 	Jobs      Jobs      `yaml:"jobs"`
 	Alerts    Alerts    `yaml:"alerts"`
+	Genie     Genie     `yaml:"genie"`
 	People    People    `yaml:"people"`
 	Engines   []Engine  `yaml:"engines"`
 	Modes     []Mode    `yaml:"modes"`
@@ -497,6 +498,35 @@ func (a *Alerts) validate(serverAddr string) error {
 	return nil
 }
 
+// Genie configures the mode assistant (core/genie; docs/genie.md): its
+// conversations and its quotes.
+type Genie struct {
+	// ChatHistory keeps the assistant's conversations in PostgreSQL, per
+	// principal and mode; quotes (ask_genie's, approve_quote) need it.
+	// Off, answers still work, ask_genie gives quote_unavailable:
+	// chat_history_required and approve_quote 503 chat_history_required.
+	// Defaults to true.
+	ChatHistory bool `yaml:"chat_history"`
+	// HistoryRetention is how long a turn of a conversation is kept; the
+	// hourly genie_history_reap job deletes older ones. At least 1h.
+	// Defaults to 720h (30 days).
+	HistoryRetention time.Duration `yaml:"history_retention"`
+	// QuoteTTL is how long a quote may be approved. 1m to 24h. Defaults
+	// to 15m.
+	QuoteTTL time.Duration `yaml:"quote_ttl"`
+}
+
+func (g *Genie) validate() error {
+	fe := func(field, msg string) error { return &core.FieldError{Field: "genie." + field, Msg: msg} }
+	switch {
+	case g.HistoryRetention < time.Hour:
+		return fe("history_retention", "must be at least 1h")
+	case g.QuoteTTL < time.Minute || g.QuoteTTL > 24*time.Hour:
+		return fe("quote_ttl", "must be 1m to 24h")
+	}
+	return nil
+}
+
 // Jobs configures the background jobs every replica runs on River
 // (internal/jobs; docs/operations.md).
 type Jobs struct {
@@ -838,6 +868,9 @@ func (c *Config) Validate() error {
 		return fe("egress.base_backoff", "cannot be negative")
 	}
 	if err := c.Jobs.validate(); err != nil {
+		return err
+	}
+	if err := c.Genie.validate(); err != nil {
 		return err
 	}
 	if err := c.Alerts.validate(c.Server.Addr); err != nil {

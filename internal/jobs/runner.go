@@ -53,6 +53,12 @@ type Config struct {
 	// RegisteredClientRetention is how long an app that registered itself
 	// is kept unused before the oauth sweep deletes it. Defaults to 720h.
 	RegisteredClientRetention time.Duration
+	// GenieHistoryInterval is how often the assistant's history reap
+	// (genie.go) runs. Defaults to 1h.
+	GenieHistoryInterval time.Duration
+	// GenieHistoryRetention is how long a turn of the assistant's
+	// conversations is kept. Defaults to 720h.
+	GenieHistoryRetention time.Duration
 	// AlertInterval is how often the alert check (alerts.go) compares
 	// organisations' spend and balance with their thresholds. Defaults to
 	// 1m.
@@ -110,6 +116,8 @@ func (c Config) WithDefaults() Config {
 	set(&c.IdempotencyRetention, 24*time.Hour)
 	set(&c.OAuthSweepInterval, time.Hour)
 	set(&c.RegisteredClientRetention, 720*time.Hour)
+	set(&c.GenieHistoryInterval, time.Hour)
+	set(&c.GenieHistoryRetention, 720*time.Hour)
 	set(&c.StopTimeout, 10*time.Second)
 	set(&c.AlertInterval, time.Minute)
 	set(&c.WebhookTimeout, 10*time.Second)
@@ -151,6 +159,10 @@ func (c *Config) validate() error {
 		return errors.New("jobs: OAuthSweepInterval must be at least 1s")
 	case c.RegisteredClientRetention <= 0:
 		return errors.New("jobs: RegisteredClientRetention must be positive")
+	case c.GenieHistoryInterval < time.Second:
+		return errors.New("jobs: GenieHistoryInterval must be at least 1s")
+	case c.GenieHistoryRetention <= 0:
+		return errors.New("jobs: GenieHistoryRetention must be positive")
 	case c.StopTimeout <= 0:
 		return errors.New("jobs: StopTimeout must be positive")
 	case c.AlertInterval < time.Second:
@@ -207,6 +219,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Runner, error) {
 	if err := river.AddWorkerSafely(workers, &oauthSweepWorker{r: r}); err != nil {
 		return nil, err
 	}
+	if err := river.AddWorkerSafely(workers, &genieHistoryReapWorker{r: r}); err != nil {
+		return nil, err
+	}
 	if err := river.AddWorkerSafely(workers, &alertCheckWorker{r: r}); err != nil {
 		return nil, err
 	}
@@ -241,6 +256,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Runner, error) {
 			periodic(cfg.SpendInterval, SpendArgs{}),
 			periodic(cfg.OAuthSweepInterval, OAuthSweepArgs{}),
 			periodic(cfg.AlertInterval, AlertCheckArgs{}),
+			periodic(cfg.GenieHistoryInterval, GenieHistoryReapArgs{}),
 		},
 		TestOnly: cfg.testOnly,
 	})

@@ -198,6 +198,13 @@ type Key struct {
 	// launch is a new batch. Without Derive (REST), a launch without a key
 	// is always a new batch.
 	Derive bool
+	// MaxPrice, when positive, is the most the launch may cost: a launch
+	// priced above it is refused with requoted and nothing is written or
+	// charged, the price compared being the one the launch would charge.
+	// A repeat of a key that launched answers its batch whatever its
+	// price. approve_quote launches at no more than the quoted price
+	// with it (core/genie).
+	MaxPrice core.Micros
 }
 
 // Test launches a test run (or quotes it, on a dry run) for p, keyed by k.
@@ -255,6 +262,10 @@ func (s *Service) launch(ctx context.Context, p *access.Principal, k Key, plan *
 		}
 	}
 	acc, b, err := s.prepare(ctx, p, plan)
+	if err == nil && k.MaxPrice > 0 && acc.Quote.Cost > k.MaxPrice {
+		err = core.Errorf(core.CodeRequoted, "The run now costs $%s, above the $%s it was quoted at; nothing was launched or charged.",
+			acc.Quote.Cost, k.MaxPrice)
+	}
 	if err == nil {
 		b.ID = batchID
 		acc.Batch, err = s.commit(ctx, p, key, b, plan)
