@@ -131,8 +131,7 @@ func (h *Handler) newTools() *toolSet {
 		// save_mode and list_mode.
 		authoring := h.authoringTools()
 		tools = append(tools, authoring[0])
-		tools = append(tools, h.withQuoteTools(h.assistantTools())...)
-		tools = append(tools, h.proposeTools()...)
+		tools = append(tools, h.assistantTools()...)
 		tools = append(tools, authoring[1:]...)
 	}
 	return newToolSet(tools...)

@@ -7,14 +7,10 @@ import (
 	"github.com/conclavehq/conclave/core/access"
 )
 
-// proposeTools is genie_propose_mode when its service is served: the
-// assistant designs a mode from a description (core/genie.Proposer;
-// docs/genie.md), listed after the assistant's other tools.
-func (h *Handler) proposeTools() []*tool {
-	if h.proposer == nil {
-		return nil
-	}
-	return []*tool{{
+// proposeTool is genie_propose_mode: the assistant designs a mode from a
+// description (core/genie.Proposer; docs/genie.md).
+func (h *Handler) proposeTool() *tool {
+	return &tool{
 		desc: toolDesc{
 			Name:  "genie_propose_mode",
 			Title: "Have the assistant design a mode",
@@ -45,7 +41,7 @@ func (h *Handler) proposeTools() []*tool {
 		required:     []string{"description"},
 		action:       core.ActionModesValidate,
 		run:          h.proposeMode,
-	}}
+	}
 }
 
 // proposeMode answers genie_propose_mode. Proposing is never billed; it

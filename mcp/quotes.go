@@ -13,23 +13,7 @@ import (
 // as run_test and certify_mode answer a launch, with the quote beside it;
 // a repeat answers the same run, marked replayed as theirs are.
 
-// withQuoteTools is the assistant's tools with approve_quote after
-// ask_genie, the spec's order, when quotes are served.
-func (h *Handler) withQuoteTools(assistant []*tool) []*tool {
-	if h.quotes == nil {
-		return assistant
-	}
-	at := 0
-	for i, t := range assistant {
-		if t.desc.Name == "ask_genie" {
-			at = i + 1
-		}
-	}
-	out := append([]*tool(nil), assistant[:at]...)
-	out = append(out, h.approveQuoteTool())
-	return append(out, assistant[at:]...)
-}
-
+// approveQuoteTool is approve_quote.
 func (h *Handler) approveQuoteTool() *tool {
 	return &tool{
 		desc: toolDesc{

@@ -37,7 +37,8 @@ const Timeout = 5 * time.Minute
 // Smoke runs the benchmark called name (BenchmarkX) of the calling test
 // binary alone, once, in its smoke form, and fails t with the child's
 // output if the benchmark fails or reports nothing. A benchmark that skips
-// skips t.
+// (a missing dependency) skips t on a developer's machine and fails it
+// under CI=true, where every benchmark must run.
 func Smoke(t *testing.T, name string) {
 	t.Helper()
 	if !strings.HasPrefix(name, "Benchmark") {
@@ -57,7 +58,9 @@ func Smoke(t *testing.T, name string) {
 	switch {
 	case err != nil:
 		t.Fatalf("%s (smoke form) failed after %s: %v\n%s", name, time.Since(start).Round(time.Millisecond), err, text)
-	case strings.Contains(text, "--- SKIP: "+name):
+	case skipped(text, name) && os.Getenv("CI") == "true":
+		t.Fatalf("%s (smoke form) skipped, and CI runs every benchmark:\n%s", name, text)
+	case skipped(text, name):
 		t.Skipf("%s skipped:\n%s", name, text)
 	case !reported(text, name):
 		t.Fatalf("%s (smoke form) reported no figure:\n%s", name, text)
@@ -71,3 +74,7 @@ func reported(out, name string) bool {
 	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `(/\S*)?(-\d+)?\s+\d+\s`)
 	return re.MatchString(out)
 }
+
+// skipped reports whether the output of a smoke run says the benchmark
+// name skipped.
+func skipped(text, name string) bool { return strings.Contains(text, "--- SKIP: "+name) }

@@ -30,6 +30,15 @@ func TestReported(t *testing.T) {
 	}
 }
 
+// A skip of the benchmark itself is seen (Smoke fails it under CI=true);
+// another's, or a skip message that only names it, is not.
+func TestSkipped(t *testing.T) {
+	t.Parallel()
+	require.True(t, skipped("--- SKIP: BenchmarkCall\n    x_test.go:1: no chromium\nPASS\n", "BenchmarkCall"))
+	require.False(t, skipped("BenchmarkCall-2 \t 1 \t 5 ns/op\nPASS\n", "BenchmarkCall"))
+	require.False(t, skipped("--- SKIP: BenchmarkOther\nPASS\n", "BenchmarkCall"))
+}
+
 // Every benchmark of the module has its smoke form in the same package:
 // TestXSmoke beside BenchmarkX (a few older twins go by other names), so
 // that make test runs it. A new benchmark without one fails here.
