@@ -47,3 +47,14 @@ func Thousands(n int64) string {
 	}
 	return b.String()
 }
+
+// List joins words as prose: "a", "a and b", "a, b and c"; "" for none.
+func List(ws []string) string {
+	switch len(ws) {
+	case 0:
+		return ""
+	case 1:
+		return ws[0]
+	}
+	return strings.Join(ws[:len(ws)-1], ", ") + " and " + ws[len(ws)-1]
+}

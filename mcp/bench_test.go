@@ -83,7 +83,6 @@ func BenchmarkDeliberateOverMCP(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	// The overhead is read from each iteration's pair (MCP minus REST, run
 	// back to back), so that drift across the run — the database warming,
 	// another process on the cores — cancels out of it.
@@ -102,6 +101,9 @@ func BenchmarkDeliberateOverMCP(b *testing.B) {
 	b.ReportMetric(ms(overhead), "overhead_p50_ms")
 	b.ReportMetric(100*float64(overhead)/float64(quantile(restTimes, 0.50)), "overhead_p50_pct")
 }
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // quantile is the q-th quantile of ds (nearest rank).
 func quantile(ds []time.Duration, q float64) time.Duration {

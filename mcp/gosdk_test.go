@@ -30,6 +30,18 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
+// sdkSession connects the official Go SDK client with key for the rest
+// of the test, with a two-minute deadline.
+func sdkSession(t *testing.T, tb *testBundle, key string) (context.Context, *sdk.ClientSession) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	cs, err := connectGoSDK(ctx, tb, key)
+	require.NoError(t, err)
+	t.Cleanup(func() { cs.Close() })
+	return ctx, cs
+}
+
 func connectGoSDK(ctx context.Context, tb *testBundle, key string) (*sdk.ClientSession, error) {
 	client := sdk.NewClient(&sdk.Implementation{Name: "conclave-test", Version: "1"}, nil)
 	return client.Connect(ctx, &sdk.StreamableClientTransport{

@@ -96,6 +96,9 @@ type setupOpts struct {
 	dbURL        string
 	historyOff   bool
 	genieHistory bool
+	// quoteLauncher wraps the launcher approve_quote launches with (a
+	// fault injected).
+	quoteLauncher func(genie.Launcher) genie.Launcher
 }
 
 // countedAdmission is the store, counting its admissions.
@@ -180,7 +183,11 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 	var asker *genie.Asker
 	var quotes *genie.Quotes
 	if authoring != nil && benchRuns != nil {
-		quotes, err = genie.NewQuotes(genie.QuotesDeps{Runs: benchRuns, Store: store, HistoryOn: !o.historyOff})
+		var launcher genie.Launcher = benchRuns
+		if o.quoteLauncher != nil {
+			launcher = o.quoteLauncher(launcher)
+		}
+		quotes, err = genie.NewQuotes(genie.QuotesDeps{Runs: launcher, Store: store, HistoryOn: !o.historyOff})
 		require.NoError(t, err)
 		ad := genie.AskDeps{Modes: svc, Authored: authoring, Runs: benchRuns, Caller: prov, Catalog: catalog,
 			Engines: genie.Engines(catalog)}

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -59,11 +58,7 @@ func requireValidAsReturned(ctx context.Context, t *testing.T, tb *testBundle, p
 func TestGenieProposeMode(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cs, err := connectGoSDK(ctx, tb, tb.key)
-	require.NoError(t, err)
-	defer cs.Close()
+	ctx, cs := sdkSession(t, tb, tb.key)
 	before := tb.money(t, tb.org.ID)
 
 	var p proposal
@@ -158,4 +153,50 @@ func TestGenieProposeModeEngines(t *testing.T) {
 		tb.gone.Store(id, true)
 	}
 	tb.fail(t, tb.key, "genie_propose_mode", map[string]any{"description": "A panel for anything"}, 422, "engines_unavailable")
+}
+
+// A description's limits, as the assistant reads them: the families and
+// tier it allows are kept in the spec; when the engines of those families
+// at that tier cannot fill a row the assistant says so, the proposer checks
+// it against the engines and answers too_few_engines naming what it read;
+// a reply that the description cannot be met, when the engines can meet
+// it, is not believed: the assistant is asked again and the spec it then
+// answers is returned. A budget under the floor is raised to the
+// recommended price, and the repair says so.
+func TestGenieProposeModeLimits(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx, cs := sdkSession(t, tb, tb.key)
+
+	var kept proposal
+	structured(ctx, t, cs, "genie_propose_mode", map[string]any{
+		"description": "A frontier panel for medicine with only Anthropic and Google engines, pro tier only"}, &kept)
+	pro := kept.Spec["seats_by_tier"].(map[string]any)["pro"].([]any)
+	require.Len(t, pro, 2)
+	for _, seat := range pro {
+		require.Contains(t, []string{"sim/opus", "sim/gemini-pro"}, seat.(map[string]any)["engine"])
+	}
+	requireValidAsReturned(ctx, t, tb, kept)
+
+	out := tb.fail(t, tb.key, "genie_propose_mode", map[string]any{
+		"description": "A panel for tax questions using only OpenAI engines"}, 422, "too_few_engines")
+	var families []string
+	require.NoError(t, json.Unmarshal(out.Conclave["families"], &families))
+	require.Equal(t, []string{"sim-openai"}, families)
+	out = tb.fail(t, tb.key, "genie_propose_mode", map[string]any{
+		"description": "Pro tier only, without Anthropic or Google"}, 422, "too_few_engines")
+	require.Contains(t, out.Error.Message, "at tier pro or above")
+
+	var again proposal
+	structured(ctx, t, cs, "genie_propose_mode", map[string]any{
+		"description": "A panel for history questions [[sim: propose=unfounded]]"}, &again)
+	require.Contains(t, strings.Join(again.Repairs, "\n"), "asked again: the engines of")
+	requireValidAsReturned(ctx, t, tb, again)
+
+	var budget proposal
+	structured(ctx, t, cs, "genie_propose_mode", map[string]any{
+		"description": "Careful answers on pensions at 1 cent a question"}, &budget)
+	require.Contains(t, strings.Join(budget.Repairs, "\n"), "raised to the recommended")
+	require.InDelta(t, budget.Price.RecommendedUSD, *budget.Price.SurchargeUSD, 1e-9)
+	requireValidAsReturned(ctx, t, tb, budget)
 }

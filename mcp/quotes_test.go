@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/access"
 	"github.com/conclavehq/conclave/core/bench/runs"
 	"github.com/conclavehq/conclave/core/genie"
 	"github.com/conclavehq/conclave/internal/pgtest"
@@ -388,4 +389,55 @@ func TestQuoteUnavailableReasons(t *testing.T) {
 	var n int
 	require.NoError(t, tb.pool.QueryRow(ctx, `SELECT count(*) FROM genie_quotes`).Scan(&n))
 	require.Zero(t, n, "nothing kept")
+}
+
+// launcherAnswering answers every launch that is not a dry run with
+// answer: a refusal without a code, or an acceptance without a run.
+type launcherAnswering struct {
+	genie.Launcher
+	answer func() (*runs.Acceptance, error)
+}
+
+func (l launcherAnswering) Test(ctx context.Context, p *access.Principal, k runs.Key, r *runs.TestRequest) (*runs.Acceptance, error) {
+	if string(r.DryRun) == "true" {
+		return l.Launcher.Test(ctx, p, k, r)
+	}
+	return l.answer()
+}
+
+// A launch refusal without a code is launch_refused with the launch's
+// status, or 502 when it has none; a launch that answered without a run is
+// launch_refused with 200, as the spec gives it. Each uses the quote:
+// approving it again is quote_already_used. Nothing is launched or charged.
+func TestApproveQuoteLaunchRefused(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		answer func() (*runs.Acceptance, error)
+		status int
+		words  string
+	}{
+		{"no code, a status", func() (*runs.Acceptance, error) {
+			return nil, &core.Error{Message: "the launcher turned this run down", Status: http.StatusConflict}
+		}, http.StatusConflict, "the launcher turned this run down"},
+		{"no code, no status", func() (*runs.Acceptance, error) {
+			return nil, &core.Error{Message: "the launcher said no"}
+		}, http.StatusBadGateway, "the launcher said no"},
+		{"no run", func() (*runs.Acceptance, error) { return &runs.Acceptance{Kind: runs.KindTest}, nil }, http.StatusOK, "without a run"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tb := setup(t, func(o *setupOpts) {
+				o.quoteLauncher = func(l genie.Launcher) genie.Launcher { return launcherAnswering{Launcher: l, answer: tc.answer} }
+			})
+			org, key := tb.acmePanel(t)
+			q := tb.quote(t, key, runs.KindTest, panelTest)
+			before := tb.money(t, org.ID)
+			out := tb.fail(t, key, "approve_quote", map[string]any{"quote_id": q.ID}, tc.status, "launch_refused")
+			require.Contains(t, out.Error.Message, tc.words)
+			tb.fail(t, key, "approve_quote", map[string]any{"quote_id": q.ID}, 409, "quote_already_used")
+			require.Equal(t, before, tb.money(t, org.ID), "nothing charged")
+			require.Zero(t, tb.batches(t, org.ID), "nothing launched")
+		})
+	}
 }

@@ -23,16 +23,27 @@ import (
 //     the pro tier (when INPUT's tier allows it) and the dearest engines;
 //     "thorough" or "careful" for critique on every question, three rounds;
 //     otherwise plus, critique on deep questions, two rounds;
-//   - "N seats" (2 to 6) sets the row's size, 3 by default.
+//   - "N seats" (2 to 6) sets the row's size, 3 by default;
+//   - provider families by their short names (openai, anthropic, google,
+//     amazon, mistral, meta — a family's name after "sim-"): named after
+//     "only" or "just" they are the families allowed; named after "no",
+//     "not", "without", "except", "excluding" or "avoid" they are left
+//     out; "pro tier only" (or "only pro tier", any tier) is the least tier
+//     accepted. When the engines left cannot seat two families in a row,
+//     the reply is {"unable": …} with the families and tier it read;
+//   - "$0.25 a question" or "5 cents per question" is the budget: every
+//     surcharge is set to it (under the floor, the proposer's repair).
 //
 // The directive [[sim: propose=…]] forces a faulty answer: prose (no JSON:
 // no_proposal), under_floor (every price $0.01: the floor repair),
 // broken (a critique no rule accepts, on every ask: no_proposal after the
-// second) or broken_once (the same, corrected when asked again with the
-// refusals). An outage is the usual error= directive.
+// second), broken_once (the same, corrected when asked again with the
+// refusals) or unfounded (the reply that the description cannot be met,
+// naming every family, until told the engines can meet it). An outage is
+// the usual error= directive.
 
 // proposeModes are the values of the propose directive.
-var proposeModes = []string{"prose", "under_floor", "broken", "broken_once"}
+var proposeModes = []string{"prose", "under_floor", "broken", "broken_once", "unfounded"}
 
 // seatsRe finds "N seats" in a description.
 var seatsRe = regexp.MustCompile(`\b([2-6])\s+seats?\b`)
@@ -49,7 +60,17 @@ func proposeReply(system, description, mode string) string {
 	if familiesOf(in.Engines) < 2 {
 		return "There are too few engines to seat a panel."
 	}
-	spec, reasons := proposeSpec(&in, description)
+	lim := limitsOf(in.Engines, description)
+	if mode == "unfounded" && in.Unfounded == "" {
+		lim.Families = familyNames(in.Engines)
+		return unableReply(lim, "I doubt these engines can seat a panel.")
+	}
+	allowed := limits(lim).within(in.Engines)
+	if !seatsTwoFamilies(allowed) {
+		return unableReply(lim, "The families the description allows cannot seat two families in a row at that tier.")
+	}
+	in.Engines = allowed
+	spec, reasons := proposeSpec(&in, description, lim.MinTier)
 	if mode == "under_floor" {
 		cent := core.Dollars(10_000)
 		spec.APICommercial.SurchargeByDepth = map[string]core.Dollars{"light": cent, "medium": cent, "deep": cent}
@@ -70,9 +91,128 @@ func proposeReply(system, description, mode string) string {
 	return string(out)
 }
 
+// unableReply is the reply that the description cannot be met.
+func unableReply(u genie.Unable, reason string) string {
+	u.Reason = reason
+	out, _ := json.Marshal(struct {
+		Unable genie.Unable `json:"unable"`
+	}{u})
+	return string(out)
+}
+
+// Words of a description's limits on families.
+var (
+	onlyWords = map[string]bool{"only": true, "just": true}
+	notWords  = map[string]bool{"no": true, "not": true, "without": true, "except": true, "excluding": true, "avoid": true}
+	// linkWords continue a list of families after only or no.
+	linkWords = map[string]bool{"and": true, "or": true, "nor": true, "from": true, "engines": true, "models": true,
+		"the": true, "of": true}
+	tierOnlyRe = regexp.MustCompile(`\b(experience|plus|pro)[- ]tier only\b|\bonly (experience|plus|pro)[- ]tier\b`)
+	dollarsRe  = regexp.MustCompile(`\$([0-9]+(?:\.[0-9]+)?) (?:a|per) question`)
+	centsRe    = regexp.MustCompile(`\b([0-9]+) cents? (?:a|per) question`)
+)
+
+// limits are a description's limits on families and tier, as an engine
+// reads them; within filters engines to them.
+type limits genie.Unable
+
+func (l limits) within(engines []genie.ProposalEngine) []genie.ProposalEngine {
+	var out []genie.ProposalEngine
+	for _, e := range engines {
+		if !contains(l.Families, e.Family) {
+			continue
+		}
+		var tiers []core.Tier
+		for _, t := range e.Tiers {
+			if t.Rank() >= l.MinTier.Rank() {
+				tiers = append(tiers, t)
+			}
+		}
+		if len(tiers) > 0 {
+			e.Tiers = tiers
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// limitsOf reads description's limits against engines' families: every
+// family unless "only" names some, less those named after a negation; the
+// least tier experience unless "X tier only" says otherwise.
+func limitsOf(engines []genie.ProposalEngine, description string) genie.Unable {
+	short := map[string]string{}
+	for _, f := range familyNames(engines) {
+		short[strings.TrimPrefix(f, "sim-")] = f
+	}
+	only, without := map[string]bool{}, map[string]bool{}
+	var list map[string]bool // the list a family word joins; nil outside one
+	for _, w := range wordsOf(strings.ToLower(description)) {
+		switch f, isFamily := short[w]; {
+		case onlyWords[w]:
+			list = only
+		case notWords[w]:
+			list = without
+		case isFamily && list != nil:
+			list[f] = true
+		case !linkWords[w]:
+			list = nil
+		}
+	}
+	u := genie.Unable{MinTier: core.TierExperience}
+	for _, f := range familyNames(engines) {
+		if (len(only) == 0 || only[f]) && !without[f] {
+			u.Families = append(u.Families, f)
+		}
+	}
+	if m := tierOnlyRe.FindStringSubmatch(strings.ToLower(description)); m != nil {
+		u.MinTier = core.Tier(m[1] + m[2])
+	}
+	return u
+}
+
+// familyNames are engines' families, sorted, once each.
+func familyNames(engines []genie.ProposalEngine) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range engines {
+		if !seen[e.Family] {
+			seen[e.Family] = true
+			out = append(out, e.Family)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// seatsTwoFamilies reports whether engines seat two families at one tier.
+func seatsTwoFamilies(engines []genie.ProposalEngine) bool {
+	for _, t := range core.Tiers {
+		if familiesOf(eligibleAt(engines, t)) >= 2 {
+			return true
+		}
+	}
+	return false
+}
+
+// budgetOf is the price a question the description names, if any.
+func budgetOf(description string) (core.Dollars, bool) {
+	low := strings.ToLower(description)
+	if m := dollarsRe.FindStringSubmatch(low); m != nil {
+		if v, err := core.ParseUSD(m[1]); err == nil {
+			return core.Dollars(v), true
+		}
+	}
+	if m := centsRe.FindStringSubmatch(low); m != nil {
+		if v, err := core.ParseUSD("0." + fmt.Sprintf("%02s", m[1])); err == nil && len(m[1]) <= 2 {
+			return core.Dollars(v), true
+		}
+	}
+	return 0, false
+}
+
 // proposeSpec designs the spec the description's words ask for, from the
-// engines of in.
-func proposeSpec(in *genie.ProposalInput, description string) (*modesSpec, map[string]string) {
+// engines of in, at minTier or above.
+func proposeSpec(in *genie.ProposalInput, description string, minTier core.Tier) (*modesSpec, map[string]string) {
 	low := strings.ToLower(description)
 	has := func(words ...string) bool {
 		for _, w := range words {
@@ -93,11 +233,14 @@ func proposeSpec(in *genie.ProposalInput, description string) (*modesSpec, map[s
 	if in.Tier.Valid() && tier.Rank() > in.Tier.Rank() {
 		tier = in.Tier
 	}
+	if tier.Rank() < minTier.Rank() {
+		tier = minTier
+	}
 	// Down from the tier asked until two families can fill a row there.
 	var eligible []genie.ProposalEngine
 	for ; tier.Valid(); tier = core.Tiers[max(tier.Rank()-2, 0)] {
 		eligible = eligibleAt(in.Engines, tier)
-		if familiesOf(eligible) >= 2 || tier == core.TierExperience {
+		if familiesOf(eligible) >= 2 || tier.Rank() <= minTier.Rank() {
 			break
 		}
 	}
@@ -143,6 +286,12 @@ func proposeSpec(in *genie.ProposalInput, description string) (*modesSpec, map[s
 		APICommercial: &commercialSpec{PriceTier: "standard",
 			SurchargeByDepth: map[string]core.Dollars{"light": light, "medium": medium, "deep": deep}, SurchargeUSD: &deep},
 	}
+	priceReason := "A surcharge that grows with the question's depth."
+	if budget, ok := budgetOf(description); ok {
+		spec.APICommercial.SurchargeByDepth = map[string]core.Dollars{"light": budget, "medium": budget, "deep": budget}
+		spec.APICommercial.SurchargeUSD = &budget
+		priceReason = "The description's budget a question, at every depth."
+	}
 	reasons := map[string]string{
 		"seats": fmt.Sprintf("%d seats at the %s tier from %d provider families, so that their answers disagree usefully.",
 			len(seats), tier, familiesOf(row)),
@@ -150,7 +299,7 @@ func proposeSpec(in *genie.ProposalInput, description string) (*modesSpec, map[s
 		"rounds":   fmt.Sprintf("At most %d rounds.", rounds),
 		"critique": "Critique " + critique + ".",
 		"quorum":   "Two answers may close a round once the straggler deadline passes.",
-		"price":    "A surcharge that grows with the question's depth.",
+		"price":    priceReason,
 	}
 	return spec, reasons
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -69,4 +70,60 @@ func TestProposeReply(t *testing.T) {
 	require.Equal(t, "under_floor", d.propose)
 	_, err = parseDirectives("x [[sim: propose=sloppy]]", "")
 	require.ErrorContains(t, err, "propose")
+}
+
+// The simulator reads a description's limits as an engine is asked to:
+// families named after "only" are the ones allowed, those after a negation
+// are left out, "X tier only" is the least tier; when the engines left
+// cannot seat two families in a row it replies that the description cannot
+// be met, naming what it read. A budget a question sets every surcharge.
+// The unfounded directive says it cannot be met until told otherwise.
+func TestProposeReplyLimits(t *testing.T) {
+	t.Parallel()
+	engines := func(t *testing.T) []genie.ProposalEngine {
+		var in genie.ProposalInput
+		_, doc, _ := strings.Cut(proposalPrompt(t, core.TierPro, false), "\nINPUT:\n")
+		require.NoError(t, json.Unmarshal([]byte(doc), &in))
+		return in.Engines
+	}(t)
+	all := []string{"sim-anthropic", "sim-google", "sim-openai"}
+	for _, tc := range []struct {
+		description string
+		want        genie.Unable
+	}{
+		{"A panel for tax law", genie.Unable{Families: all, MinTier: core.TierExperience}},
+		{"Only Anthropic and Google engines, please", genie.Unable{Families: []string{"sim-anthropic", "sim-google"}, MinTier: core.TierExperience}},
+		{"No OpenAI or Google; plus tier only", genie.Unable{Families: []string{"sim-anthropic"}, MinTier: core.TierPlus}},
+		{"Just OpenAI. Not Anthropic", genie.Unable{Families: []string{"sim-openai"}, MinTier: core.TierExperience}},
+		{"Only the best, without google", genie.Unable{Families: []string{"sim-anthropic", "sim-openai"}, MinTier: core.TierExperience}},
+	} {
+		require.Equal(t, tc.want, limitsOf(engines, tc.description), tc.description)
+	}
+
+	u, ok := genie.ParseUnable(proposeReply(proposalPrompt(t, core.TierPro, false), "A panel with only OpenAI engines", ""))
+	require.True(t, ok)
+	require.Equal(t, []string{"sim-openai"}, u.Families)
+	u, ok = genie.ParseUnable(proposeReply(proposalPrompt(t, core.TierPro, false), "Anthropic and Google, pro tier only", ""))
+	require.True(t, ok, "no engine here reaches pro")
+	require.Equal(t, core.TierPro, u.MinTier)
+
+	spec, _, ok := genie.ParseProposal(proposeReply(proposalPrompt(t, core.TierPro, false), "Only Anthropic and Google, plus tier only, 5 cents a question", ""))
+	require.True(t, ok)
+	var s modesSpec
+	require.NoError(t, json.Unmarshal(spec, &s))
+	require.Len(t, s.SeatsByTier[core.TierPlus], 2)
+	for _, seat := range s.SeatsByTier[core.TierPlus] {
+		require.Contains(t, []string{"sim/sonnet", "sim/gemini-flash"}, seat.Engine)
+	}
+	require.Equal(t, core.Dollars(50_000), *s.APICommercial.SurchargeUSD)
+	require.Equal(t, core.Dollars(50_000), s.APICommercial.SurchargeByDepth["deep"])
+	budget, ok := budgetOf("up to $1.25 per question")
+	require.True(t, ok)
+	require.Equal(t, core.Dollars(1_250_000), budget)
+
+	_, ok = genie.ParseUnable(proposeReply(proposalPrompt(t, core.TierPro, false), "Anything", "unfounded"))
+	require.True(t, ok)
+	told := strings.Replace(proposalPrompt(t, core.TierPro, false), `"tier":"pro"`, `"tier":"pro","unfounded":"they can"`, 1)
+	_, _, ok = genie.ParseProposal(proposeReply(told, "Anything", "unfounded"))
+	require.True(t, ok)
 }

@@ -88,3 +88,55 @@ func TestAskGenieOnTheGateway(t *testing.T) {
 	_, err = a.Ask(ctx, p, &genie.AskRequest{BatchID: "00000000-0000-4000-8000-000000000000"})
 	require.Equal(t, core.CodeBatchNotFound, core.AsError(err).Code)
 }
+
+// The assistant's quotes for a person: ask_genie through the person's
+// connected app, on the organisation's own released mode, quotes its next
+// test run for the person (the payer is the person, not the app nor a
+// key); an API key of the same organisation may not approve it
+// (payer_mismatch); another app of the same person is the same payer and
+// approves it, launching the run once, charged to the organisation's
+// balance at no more than the quote; approving it again from the first
+// app answers the same run.
+func TestGenieQuoteApprovedByAPerson(t *testing.T) {
+	t.Parallel()
+	og := startPages(t, fastSimulator)
+	owner := releasedMode(t, og)
+	ctx := context.Background()
+	_, err := og.g.db.store.AddFunds(ctx, &core.AddFundsParams{OrgID: og.org.ID, Amount: 50 * core.MicrosPerUSD, Memo: "test"})
+	require.NoError(t, err)
+
+	app := og.appToken(t, "models:read tests")
+	r := og.call(t, app.Access, "ask_genie", map[string]any{"mode": "acme-panl", "message": "What should I test next?"})
+	require.Empty(t, toolError(t, r), r.raw)
+	answer := r.body["result"].(map[string]any)["structuredContent"].(map[string]any)
+	quote, ok := answer["quote"].(map[string]any)
+	require.True(t, ok, "a quote for the next test run: %s", r.raw)
+	id, _ := quote["quote_id"].(string)
+	stored, err := og.g.db.store.Quote(ctx, og.org.ID, id)
+	require.NoError(t, err)
+	require.Equal(t, "person:"+owner.Person.ID, stored.Payer, "the person pays, whichever app asked")
+
+	_, key := og.keyPrincipal(t)
+	require.Equal(t, "payer_mismatch", toolError(t, og.call(t, key, "approve_quote", map[string]any{"quote_id": id})))
+
+	before, err := og.g.db.store.GetBalance(ctx, og.org.ID)
+	require.NoError(t, err)
+	other := og.appToken(t, "models:read tests")
+	a := og.call(t, other.Access, "approve_quote", map[string]any{"quote_id": id})
+	require.Empty(t, toolError(t, a), a.raw)
+	launched := a.body["result"].(map[string]any)["structuredContent"].(map[string]any)
+	batchID, _ := launched["batch_id"].(string)
+	require.NotEmpty(t, batchID, a.raw)
+	again := og.call(t, app.Access, "approve_quote", map[string]any{"quote_id": id})
+	require.Empty(t, toolError(t, again), again.raw)
+	require.Equal(t, batchID, again.body["result"].(map[string]any)["structuredContent"].(map[string]any)["batch_id"])
+
+	var batches int
+	require.NoError(t, og.g.db.pool.QueryRow(ctx, `SELECT count(*) FROM batches WHERE org_id = $1`, og.org.ID).Scan(&batches))
+	require.Equal(t, 1, batches, "launched once")
+	after, err := og.g.db.store.GetBalance(ctx, og.org.ID)
+	require.NoError(t, err)
+	charged := before.Balance - after.Balance
+	require.Positive(t, charged, "charged to the organisation's balance")
+	require.LessOrEqual(t, charged, stored.Price, "never more than the quote")
+}

@@ -126,6 +126,19 @@ type ProposalInput struct {
 	// Refusals are the previous spec's, when the engine is asked again.
 	Refusals []modes.Refusal `json:"refusals,omitempty"`
 	Previous json.RawMessage `json:"previous_spec,omitempty"`
+	// Unfounded says why a previous reply that the description cannot be
+	// met was not accepted, when the engine is asked again.
+	Unfounded string `json:"unfounded,omitempty"`
+}
+
+// Unable is an engine's reply that the description cannot be met with
+// INPUT's engines: the provider families it reads the description to
+// allow and the least tier it accepts. The proposer believes it only when
+// those engines indeed cannot fill a row (Confirm).
+type Unable struct {
+	Families []string  `json:"families"`
+	MinTier  core.Tier `json:"min_tier"`
+	Reason   string    `json:"reason"`
 }
 
 // proposeSystem is the proposal's instruction; INPUT follows it.
@@ -157,35 +170,48 @@ func (pr *Proposer) Propose(ctx context.Context, p *access.Principal, descriptio
 		return nil, err
 	}
 	var repairs []string
-	spec, reasons, err := pr.ask(ctx, in)
-	if err != nil {
-		return nil, err
-	}
-	checked, spec, fixed, err := pr.check(ctx, p, spec)
-	if err != nil {
-		return nil, err
-	}
-	repairs = append(repairs, fixed...)
-	if !checked.OK() {
-		repairs = append(repairs, "asked again with "+refusalCodes(checked.Refusals))
-		in.Refusals, in.Previous = checked.Refusals, spec
-		var again map[string]string
-		if spec, again, err = pr.ask(ctx, in); err != nil {
+	var reasons map[string]string
+	for asked := 1; ; asked++ {
+		spec, again, unable, err := pr.ask(ctx, in)
+		if err != nil {
 			return nil, err
+		}
+		if unable != nil {
+			if err := Confirm(in.Engines, unable); err != nil {
+				return nil, err
+			}
+			if asked == 2 {
+				return nil, core.Errorf(core.CodeNoProposal,
+					"The assistant twice said the description cannot be met, though the engines available to you can meet it; nothing is proposed. Describe the mode more plainly.")
+			}
+			repairs = append(repairs, "asked again: the engines of "+core.List(unable.Families)+" can fill a row")
+			in.Unfounded = fmt.Sprintf("Your previous reply said the description cannot be met, but INPUT's engines of %s at tier %s or above can fill a row: design the spec.",
+				core.List(unable.Families), unable.MinTier)
+			continue
 		}
 		if len(again) > 0 {
 			reasons = again
 		}
-		if checked, spec, fixed, err = pr.check(ctx, p, spec); err != nil {
+		checked, spec, fixed, err := pr.check(ctx, p, spec)
+		if err != nil {
 			return nil, err
 		}
 		repairs = append(repairs, fixed...)
-		if !checked.OK() {
+		if checked.OK() {
+			return proposalOf(spec, checked, reasons, repairs), nil
+		}
+		if asked == 2 {
 			return nil, core.Errorf(core.CodeNoProposal,
 				"The assistant's spec broke %s even when asked again; nothing is proposed. Describe the mode more plainly.",
 				refusalCodes(checked.Refusals)).WithDetail("refusals", checked.Refusals)
 		}
+		repairs = append(repairs, "asked again with "+refusalCodes(checked.Refusals))
+		in.Refusals, in.Previous, in.Unfounded = checked.Refusals, spec, ""
 	}
+}
+
+// proposalOf is the answer for a spec that passed checked.
+func proposalOf(spec json.RawMessage, checked *modes.Checked, reasons map[string]string, repairs []string) *Proposal {
 	out := &Proposal{Spec: spec, Reasons: reasons, ModeConfigHash: checked.ConfigHash, Repairs: repairs}
 	if out.Repairs == nil {
 		out.Repairs = []string{}
@@ -200,7 +226,7 @@ func (pr *Proposer) Propose(ctx context.Context, p *access.Principal, descriptio
 		out.Price.SurchargeByDepth, out.Price.SurchargeUSD = s.APICommercial.SurchargeByDepth, s.APICommercial.SurchargeUSD
 		out.Price.SurchargeExpressUSD = s.APICommercial.ExpressUSD
 	}
-	return out, nil
+	return out
 }
 
 // seatable are list's engines that can fill a seat now, with their prices.
@@ -242,38 +268,88 @@ func CanSeat(engines []ProposalEngine) error {
 }
 
 // ask asks the staff engines for a spec over in, and reads it: the
-// answer's spec (a JSON object) and its reasons. An answer without one is
-// no_proposal; no engine answering is genie_unavailable.
-func (pr *Proposer) ask(ctx context.Context, in *ProposalInput) (json.RawMessage, map[string]string, error) {
+// answer's spec (a JSON object) and its reasons, or its reply that the
+// description cannot be met. An answer with neither is no_proposal; no
+// engine answering is genie_unavailable.
+func (pr *Proposer) ask(ctx context.Context, in *ProposalInput) (json.RawMessage, map[string]string, *Unable, error) {
 	input, err := json.Marshal(in)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	text, err := staffCall(ctx, pr.d.Caller, pr.d.Catalog, pr.d.Staff, pr.d.Logger, proposeSystem+"\n\nINPUT:\n"+string(input),
 		[]core.Message{{Role: core.RoleUser, Content: in.Description}}, func(text string) (string, bool) { return text, text != "" })
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	if unable, ok := ParseUnable(text); ok {
+		return nil, nil, unable, nil
 	}
 	spec, reasons, ok := ParseProposal(text)
 	if !ok {
-		return nil, nil, core.Errorf(core.CodeNoProposal,
+		return nil, nil, nil, core.Errorf(core.CodeNoProposal,
 			"The assistant answered without a usable spec; nothing is proposed. Ask again, perhaps more plainly.")
 	}
-	return spec, reasons, nil
+	return spec, reasons, nil, nil
+}
+
+// ParseUnable reads an engine's reply that the description cannot be met:
+// one JSON object (alone or in a ```json fence) holding "unable" with at
+// least one family and a valid min_tier.
+func ParseUnable(text string) (*Unable, bool) {
+	var out struct {
+		Unable *Unable `json:"unable"`
+	}
+	if json.Unmarshal([]byte(unfence(text)), &out) != nil || out.Unable == nil ||
+		len(out.Unable.Families) == 0 || !out.Unable.MinTier.Valid() {
+		return nil, false
+	}
+	return out.Unable, true
+}
+
+// Confirm holds an engine's reply that the description cannot be met to
+// the engines: when the engines of u's families, at u's tier or above,
+// indeed cannot fill a row it is too_few_engines (422) with the engine's
+// reason; when they can it returns nil, and the reply is unfounded.
+func Confirm(engines []ProposalEngine, u *Unable) error {
+	var within []ProposalEngine
+	for _, e := range engines {
+		if !slices.Contains(u.Families, e.Family) {
+			continue
+		}
+		e.Tiers = slices.DeleteFunc(slices.Clone(e.Tiers), func(t core.Tier) bool { return t.Rank() < u.MinTier.Rank() })
+		if len(e.Tiers) > 0 {
+			within = append(within, e)
+		}
+	}
+	if CanSeat(within) == nil {
+		return nil
+	}
+	reason := strings.TrimSpace(u.Reason)
+	if reason != "" && !strings.HasSuffix(reason, ".") {
+		reason += "."
+	}
+	return core.Errorf(core.CodeTooFewEngines,
+		"The description allows engines of %s at tier %s or above, and those available to you cannot fill a row with two provider families (list_engines). %s",
+		core.List(u.Families), u.MinTier, reason).WithDetail("families", u.Families).WithDetail("min_tier", u.MinTier)
+}
+
+// unfence is text's JSON: the body of its first ```json fence, or text.
+func unfence(text string) string {
+	text = strings.TrimSpace(text)
+	if i := strings.Index(text, "```"); i >= 0 {
+		body := strings.TrimPrefix(text[i+3:], "json")
+		if j := strings.Index(body, "```"); j >= 0 {
+			return strings.TrimSpace(body[:j])
+		}
+	}
+	return text
 }
 
 // ParseProposal reads an engine's answer: one JSON object (alone, or in a
 // ```json fence) holding "spec", a JSON object, and "reasons", an object of
 // strings (optional). ok is false when there is no such spec.
 func ParseProposal(text string) (spec json.RawMessage, reasons map[string]string, ok bool) {
-	text = strings.TrimSpace(text)
-	if i := strings.Index(text, "```"); i >= 0 {
-		body := text[i+3:]
-		body = strings.TrimPrefix(body, "json")
-		if j := strings.Index(body, "```"); j >= 0 {
-			text = strings.TrimSpace(body[:j])
-		}
-	}
+	text = unfence(text)
 	var out struct {
 		Spec    json.RawMessage `json:"spec"`
 		Reasons map[string]any  `json:"reasons"`

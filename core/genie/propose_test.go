@@ -101,3 +101,40 @@ func TestCanSeat(t *testing.T) {
 
 	require.NoError(t, CanSeat(append(oneFamily, ProposalEngine{ID: "b/1", Family: "b", Tiers: []core.Tier{core.TierPlus}})))
 }
+
+// An engine's reply that the description cannot be met is read only with a
+// family and a valid tier, and believed only when the engines of those
+// families at that tier or above indeed cannot fill a row: then
+// too_few_engines (422) naming them; otherwise Confirm answers nil and the
+// engine is asked again.
+func TestConfirmUnable(t *testing.T) {
+	t.Parallel()
+	u, ok := ParseUnable("```json\n" + `{"unable": {"families": ["a"], "min_tier": "pro", "reason": "only a"}}` + "\n```")
+	require.True(t, ok)
+	require.Equal(t, &Unable{Families: []string{"a"}, MinTier: core.TierPro, Reason: "only a"}, u)
+	for _, text := range []string{`{"unable": {"families": [], "min_tier": "pro"}}`, `{"unable": {"families": ["a"], "min_tier": "max"}}`,
+		`{"spec": {"name": "x"}}`, "no"} {
+		_, ok := ParseUnable(text)
+		require.False(t, ok, text)
+	}
+
+	engines := []ProposalEngine{
+		{ID: "a/pro", Family: "a", Tiers: []core.Tier{core.TierExperience, core.TierPlus, core.TierPro}},
+		{ID: "b/plus", Family: "b", Tiers: []core.Tier{core.TierExperience, core.TierPlus}},
+		{ID: "c/pro", Family: "c", Tiers: []core.Tier{core.TierExperience, core.TierPlus, core.TierPro}},
+	}
+	// a and b meet at plus, but not at pro: the refusal is founded.
+	err := core.AsError(Confirm(engines, &Unable{Families: []string{"a", "b"}, MinTier: core.TierPro, Reason: "b stops at plus"}))
+	require.NotNil(t, err)
+	require.Equal(t, core.CodeTooFewEngines, err.Code)
+	require.Equal(t, 422, err.HTTPStatus())
+	require.Contains(t, err.Message, "a and b at tier pro or above")
+	require.Contains(t, err.Message, "b stops at plus.")
+	require.Equal(t, []string{"a", "b"}, err.Detail["families"])
+	// A family of no engine at all is founded too, as too_few_engines.
+	require.Equal(t, core.CodeTooFewEngines, core.AsError(Confirm(engines, &Unable{Families: []string{"z"}, MinTier: core.TierExperience})).Code)
+	// a and c meet at pro: unfounded.
+	require.NoError(t, Confirm(engines, &Unable{Families: []string{"a", "c"}, MinTier: core.TierPro}))
+	require.NoError(t, Confirm(engines, &Unable{Families: []string{"a", "b"}, MinTier: core.TierPlus}))
+	require.Equal(t, []core.Tier{core.TierExperience, core.TierPlus, core.TierPro}, engines[0].Tiers, "Confirm leaves the engines as they came")
+}

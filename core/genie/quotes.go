@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -200,7 +201,9 @@ func (s *Quotes) Approve(ctx context.Context, p *access.Principal, id string) (*
 		return s.refused(ctx, p, q, err)
 	}
 	if acc.Batch == nil {
-		return nil, q, core.Errorf(core.CodeLaunchRefused, "The launch answered without a run; nothing was charged.")
+		// The spec: launch_refused, with the launch's status — 200 here.
+		s.use(ctx, q)
+		return nil, q, core.Errorf(core.CodeLaunchRefused, "The launch answered without a run; nothing was charged.").WithStatus(http.StatusOK)
 	}
 	if err := s.d.Store.SettleQuote(ctx, q.OrgID, q.ID, QuoteLaunched, acc.Batch.ID); err != nil {
 		// The run is launched and its key answers it: a repeat finds it.
@@ -278,7 +281,13 @@ func (s *Quotes) refused(ctx context.Context, p *access.Principal, q *Quote, err
 		return nil, q, core.Errorf(core.CodeReconciliationRequired,
 			"An earlier approval of quote %s stopped before its launch was confirmed, and nothing was charged for it; ask the assistant for a new quote.", q.ID)
 	case "":
-		return nil, q, core.Errorf(core.CodeLaunchRefused, "The launch was refused: %s", e.Message)
+		// A refusal without a code: launch_refused, with the launch's
+		// status, or 502 when it has none (the spec).
+		status := e.Status
+		if status == 0 {
+			status = http.StatusBadGateway
+		}
+		return nil, q, core.Errorf(core.CodeLaunchRefused, "The launch was refused: %s", e.Message).WithStatus(status)
 	}
 	return nil, q, e
 }

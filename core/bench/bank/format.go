@@ -158,17 +158,6 @@ func plural(n int, noun string) string {
 	return strconv.Itoa(n) + " " + noun + "s"
 }
 
-// listing joins words as prose: "a, b and c".
-func listing(ws []string) string {
-	switch len(ws) {
-	case 0:
-		return ""
-	case 1:
-		return ws[0]
-	}
-	return strings.Join(ws[:len(ws)-1], ", ") + " and " + ws[len(ws)-1]
-}
-
 func capital(s string) string {
 	if s == "" {
 		return s

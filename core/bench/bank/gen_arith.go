@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/big"
 	"strings"
+
+	"github.com/conclavehq/conclave/core"
 )
 
 // Arithmetic families: multi-step sums, money, percentages, interest,
@@ -78,7 +80,7 @@ func genArithShop(r *rng, level int) (problem, bool) {
 		buys = append(buys, fmt.Sprintf("%d %s", q, g.many))
 		total += price * q
 	}
-	q := fmt.Sprintf("At a shop, %s. Sam buys %s", listing(parts), listing(buys))
+	q := fmt.Sprintf("At a shop, %s. Sam buys %s", core.List(parts), core.List(buys))
 	naive := total
 	switch level {
 	case 2:
@@ -435,7 +437,7 @@ func genLCMBuses(r *rng, level int) (problem, bool) {
 		all = "all"
 	}
 	q := fmt.Sprintf("At a bus station, %s. They %s leave together at 07:00. How many minutes after 07:00 do they next "+
-		"%s leave together?", listing(ivs), all, all)
+		"%s leave together?", core.List(ivs), all, all)
 	return intProblem(q, l, prod), true
 }
 

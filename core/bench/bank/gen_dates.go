@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/conclavehq/conclave/core"
 )
 
 // Date families, computed with the time package on UTC midnights (the
@@ -258,7 +260,7 @@ func genWorkingDays(r *rng, level int) (problem, bool) {
 		}
 		q = fmt.Sprintf("An office opens Monday to Friday, except on public holidays; a holiday that falls on a weekend "+
 			"is not moved to another day. The public holidays from %s to %s are %s. On how many days is the office open "+
-			"in that period, counting both of those dates?", from, to, listing(hs))
+			"in that period, counting both of those dates?", from, to, core.List(hs))
 		decoys = append(decoys, weekdaysOnly, weekdaysOnly-len(holidays))
 	}
 	return intProblem(q, want, decoys...), true

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/conclavehq/conclave/core"
 )
 
 // Logic families: knights and knaves, logic grids, finishing orders and
@@ -168,7 +170,7 @@ func genKnights(r *rng, level int) (problem, bool) {
 	}
 	q := fmt.Sprintf("On an island every inhabitant is either a knight, who always tells the truth, or a knave, who always "+
 		"lies. You meet %s. %s Which of them are knights and which are knaves? "+askLine+" "+
-		"\"Answer: Knights: <names or none>. Knaves: <names or none>.\"", listing(names), strings.Join(lines, " "))
+		"\"Answer: Knights: <names or none>. Knaves: <names or none>.\"", core.List(names), strings.Join(lines, " "))
 	pr := problem{question: q, answer: knightsAnswer(names, want), check: knightsCheck(names, wantSet), spec: p}
 	for i := range n {
 		other := append([]bool(nil), want...)
@@ -501,14 +503,14 @@ func genGrid(r *rng, level int) (problem, bool) {
 	}
 	var intro []string
 	for _, c := range g.cats[1:] {
-		intro = append(intro, fmt.Sprintf(c.intro, listing(c.values)))
+		intro = append(intro, fmt.Sprintf(c.intro, core.List(c.values)))
 	}
 	var lines []string
 	for i, cl := range clues {
 		lines = append(lines, fmt.Sprintf("%d. %s", i+1, g.text(cl)))
 	}
 	q := fmt.Sprintf("%s houses stand in a row, numbered 1 to %d from left to right. %s live in them, one to a house. "+
-		"%s\n%s\nWho %s? %s", houseWords[n], n, listing(pc.values), strings.Join(intro, " "), strings.Join(lines, "\n"),
+		"%s\n%s\nWho %s? %s", houseWords[n], n, core.List(pc.values), strings.Join(intro, " "), strings.Join(lines, "\n"),
 		g.cats[tc].pred(g.cats[tc].values[tv], false), askName)
 	pr := problem{question: q, answer: who, check: choiceCheck(pc.values, who), spec: g}
 	for _, v := range pc.values {
@@ -624,7 +626,7 @@ func genRanking(r *rng, level int) (problem, bool) {
 	}
 	p.clues, p.ask = clues, -1
 	order := byPlace(p.names, place)
-	intro := fmt.Sprintf("%s ran a race. There were no ties. %s", capital(listing(p.names)), strings.Join(texts(clues, p.text), " "))
+	intro := fmt.Sprintf("%s ran a race. There were no ties. %s", capital(core.List(p.names)), strings.Join(texts(clues, p.text), " "))
 	if level == 3 {
 		pr := problem{
 			question: intro + " What was the finishing order, from first to last? " + askFor("<names, first to last>"),
@@ -730,7 +732,7 @@ func genCulprit(r *rng, level int) (problem, bool) {
 		truth = fmt.Sprintf("Exactly %s of the statements are true.", numberWord(p.truths))
 	}
 	q := fmt.Sprintf("A vase was broken, and exactly one of %s broke it. %s %s Who broke the vase? %s",
-		listing(p.names), strings.Join(lines, " "), truth, askName)
+		core.List(p.names), strings.Join(lines, " "), truth, askName)
 	pr := problem{question: q, answer: who, check: choiceCheck(p.names, who), spec: p}
 	for _, nm := range p.names {
 		if nm != who {

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/conclavehq/conclave/core"
 )
 
 // Planning families: shortest routes, project schedules, timetables,
@@ -219,7 +221,7 @@ func genCriticalPath(r *rng, level int) (problem, bool) {
 			for _, j := range pre[i] {
 				ps = append(ps, names[j])
 			}
-			line += ", once " + listing(ps) + " " + doneWord(len(ps))
+			line += ", once " + core.List(ps) + " " + doneWord(len(ps))
 		}
 		lines = append(lines, line+".")
 	}
@@ -332,7 +334,7 @@ func genSlots(r *rng, level int) (problem, bool) {
 	order := byPlace(p.names, at)
 	lines := texts(clues, p.text)
 	intro := fmt.Sprintf("A committee must hold %s design reviews — %s — in %s one-hour slots starting at %s, %s. "+
-		"%s", numberWord(n), listing(p.names), numberWord(n), listing(p.times), "one review per slot",
+		"%s", numberWord(n), core.List(p.names), numberWord(n), core.List(p.times), "one review per slot",
 		strings.Join(lines, " "))
 	if level == 3 {
 		pr := problem{
@@ -419,7 +421,7 @@ func genTwoWorkers(r *rng, level int) (problem, bool) {
 	}
 	q := fmt.Sprintf("%s and %s share these jobs: %s. Each job is done start to finish by one person, one job at a time, "+
 		"and both start at the same moment.%s What is the least number of hours until every job is finished?",
-		people[0], people[1], listing(list), extra)
+		people[0], people[1], core.List(list), extra)
 	return intProblem(q, best, max(w[0], w[1]), (sum+1)/2), true
 }
 
@@ -613,7 +615,7 @@ func genKnapsack(r *rng, level int) (problem, bool) {
 		list = append(list, fmt.Sprintf("%s (%d kg, worth %d points)", names[i], w[i], v[i]))
 	}
 	q := fmt.Sprintf("A hiker can carry at most %d kg of extra gear and scores each item by how useful it is: %s. Items "+
-		"cannot be split. What is the highest total score she can carry?", capacity, listing(list))
+		"cannot be split. What is the highest total score she can carry?", capacity, core.List(list))
 	return intProblem(q, best, greedy), true
 }
 
@@ -655,7 +657,7 @@ func genCoinChange(r *rng, level int) (problem, bool) {
 	for _, c := range coins {
 		cs = append(cs, fmt.Sprintf("%d", c))
 	}
-	country := fmt.Sprintf("In a country whose coins are worth %s crowns", listing(cs))
+	country := fmt.Sprintf("In a country whose coins are worth %s crowns", core.List(cs))
 	if level == 3 && r.chance(1, 2) {
 		return intProblem(fmt.Sprintf("%s, in how many different ways can exactly %d crowns be paid in coins? The order of "+
 			"the coins does not matter.", country, amount), ways[amount], ways[amount-1]), true
@@ -714,7 +716,7 @@ func genGridPaths(r *rng, level int) (problem, bool) {
 	q := fmt.Sprintf("A courier walks on a grid of streets from the corner (0, 0) to the corner (%d, %d), each step one "+
 		"block east (x + 1) or one block north (y + 1).", w, h)
 	if len(list) > 0 {
-		q += " The corners " + listing(list) + " are closed and cannot be passed through."
+		q += " The corners " + core.List(list) + " are closed and cannot be passed through."
 		if len(list) == 1 {
 			q = strings.Replace(q, "The corners", "The corner", 1)
 			q = strings.Replace(q, "are closed", "is closed", 1)
@@ -869,7 +871,7 @@ func genRoundTrip(r *rng, level int) (problem, bool) {
 	}
 	q := fmt.Sprintf("A courier starts in %s, must visit each of %s once, and returns to %s. Every pair of these towns is "+
 		"joined by one road, of these lengths: %s. What is the length, in km, of the shortest such round trip?",
-		p.names[0], listing(p.names[1:]), p.names[0], strings.Join(roads, "; "))
+		p.names[0], core.List(p.names[1:]), p.names[0], strings.Join(roads, "; "))
 	pr := intProblem(q, best, nearest, second)
 	pr.spec = p
 	return pr, true
