@@ -11,8 +11,8 @@ import (
 // a loopback server with a real database, with the key-lookup cache on (the
 // default, 3s) beside the same request with it off. The ratio is the cost of
 // the per-request key lookup. Every request also spends one of the key's
-// rate (one statement), as every authenticated request does; the rate sits
-// far above the load.
+// rate, from this replica's leased share of it (BenchmarkLeasedRead); the
+// rate sits far above the load.
 func BenchmarkAuthenticatedRequest(b *testing.B) {
 	for _, c := range []struct {
 		name string

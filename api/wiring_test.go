@@ -35,6 +35,8 @@ type limits struct {
 	// TestLaunches and CertifyLaunches are the daily launch limits (0:
 	// runs' defaults).
 	TestLaunches, CertifyLaunches int
+	// RateLease is the access service's (0: its default, 32; 1: off).
+	RateLease int
 }
 
 // parts are what a test serves from; serve wires them into the core
@@ -90,7 +92,8 @@ func (p *parts) serve(t testing.TB) (http.Handler, *calls.Service) {
 		p.ready = p.store.Ready
 	}
 	l := p.limits
-	acc, err := access.New(access.Config{KeyCacheTTL: l.KeyCacheTTL, RPM: l.RPM, Concurrency: l.Concurrency}, p.store, p.authz, p.admission)
+	acc, err := access.New(access.Config{KeyCacheTTL: l.KeyCacheTTL, RPM: l.RPM, Concurrency: l.Concurrency,
+		RateLease: l.RateLease}, p.store, p.authz, p.admission)
 	require.NoError(t, err)
 	svc, err := calls.New(calls.Config{Lease: l.Lease, ConcurrencyRetryAfter: l.RetryAfter, ActivationAllowance: l.ActivationAllowance,
 		RepeatWait: l.RepeatWait}, calls.Deps{

@@ -28,7 +28,7 @@ func newCallServices(cfg *config.Config, catalog *core.Catalog, authz core.Autho
 	engine calls.Deliberator, log *slog.Logger) (*access.Service, *calls.Service, error) {
 	tokens.Load() // the vocabulary, now rather than on the first request
 	acc, err := access.New(access.Config{KeyCacheTTL: cfg.Auth.KeyCacheTTL, RPM: cfg.Limits.RPM, Concurrency: cfg.Limits.Concurrency,
-		PersonRPM: cfg.People.PersonRPM, Plans: cfg.PlansByName()},
+		PersonRPM: cfg.People.PersonRPM, Plans: cfg.PlansByName(), RateLease: cfg.Limits.RateLease, RateLeaseTTL: cfg.Limits.RateLeaseTTL},
 		store, authz, store)
 	if err != nil {
 		return nil, nil, err

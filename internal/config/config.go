@@ -324,6 +324,15 @@ type Auth struct {
 type Limits struct {
 	// RPM is requests per minute per key. Defaults to 60.
 	RPM int `yaml:"rpm"`
+	// RateLease is the most requests of a key's rate one replica leases
+	// from PostgreSQL at once, for the requests that only spend the rate
+	// (reads, self-answered tools); 1 turns leasing off (a statement per
+	// request). A key of under 16 requests a minute is never leased more
+	// than one. Defaults to 32.
+	RateLease int `yaml:"rate_lease"`
+	// RateLeaseTTL is how long a replica may spend a lease; what is left
+	// goes back with its next lease. Defaults to 1s.
+	RateLeaseTTL time.Duration `yaml:"rate_lease_ttl"`
 	// Concurrency is calls in flight per organisation. Defaults to 5.
 	Concurrency int `yaml:"concurrency"`
 	// MaxInputTokens is the per-request input limit. Defaults to 8000.
@@ -792,6 +801,10 @@ func (c *Config) Validate() error {
 		return fe("limits.activation_allowance_usd", "must be positive")
 	case c.Limits.Lease < time.Second:
 		return fe("limits.lease", "must be at least 1s")
+	case c.Limits.RateLease < 1 || c.Limits.RateLease > 1024:
+		return fe("limits.rate_lease", "must be between 1 (off) and 1024")
+	case c.Limits.RateLeaseTTL < 10*time.Millisecond || c.Limits.RateLeaseTTL > 10*time.Second:
+		return fe("limits.rate_lease_ttl", "must be between 10ms and 10s")
 	case c.Limits.ConcurrencyRetryAfter < time.Second:
 		return fe("limits.concurrency_retry_after", "must be at least 1s")
 	case c.Limits.DeliberationTimeout < time.Second:

@@ -12,6 +12,34 @@ import (
 // whole budget at once, then one request per emission interval.
 const rateWindow = time.Minute
 
+// gcra is a per-minute budget's emission interval and tolerance: the whole
+// budget at once, then one request per interval. Zero for no limit.
+func gcra(perMinute int) (interval, tolerance time.Duration) {
+	if perMinute <= 0 {
+		return 0, 0
+	}
+	interval = rateWindow / time.Duration(perMinute)
+	return interval, rateWindow - interval
+}
+
+// LeaseRate implements core.RateLeaser: it returns back of keyID's
+// budget unused, then takes up to want requests of it at perMinute, in one
+// statement (lease_rate, migration 0028). granted is 0 with the wait until
+// a request fits when none does.
+func (s *Store) LeaseRate(ctx context.Context, keyID string, perMinute, want int, back time.Duration) (int, time.Duration, error) {
+	interval, tolerance := gcra(perMinute)
+	if interval <= 0 || want < 1 {
+		return 0, 0, fmt.Errorf("leasing the rate of %s: a rate and a lease of at least one request are required", keyID)
+	}
+	var granted int
+	var waitUS int64
+	if err := s.pool.QueryRow(ctx, q("LeaseRate"), keyID, interval.Microseconds(), tolerance.Microseconds(), want,
+		back.Microseconds()).Scan(&granted, &waitUS); err != nil {
+		return 0, 0, fmt.Errorf("leasing the rate of %s: %w", keyID, translate(err))
+	}
+	return granted, time.Duration(waitUS) * time.Microsecond, nil
+}
+
 // ReleaseSlot implements core.Admission.
 func (s *Store) ReleaseSlot(ctx context.Context, orgID, requestID string) error {
 	if _, err := s.pool.Exec(ctx, q("FreeSlot"), orgID, requestID); err != nil {
@@ -42,11 +70,7 @@ func (s *Store) RenewLeases(ctx context.Context, requestIDs []string, lease time
 
 // Admit implements core.Admission with one call of admit_call.
 func (s *Store) Admit(ctx context.Context, p *core.AdmitParams) (*core.AdmitResult, error) {
-	var interval, tolerance time.Duration
-	if p.PerMinute > 0 {
-		interval = rateWindow / time.Duration(p.PerMinute)
-		tolerance = rateWindow - interval
-	}
+	interval, tolerance := gcra(p.PerMinute)
 	hash := p.RequestHash
 	if hash == nil {
 		hash = []byte{}

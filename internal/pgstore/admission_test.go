@@ -502,3 +502,51 @@ func TestSlotsLostWithACrashLeaveCallsWhole(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM concurrency_slots WHERE request_id = 'req_before'").Scan(&slots))
 	require.Zero(t, slots)
 }
+
+// A rate lease takes as many requests as the key's budget holds, up to
+// what is asked, and moves the key's state as that many admissions would:
+// an admission then finds the budget spent. What is given back is free
+// again. Concurrent leases never grant more than the budget between them.
+func TestLeaseRate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _, _ := newAdmissionStore(t)
+
+	granted, wait, err := s.LeaseRate(ctx, "key_l", 60, 100, 0)
+	require.NoError(t, err)
+	require.Equal(t, 60, granted, "the whole minute's budget, no more")
+	require.Zero(t, wait)
+	ok, _, err := takeRate(ctx, s, "key_l", 60)
+	require.NoError(t, err)
+	require.False(t, ok, "an admission finds the leased budget spent")
+	granted, wait, err = s.LeaseRate(ctx, "key_l", 60, 5, 0)
+	require.NoError(t, err)
+	require.Zero(t, granted)
+	require.Greater(t, wait, time.Duration(0))
+	require.LessOrEqual(t, wait, time.Second, "the next request fits within one emission interval")
+
+	// Ten requests' worth given back are ten requests free again.
+	granted, _, err = s.LeaseRate(ctx, "key_l", 60, 20, 10*time.Second)
+	require.NoError(t, err)
+	require.InDelta(t, 10, granted, 1, "the ten given back, and at most the one earned meanwhile")
+
+	won := 0
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g, _, err := s.LeaseRate(ctx, "key_m", 120, 16, 0)
+			require.NoError(t, err)
+			mu.Lock()
+			won += g
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	require.InDelta(t, 120, won, 1, "12 leases of 16 share a budget of 120")
+
+	_, _, err = s.LeaseRate(ctx, "key_n", 0, 1, 0)
+	require.Error(t, err, "no rate, no lease")
+}

@@ -213,3 +213,6 @@ SELECT o.org_id, s.balance_micros, s.held_micros, s.trial_remaining_micros, s.up
 
 -- name: HoldRequest
 SELECT request_id FROM holds WHERE id = $1 AND org_id = $2;
+
+-- name: LeaseRate
+SELECT granted, wait_us FROM lease_rate($1, $2, $3, $4, $5);
