@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,12 @@ import (
 	"github.com/conclavehq/conclave/policies"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(simChildEnv) != "" {
+		runSimChild() // a child simulator for the CPU benchmarks (simchild_test.go)
+	}
+	pgtest.Main(m)
+}
 
 type testBundle struct {
 	srv      *httptest.Server
