@@ -45,12 +45,9 @@ type chatBench struct {
 	prov  *providers.Providers
 }
 
-func setupChatBench(b *testing.B, simCfg sim.Config) *chatBench {
-	b.Helper()
-	return setupChatBenchOn(b, simCfg, pgtest.NewPool(b))
-}
-
-// setupChatBenchOn is setupChatBench on the database of pool.
+// setupChatBenchOn serves the API deliberating for real — the engine, the
+// in-process simulated provider configured as simCfg through the real
+// adapters and egress — on the database of pool.
 func setupChatBenchOn(b *testing.B, simCfg sim.Config, pool *pgxpool.Pool) *chatBench {
 	b.Helper()
 	cfg, err := config.Builtin()
@@ -70,7 +67,7 @@ func setupChatBenchOn(b *testing.B, simCfg sim.Config, pool *pgxpool.Pool) *chat
 	return serveChatBench(b, catalog, prov, pool)
 }
 
-// setupChatBenchApart is setupChatBench with the simulated provider in a
+// setupChatBenchApart is setupChatBenchOn with the simulated provider in a
 // child process (simChild), as a real provider is another machine: this
 // process spends only the gateway's CPU. The catalogue is the built-in
 // one's engines that speak the OpenAI, Anthropic and Gemini formats,
