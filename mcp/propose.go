@@ -20,10 +20,11 @@ func (h *Handler) proposeTool() *tool {
 				"before it is returned, so it passes validate_mode as returned; a spec that fails is repaired or refused " +
 				"(no_proposal), never returned broken. Nothing is saved — pass the spec to save_mode — and the assistant " +
 				"runs on the service's own engines: proposing is never billed. too_few_engines when the engines available " +
-				"to you cannot fill a row.",
+				"to you cannot fill a row, or those of the provider families and tier your description allows cannot " +
+				"(the extra block names them).",
 			InputSchema: schema(`{"type": "object", "required": ["description"], "additionalProperties": false, "properties": {
 				"description": {"type": "string", "minLength": 1, "maxLength": 4096,
-					"description": "The mode to design, in words: what questions it is for, its budget (cheap, frontier), how many seats, how careful."}}}`),
+					"description": "The mode to design, in words: what questions it is for, its budget (cheap, frontier, a price a question), how many seats, how careful, which provider families to use or avoid."}}}`),
 			OutputSchema: schema(`{"type": "object", "required": ["spec", "price", "reasons", "mode_config_hash", "repairs"], "properties": {
 				"spec": {"type": "object", "description": "The mode spec: passes validate_mode as it stands; save it with save_mode."},
 				"price": {"type": "object", "required": ["floor_usd", "recommended_usd"], "properties": {
