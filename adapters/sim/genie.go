@@ -223,43 +223,7 @@ func proposeSpec(in *genie.ProposalInput, description string, minTier core.Tier)
 		return false
 	}
 	cheap, frontier := has("cheap", "budget", "fast"), has("frontier", "pro", "best")
-	tier := core.TierPlus
-	switch {
-	case cheap:
-		tier = core.TierExperience
-	case frontier:
-		tier = core.TierPro
-	}
-	if in.Tier.Valid() && tier.Rank() > in.Tier.Rank() {
-		tier = in.Tier
-	}
-	if tier.Rank() < minTier.Rank() {
-		tier = minTier
-	}
-	// Down from the tier asked until two families can fill a row there.
-	var eligible []genie.ProposalEngine
-	for ; tier.Valid(); tier = core.Tiers[max(tier.Rank()-2, 0)] {
-		eligible = eligibleAt(in.Engines, tier)
-		if familiesOf(eligible) >= 2 || tier.Rank() <= minTier.Rank() {
-			break
-		}
-	}
-	price := func(e genie.ProposalEngine) core.Dollars { return e.InputPerMTok + e.OutputPerMTok }
-	sort.SliceStable(eligible, func(i, j int) bool {
-		if cheap {
-			return price(eligible[i]) < price(eligible[j])
-		}
-		return price(eligible[i]) > price(eligible[j])
-	})
-	n := 3
-	if m := seatsRe.FindStringSubmatch(low); m != nil {
-		n = int(m[1][0] - '0')
-	}
-	n = max(min(n, len(eligible)), 2)
-	row := pickRow(eligible, n)
-	for len(row) < 2 { // one engine reaches the tier: seat it twice and let validation refuse it
-		row = append(row, in.Engines[len(row)%len(in.Engines)])
-	}
+	tier, row := seatRow(in, low, cheap, frontier, minTier)
 	seats := make([]seatSpec, len(row))
 	for i, e := range row {
 		seats[i] = seatSpec{Engine: e.ID, Backup: row[(i+1)%len(row)].ID}
@@ -302,6 +266,49 @@ func proposeSpec(in *genie.ProposalInput, description string, minTier core.Tier)
 		"price":    priceReason,
 	}
 	return spec, reasons
+}
+
+// seatRow picks the row's tier and engines: experience when cheap, pro
+// when frontier (within in's tier, and not under minTier), stepping down
+// until two families can fill a row there; the cheapest engines first
+// when cheap, else the dearest; "N seats" of them, 3 by default.
+func seatRow(in *genie.ProposalInput, low string, cheap, frontier bool, minTier core.Tier) (core.Tier, []genie.ProposalEngine) {
+	tier := core.TierPlus
+	switch {
+	case cheap:
+		tier = core.TierExperience
+	case frontier:
+		tier = core.TierPro
+	}
+	if in.Tier.Valid() && tier.Rank() > in.Tier.Rank() {
+		tier = in.Tier
+	}
+	if tier.Rank() < minTier.Rank() {
+		tier = minTier
+	}
+	var eligible []genie.ProposalEngine
+	for ; tier.Valid(); tier = core.Tiers[max(tier.Rank()-2, 0)] {
+		eligible = eligibleAt(in.Engines, tier)
+		if familiesOf(eligible) >= 2 || tier.Rank() <= minTier.Rank() {
+			break
+		}
+	}
+	price := func(e genie.ProposalEngine) core.Dollars { return e.InputPerMTok + e.OutputPerMTok }
+	sort.SliceStable(eligible, func(i, j int) bool {
+		if cheap {
+			return price(eligible[i]) < price(eligible[j])
+		}
+		return price(eligible[i]) > price(eligible[j])
+	})
+	n := 3
+	if m := seatsRe.FindStringSubmatch(low); m != nil {
+		n = int(m[1][0] - '0')
+	}
+	row := pickRow(eligible, max(min(n, len(eligible)), 2))
+	for len(row) < 2 { // one engine reaches the tier: seat it twice and let validation refuse it
+		row = append(row, in.Engines[len(row)%len(in.Engines)])
+	}
+	return tier, row
 }
 
 // modesSpec, seatSpec and commercialSpec are the fields of a mode spec the
