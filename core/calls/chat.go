@@ -108,31 +108,30 @@ func (s *Service) Chat(ctx context.Context, p *access.Principal, c Call, req *Ch
 		run.giveBack(ctx)
 		return nil, err
 	}
-	type outcome struct {
-		res *ChatResult
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		defer s.end(c.RequestID)
-		defer cancel()
-		defer func() {
-			// A fault in a deliberation fails its call, not the process;
-			// run's own deferral has given back what the call held.
-			if v := recover(); v != nil {
-				s.log.ErrorContext(rctx, "panic in a deliberation", slog.String("request_id", c.RequestID), slog.Any("panic", v))
-				done <- outcome{nil, core.Errorf(core.CodeInternalError, "The service failed to complete the request; nothing was billed. Retry with the same Idempotency-Key.")}
-			}
-		}()
-		res, err := run.run(rctx)
-		done <- outcome{res, err}
-	}()
-	select {
-	case o := <-done:
-		return o.res, o.err
-	case <-ctx.Done():
+	// The deliberation runs on the caller's goroutine, under rctx, which
+	// the caller's leaving does not end: a caller that leaves does not stop
+	// it (its end is billed and stored, and a retry replays it), and no
+	// second goroutine waits beside it for the caller — one stack fewer per
+	// deliberation in flight. A caller that left gets its context's error.
+	defer s.end(c.RequestID)
+	defer cancel()
+	res, err := s.runGuarded(rctx, run)
+	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
+	return res, err
+}
+
+// runGuarded runs a deliberation: a fault in it fails its call, not the
+// process (run's own deferral has given back what the call held).
+func (s *Service) runGuarded(ctx context.Context, run *chatRun) (res *ChatResult, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.ErrorContext(ctx, "panic in a deliberation", slog.String("request_id", run.c.RequestID), slog.Any("panic", v))
+			res, err = nil, core.Errorf(core.CodeInternalError, "The service failed to complete the request; nothing was billed. Retry with the same Idempotency-Key.")
+		}
+	}()
+	return run.run(ctx)
 }
 
 // checkInput refuses messages over the key's input limit (the deployment's
