@@ -525,6 +525,80 @@ type Genie struct {
 	QuoteTTL time.Duration `yaml:"quote_ttl"`
 }
 
+// validate checks the server's fields.
+func (s *Server) validate() error {
+	fe := func(field, format string, args ...any) error {
+		return &core.FieldError{Field: "server." + field, Msg: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case s.Addr == "":
+		return fe("addr", "required")
+	case s.MaxBodyBytes < 1024:
+		return fe("max_body_bytes", "must be at least 1024")
+	case s.MemoryLimitMiB < 0:
+		return fe("memory_limit_mib", "cannot be negative")
+	case s.ReadHeaderTimeout <= 0:
+		return fe("read_header_timeout", "must be positive")
+	case s.ReadTimeout <= 0:
+		return fe("read_timeout", "must be positive")
+	case s.WriteTimeout <= 0:
+		return fe("write_timeout", "must be positive")
+	case s.IdleTimeout <= 0:
+		return fe("idle_timeout", "must be positive")
+	case s.ShutdownTimeout <= 0:
+		return fe("shutdown_timeout", "must be positive")
+	}
+	if err := s.validateOperatorAddr(); err != nil {
+		return err
+	}
+	if s.PublicURL != "" {
+		if err := carrier.CheckBaseURL(s.PublicURL); err != nil {
+			return fe("public_url", "%v", err)
+		}
+	}
+	for i, cidr := range s.TrustedProxies {
+		if _, err := parseProxy(cidr); err != nil {
+			return fe(fmt.Sprintf("trusted_proxies[%d]", i), "%q is not a CIDR (10.0.0.0/8) or an address", cidr)
+		}
+	}
+	return nil
+}
+
+func (l *Limits) validate() error {
+	fe := func(field, msg string) error { return &core.FieldError{Field: "limits." + field, Msg: msg} }
+	switch {
+	case l.RPM < 1:
+		return fe("rpm", "must be at least 1")
+	case l.Concurrency < 1:
+		return fe("concurrency", "must be at least 1")
+	case l.MaxInputTokens < 1:
+		return fe("max_input_tokens", "must be at least 1")
+	case l.ActivationAllowanceUSD <= 0:
+		return fe("activation_allowance_usd", "must be positive")
+	case l.Lease < time.Second:
+		return fe("lease", "must be at least 1s")
+	case l.RateLease < 1 || l.RateLease > 1024:
+		return fe("rate_lease", "must be between 1 (off) and 1024")
+	case l.RateLeaseTTL < 10*time.Millisecond || l.RateLeaseTTL > 10*time.Second:
+		return fe("rate_lease_ttl", "must be between 10ms and 10s")
+	case l.ConcurrencyRetryAfter < time.Second:
+		return fe("concurrency_retry_after", "must be at least 1s")
+	case l.DeliberationTimeout < time.Second:
+		return fe("deliberation_timeout", "must be at least 1s")
+	case l.RepeatWait < 0 || l.RepeatWait > l.DeliberationTimeout:
+		return fe("repeat_wait", "must be between 0s (off) and limits.deliberation_timeout")
+	case l.CallCeilingUSD <= 0:
+		return fe("call_ceiling_usd", "must be positive")
+	case l.TestLaunchesPerDay < 1:
+		return fe("test_launches_per_day", "must be at least 1")
+	case l.CertifyLaunchesPerDay < 1:
+		return fe("certify_launches_per_day", "must be at least 1")
+	case l.ModesPerOrg < 1:
+		return fe("modes_per_org", "must be at least 1")
+	}
+	return nil
+}
+
 func (g *Genie) validate() error {
 	fe := func(field, msg string) error { return &core.FieldError{Field: "genie." + field, Msg: msg} }
 	switch {
@@ -760,24 +834,10 @@ func (c *Config) Validate() error {
 	fe := func(field, format string, args ...any) error {
 		return &core.FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
-	s := c.Server
+	if err := c.Server.validate(); err != nil {
+		return err
+	}
 	switch {
-	case s.Addr == "":
-		return fe("server.addr", "required")
-	case s.MaxBodyBytes < 1024:
-		return fe("server.max_body_bytes", "must be at least 1024")
-	case c.Server.MemoryLimitMiB < 0:
-		return fe("server.memory_limit_mib", "cannot be negative")
-	case s.ReadHeaderTimeout <= 0:
-		return fe("server.read_header_timeout", "must be positive")
-	case s.ReadTimeout <= 0:
-		return fe("server.read_timeout", "must be positive")
-	case s.WriteTimeout <= 0:
-		return fe("server.write_timeout", "must be positive")
-	case s.IdleTimeout <= 0:
-		return fe("server.idle_timeout", "must be positive")
-	case s.ShutdownTimeout <= 0:
-		return fe("server.shutdown_timeout", "must be positive")
 	case c.DataDir == "":
 		return fe("data_dir", "required (env CONCLAVE_DATA_DIR, flag --data-dir)")
 	case c.Database.RetiredDataDir != "":
@@ -791,47 +851,9 @@ func (c *Config) Validate() error {
 		return fe("auth.grant_cache_ttl", "must be between 0s and 30s")
 	case c.Auth.RegisteredClientRetention < time.Hour:
 		return fe("auth.registered_client_retention", "must be at least 1h")
-	case c.Limits.RPM < 1:
-		return fe("limits.rpm", "must be at least 1")
-	case c.Limits.Concurrency < 1:
-		return fe("limits.concurrency", "must be at least 1")
-	case c.Limits.MaxInputTokens < 1:
-		return fe("limits.max_input_tokens", "must be at least 1")
-	case c.Limits.ActivationAllowanceUSD <= 0:
-		return fe("limits.activation_allowance_usd", "must be positive")
-	case c.Limits.Lease < time.Second:
-		return fe("limits.lease", "must be at least 1s")
-	case c.Limits.RateLease < 1 || c.Limits.RateLease > 1024:
-		return fe("limits.rate_lease", "must be between 1 (off) and 1024")
-	case c.Limits.RateLeaseTTL < 10*time.Millisecond || c.Limits.RateLeaseTTL > 10*time.Second:
-		return fe("limits.rate_lease_ttl", "must be between 10ms and 10s")
-	case c.Limits.ConcurrencyRetryAfter < time.Second:
-		return fe("limits.concurrency_retry_after", "must be at least 1s")
-	case c.Limits.DeliberationTimeout < time.Second:
-		return fe("limits.deliberation_timeout", "must be at least 1s")
-	case c.Limits.RepeatWait < 0 || c.Limits.RepeatWait > c.Limits.DeliberationTimeout:
-		return fe("limits.repeat_wait", "must be between 0s (off) and limits.deliberation_timeout")
-	case c.Limits.CallCeilingUSD <= 0:
-		return fe("limits.call_ceiling_usd", "must be positive")
-	case c.Limits.TestLaunchesPerDay < 1:
-		return fe("limits.test_launches_per_day", "must be at least 1")
-	case c.Limits.CertifyLaunchesPerDay < 1:
-		return fe("limits.certify_launches_per_day", "must be at least 1")
-	case c.Limits.ModesPerOrg < 1:
-		return fe("limits.modes_per_org", "must be at least 1")
 	}
-	if err := s.validateOperatorAddr(); err != nil {
+	if err := c.Limits.validate(); err != nil {
 		return err
-	}
-	if s.PublicURL != "" {
-		if err := carrier.CheckBaseURL(s.PublicURL); err != nil {
-			return fe("server.public_url", "%v", err)
-		}
-	}
-	for i, cidr := range s.TrustedProxies {
-		if _, err := parseProxy(cidr); err != nil {
-			return fe(fmt.Sprintf("server.trusted_proxies[%d]", i), "%q is not a CIDR (10.0.0.0/8) or an address", cidr)
-		}
 	}
 	if err := c.People.validate(); err != nil {
 		return err
@@ -850,6 +872,33 @@ func (c *Config) Validate() error {
 	case "json", "text":
 	default:
 		return fe("log.format", "%q is not json or text", c.Log.Format)
+	}
+	if err := c.validateCarriers(); err != nil {
+		return err
+	}
+	if err := c.Jobs.validate(); err != nil {
+		return err
+	}
+	if err := c.Genie.validate(); err != nil {
+		return err
+	}
+	if err := c.Alerts.validate(c.Server.Addr); err != nil {
+		return err
+	}
+	if _, err := c.Catalog(); err != nil {
+		return err
+	}
+	if err := c.validatePlans(); err != nil {
+		return err
+	}
+	return c.validateJudges()
+}
+
+// validateCarriers checks what carries the engines' calls: the plugin
+// carriers, the simulator and egress.
+func (c *Config) validateCarriers() error {
+	fe := func(field, format string, args ...any) error {
+		return &core.FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
 	switch {
 	case c.Plugins.WasmPoolSize < 0:
@@ -880,22 +929,7 @@ func (c *Config) Validate() error {
 	case c.Egress.BaseBackoff < 0:
 		return fe("egress.base_backoff", "cannot be negative")
 	}
-	if err := c.Jobs.validate(); err != nil {
-		return err
-	}
-	if err := c.Genie.validate(); err != nil {
-		return err
-	}
-	if err := c.Alerts.validate(c.Server.Addr); err != nil {
-		return err
-	}
-	if _, err := c.Catalog(); err != nil {
-		return err
-	}
-	if err := c.validatePlans(); err != nil {
-		return err
-	}
-	return c.validateJudges()
+	return nil
 }
 
 var planNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
