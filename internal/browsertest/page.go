@@ -165,12 +165,20 @@ func Shoot(t testing.TB, ctx context.Context, name string) {
 	}
 }
 
-// Text is the visible text of the page's main element.
+// Text is the visible text of the page's main element. A page that is
+// replaced while it is read (a navigation the last action started: the
+// node read is gone, CDP error -32000) is read again, for 5 s at most.
 func Text(t testing.TB, ctx context.Context) string {
 	t.Helper()
-	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
-	require.NoError(t, err)
-	return s
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
+		if err == nil || !strings.Contains(err.Error(), "(-32000)") || time.Now().After(deadline) {
+			require.NoError(t, err)
+			return s
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // WaitText waits until the page's main element shows want (20 s at most),
