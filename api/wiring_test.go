@@ -35,8 +35,10 @@ type limits struct {
 	// TestLaunches and CertifyLaunches are the daily launch limits (0:
 	// runs' defaults).
 	TestLaunches, CertifyLaunches int
-	// RateLease is the access service's (0: its default, 32; 1: off).
-	RateLease int
+	// RateLease and RateLeaseTTL are the access service's (0: its
+	// defaults, 32 and 1s; a RateLease of 1 is off).
+	RateLease    int
+	RateLeaseTTL time.Duration
 }
 
 // parts are what a test serves from; serve wires them into the core
@@ -93,7 +95,7 @@ func (p *parts) serve(t testing.TB) (http.Handler, *calls.Service) {
 	}
 	l := p.limits
 	acc, err := access.New(access.Config{KeyCacheTTL: l.KeyCacheTTL, RPM: l.RPM, Concurrency: l.Concurrency,
-		RateLease: l.RateLease}, p.store, p.authz, p.admission)
+		RateLease: l.RateLease, RateLeaseTTL: l.RateLeaseTTL}, p.store, p.authz, p.admission)
 	require.NoError(t, err)
 	svc, err := calls.New(calls.Config{Lease: l.Lease, ConcurrencyRetryAfter: l.RetryAfter, ActivationAllowance: l.ActivationAllowance,
 		RepeatWait: l.RepeatWait}, calls.Deps{

@@ -371,13 +371,7 @@ func pickRow(engines []genie.ProposalEngine, n int) []genie.ProposalEngine {
 	return row
 }
 
-func familiesOf(engines []genie.ProposalEngine) int {
-	f := map[string]bool{}
-	for _, e := range engines {
-		f[e.Family] = true
-	}
-	return len(f)
-}
+func familiesOf(engines []genie.ProposalEngine) int { return len(familyNames(engines)) }
 
 func cheapest(engines []genie.ProposalEngine) genie.ProposalEngine {
 	best := engines[0]

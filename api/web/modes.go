@@ -623,7 +623,6 @@ func seatOf(line string) (seat map[string]any, ok bool) {
 // made into a spec at all (a seat line of three words, advanced JSON that
 // is not an object) is a refusal of the form's own.
 func specFromForm(vals map[string]string) (json.RawMessage, []fieldRefusal) {
-	var local []fieldRefusal
 	obj := map[string]any{}
 	for _, k := range builderText {
 		if s := strings.TrimSpace(vals[k]); s != "" {
@@ -635,6 +634,30 @@ func specFromForm(vals map[string]string) (json.RawMessage, []fieldRefusal) {
 			obj[k] = number(s)
 		}
 	}
+	rows, local := seatsFromForm(vals)
+	if len(rows) > 0 {
+		obj["seats_by_tier"] = rows
+	}
+	staff, refused := staffFromForm(vals)
+	local = append(local, refused...)
+	if len(staff) > 0 {
+		obj["staff"] = staff
+	}
+	if api := commercialFromForm(vals); len(api) > 0 {
+		obj["api_commercial"] = api
+	}
+	if extra := strings.TrimSpace(vals["extra"]); extra != "" {
+		if !mergeAdvanced(obj, extra) {
+			local = append(local, fieldRefusal{Field: "extra", Message: "The advanced fields are not one JSON object: write them as {\"field\": value, …}, or leave the box empty."})
+		}
+	}
+	return encodeJSON(obj, ""), local
+}
+
+// seatsFromForm is the seat rows the builder's seats_<tier> boxes make, one
+// seat a line, with a refusal for each line that is not a seat.
+func seatsFromForm(vals map[string]string) (map[string]any, []fieldRefusal) {
+	var local []fieldRefusal
 	rows := map[string]any{}
 	for _, t := range core.Tiers {
 		field := "seats_" + string(t)
@@ -653,9 +676,13 @@ func specFromForm(vals map[string]string) (json.RawMessage, []fieldRefusal) {
 			rows[string(t)] = row
 		}
 	}
-	if len(rows) > 0 {
-		obj["seats_by_tier"] = rows
-	}
+	return rows, local
+}
+
+// staffFromForm is the staff the builder's staff_<role> fields name, with a
+// refusal for each that is not an engine and a backup.
+func staffFromForm(vals map[string]string) (map[string]any, []fieldRefusal) {
+	var local []fieldRefusal
 	staff := map[string]any{}
 	for _, role := range core.StaffRoles {
 		field := "staff_" + role
@@ -668,9 +695,12 @@ func specFromForm(vals map[string]string) (json.RawMessage, []fieldRefusal) {
 			staff[role] = seat
 		}
 	}
-	if len(staff) > 0 {
-		obj["staff"] = staff
-	}
+	return staff, local
+}
+
+// commercialFromForm is the api_commercial the builder's surcharge fields
+// make: the flat surcharge and the surcharges by depth that are set.
+func commercialFromForm(vals map[string]string) map[string]any {
 	api := map[string]any{}
 	if s := strings.TrimSpace(vals["surcharge_usd"]); s != "" {
 		api["q_surcharge_usd"] = number(s)
@@ -684,32 +714,30 @@ func specFromForm(vals map[string]string) (json.RawMessage, []fieldRefusal) {
 	if len(depths) > 0 {
 		api["q_surcharge_by_depth"] = depths
 	}
-	if len(api) > 0 {
-		obj["api_commercial"] = api
-	}
-	if extra := strings.TrimSpace(vals["extra"]); extra != "" {
-		var more map[string]any
-		dec := json.NewDecoder(strings.NewReader(extra))
-		dec.UseNumber()
-		if err := dec.Decode(&more); err != nil || more == nil || dec.More() {
-			local = append(local, fieldRefusal{Field: "extra", Message: "The advanced fields are not one JSON object: write them as {\"field\": value, …}, or leave the box empty."})
-		}
-		for k, val := range more {
-			// An object the form fills in part (seats_by_tier, staff,
-			// api_commercial) takes the advanced JSON's fields beside
-			// the form's.
-			inner, ok1 := val.(map[string]any)
-			have, ok2 := obj[k].(map[string]any)
-			if ok1 && ok2 {
-				for ik, iv := range inner {
-					have[ik] = iv
-				}
-				continue
+	return api
+}
+
+// mergeAdvanced merges the advanced JSON's fields over obj: an object the
+// form fills in part (seats_by_tier, staff, api_commercial) takes the
+// advanced JSON's fields beside the form's. false when extra is not one
+// JSON object (what it did hold is merged all the same).
+func mergeAdvanced(obj map[string]any, extra string) bool {
+	var more map[string]any
+	dec := json.NewDecoder(strings.NewReader(extra))
+	dec.UseNumber()
+	ok := dec.Decode(&more) == nil && more != nil && !dec.More()
+	for k, val := range more {
+		inner, ok1 := val.(map[string]any)
+		have, ok2 := obj[k].(map[string]any)
+		if ok1 && ok2 {
+			for ik, iv := range inner {
+				have[ik] = iv
 			}
-			obj[k] = val
+			continue
 		}
+		obj[k] = val
 	}
-	return encodeJSON(obj, ""), local
+	return ok
 }
 
 // number is a figure typed into the form: a JSON number when it reads as

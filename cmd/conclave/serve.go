@@ -181,15 +181,40 @@ func (g *gateway) build(ctx context.Context) error {
 	if g.dash, err = newDashboard(cfg, g.db.store, g.acc, g.svc, tester, pcfg.BYOK != nil); err != nil {
 		return err
 	}
-	// When each key was last used is kept in memory and flushed every few
-	// seconds, and once more on the way out (before the database closes).
+	g.keepLastUsed(ctx)
+	if err := g.buildAuthoring(ctx, catalog, engine); err != nil {
+		return err
+	}
+	// Every replica works benchmark questions: River discards a job whose
+	// kind its replica does not know, so the executor is registered here
+	// before the jobs start.
+	stopJobs, err := startJobs(ctx, cfg, g.db, g.bench.executor, log)
+	if err != nil {
+		return err
+	}
+	g.closers = append(g.closers, stopJobs)
+	g.rest, err = api.New(api.Config{MaxBodyBytes: cfg.Server.MaxBodyBytes, TrustedProxies: cfg.Server.Proxies()}, api.Deps{
+		Access: g.acc, Calls: g.svc, Modes: g.modes, Runs: g.bench.launch, Ready: g.db.store.Ready, Logger: log, Registry: g.reg,
+	})
+	return err
+}
+
+// keepLastUsed keeps when each key was last used in memory, flushed every
+// few seconds, and once more on the way out (before the database closes).
+func (g *gateway) keepLastUsed(ctx context.Context) {
 	usedCtx, stopUsed := context.WithCancel(context.WithoutCancel(ctx))
 	usedDone := make(chan struct{})
 	go func() {
 		defer close(usedDone)
-		g.acc.KeepLastUsed(usedCtx, g.db.store, lastUsedFlush, log)
+		g.acc.KeepLastUsed(usedCtx, g.db.store, lastUsedFlush, g.log)
 	}()
 	g.closers = append(g.closers, func() { stopUsed(); <-usedDone })
+}
+
+// buildAuthoring starts mode authoring, the benchmark runs and the mode
+// assistant (its quotes, answers and proposals).
+func (g *gateway) buildAuthoring(ctx context.Context, catalog *core.Catalog, engine *deliberate.Engine) error {
+	cfg, log := g.cfg, g.log
 	specs, err := policies.NewModeValidator(ctx, policies.Config{Dir: cfg.Policy.Dir})
 	if err != nil {
 		return fmt.Errorf("loading the mode validation policy: %w", err)
@@ -207,21 +232,8 @@ func (g *gateway) build(ctx context.Context) error {
 	if g.asker, err = newAsker(cfg, catalog, g, log); err != nil {
 		return err
 	}
-	if g.proposer, err = genie.NewProposer(genie.ProposeDeps{Engines: g.svc, Validator: g.modes, Caller: g.prov, Catalog: catalog,
-		Staff: genie.Engines(catalog), Logger: log.With(slog.String("component", "genie"))}); err != nil {
-		return err
-	}
-	// Every replica works benchmark questions: River discards a job whose
-	// kind its replica does not know, so the executor is registered here
-	// before the jobs start.
-	stopJobs, err := startJobs(ctx, cfg, g.db, g.bench.executor, log)
-	if err != nil {
-		return err
-	}
-	g.closers = append(g.closers, stopJobs)
-	g.rest, err = api.New(api.Config{MaxBodyBytes: cfg.Server.MaxBodyBytes, TrustedProxies: cfg.Server.Proxies()}, api.Deps{
-		Access: g.acc, Calls: g.svc, Modes: g.modes, Runs: g.bench.launch, Ready: g.db.store.Ready, Logger: log, Registry: g.reg,
-	})
+	g.proposer, err = genie.NewProposer(genie.ProposeDeps{Engines: g.svc, Validator: g.modes, Caller: g.prov, Catalog: catalog,
+		Staff: genie.Engines(catalog), Logger: log.With(slog.String("component", "genie"))})
 	return err
 }
 

@@ -28,18 +28,17 @@ import (
 
 // RateLeaser is the store's side of quota leasing.
 type RateLeaser interface {
-	// LeaseRate returns back of keyID's budget unused (the emission
-	// intervals of the requests a lapsed lease did not spend), then takes
-	// up to want requests at perMinute, in one trip. granted is 0, with
-	// the wait until one fits, when none does.
-	LeaseRate(ctx context.Context, keyID string, perMinute, want int, back time.Duration) (granted int, wait time.Duration, err error)
+	// LeaseRate gives back back requests of keyID's budget that a lapsed
+	// lease at perMinute did not spend, then takes up to want requests at
+	// perMinute, in one trip. granted is 0, with the wait until one fits,
+	// when none does.
+	LeaseRate(ctx context.Context, keyID string, perMinute, want, back int) (granted int, wait time.Duration, err error)
 }
 
 // rateLease is this replica's share of one key's budget.
 type rateLease struct {
 	mu        sync.Mutex
-	left      int           // requests leased and not yet spent
-	interval  time.Duration // the emission interval they were leased at
+	left      int // requests leased and not yet spent
 	expires   time.Time
 	size      int // the next lease's size
 	perMinute int
@@ -95,10 +94,13 @@ func (s *Service) spendLeased(ctx context.Context, leaser RateLeaser, p *Princip
 		l.left--
 		return nil
 	}
-	back := time.Duration(l.left) * l.interval
+	back := l.left
 	switch {
 	case l.perMinute != perMinute:
-		l.size = 1
+		// The key's rate changed: what is left was leased at the old
+		// one, and stays spent (the budget earns it back within a
+		// minute).
+		l.size, back = 1, 0
 	case l.left == 0 && now.Before(l.expires):
 		l.size = min(2*l.size, s.leaseCap(perMinute)) // spent before it lapsed: a busy key
 	case l.left > 0:
@@ -110,7 +112,6 @@ func (s *Service) spendLeased(ctx context.Context, leaser RateLeaser, p *Princip
 	if err != nil {
 		return core.Errorf(core.CodeServiceUnavailable, "The key's rate could not be checked; the request was refused. Retry shortly.").WithCause(err)
 	}
-	l.interval = time.Minute / time.Duration(perMinute)
 	if granted == 0 {
 		l.expires = time.Time{}
 		return s.RateLimited(p, wait)

@@ -488,7 +488,7 @@ type Alerts struct {
 }
 
 func (a *Alerts) validate(serverAddr string) error {
-	fe := func(field, msg string) error { return &core.FieldError{Field: "alerts." + field, Msg: msg} }
+	fe := fieldErrors("alerts.")
 	switch {
 	case a.Interval < time.Second:
 		return fe("interval", "must be at least 1s")
@@ -525,11 +525,18 @@ type Genie struct {
 	QuoteTTL time.Duration `yaml:"quote_ttl"`
 }
 
+// fieldErrors makes the errors of one section's fields: with prefix
+// "server.", fe("addr", "required") is a core.FieldError naming
+// server.addr. The message is a fmt format.
+func fieldErrors(prefix string) func(field, format string, args ...any) error {
+	return func(field, format string, args ...any) error {
+		return &core.FieldError{Field: prefix + field, Msg: fmt.Sprintf(format, args...)}
+	}
+}
+
 // validate checks the server's fields.
 func (s *Server) validate() error {
-	fe := func(field, format string, args ...any) error {
-		return &core.FieldError{Field: "server." + field, Msg: fmt.Sprintf(format, args...)}
-	}
+	fe := fieldErrors("server.")
 	switch {
 	case s.Addr == "":
 		return fe("addr", "required")
@@ -565,7 +572,7 @@ func (s *Server) validate() error {
 }
 
 func (l *Limits) validate() error {
-	fe := func(field, msg string) error { return &core.FieldError{Field: "limits." + field, Msg: msg} }
+	fe := fieldErrors("limits.")
 	switch {
 	case l.RPM < 1:
 		return fe("rpm", "must be at least 1")
@@ -600,7 +607,7 @@ func (l *Limits) validate() error {
 }
 
 func (g *Genie) validate() error {
-	fe := func(field, msg string) error { return &core.FieldError{Field: "genie." + field, Msg: msg} }
+	fe := fieldErrors("genie.")
 	switch {
 	case g.HistoryRetention < time.Hour:
 		return fe("history_retention", "must be at least 1h")
@@ -831,9 +838,7 @@ func decode(b []byte, c *Config) error {
 
 // Validate checks every field and names the first offending one.
 func (c *Config) Validate() error {
-	fe := func(field, format string, args ...any) error {
-		return &core.FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
-	}
+	fe := fieldErrors("")
 	if err := c.Server.validate(); err != nil {
 		return err
 	}
@@ -897,9 +902,7 @@ func (c *Config) Validate() error {
 // validateCarriers checks what carries the engines' calls: the plugin
 // carriers, the simulator and egress.
 func (c *Config) validateCarriers() error {
-	fe := func(field, format string, args ...any) error {
-		return &core.FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
-	}
+	fe := fieldErrors("")
 	switch {
 	case c.Plugins.WasmPoolSize < 0:
 		return fe("plugins.wasm_pool_size", "cannot be negative")
@@ -939,9 +942,7 @@ var planNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 func (c *Config) validatePlans() error {
 	names := map[string]bool{}
 	for i, p := range c.Plans {
-		fe := func(field, format string, args ...any) error {
-			return &core.FieldError{Field: fmt.Sprintf("plans[%d].%s", i, field), Msg: fmt.Sprintf(format, args...)}
-		}
+		fe := fieldErrors(fmt.Sprintf("plans[%d].", i))
 		switch {
 		case !planNameRe.MatchString(p.Name):
 			return fe("name", "%q: want lower-case letters, digits, '-' and '_'", p.Name)
@@ -998,9 +999,7 @@ func (c *Config) validateJudges() error {
 	names := map[string]bool{}
 	families := map[string]string{} // family (lower case) → judge name
 	for i, j := range c.Judges {
-		fe := func(field, format string, args ...any) error {
-			return &core.FieldError{Field: fmt.Sprintf("judges[%d].%s", i, field), Msg: fmt.Sprintf(format, args...)}
-		}
+		fe := fieldErrors(fmt.Sprintf("judges[%d].", i))
 		switch {
 		case !judgeNameRe.MatchString(j.Name):
 			return fe("name", "%q: want lower-case letters, digits and underscores, starting with a letter", j.Name)
@@ -1075,28 +1074,26 @@ func (c *Config) Catalog() (*core.Catalog, error) {
 }
 
 func (s *Server) validateOperatorAddr() error {
-	fe := func(format string, args ...any) error {
-		return &core.FieldError{Field: "server.operator_addr", Msg: fmt.Sprintf(format, args...)}
-	}
+	fe := fieldErrors("server.")
 	switch s.OperatorAddr {
 	case OperatorOff:
 		return nil
 	case "":
-		return fe("required; %q disables the operator listener", OperatorOff)
+		return fe("operator_addr", "required; %q disables the operator listener", OperatorOff)
 	}
 	_, port, err := net.SplitHostPort(s.OperatorAddr)
 	if err != nil {
-		return fe("%q is not HOST:PORT or %q", s.OperatorAddr, OperatorOff)
+		return fe("operator_addr", "%q is not HOST:PORT or %q", s.OperatorAddr, OperatorOff)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return fe("%q: the port must be a number from 0 to 65535", s.OperatorAddr)
+		return fe("operator_addr", "%q: the port must be a number from 0 to 65535", s.OperatorAddr)
 	}
 	// Port 0 asks for any free port, so two listeners may both say it.
 	if s.OperatorAddr == s.Addr && port != "0" {
-		return fe("%q is server.addr too; the two listeners need their own addresses", s.OperatorAddr)
+		return fe("operator_addr", "%q is server.addr too; the two listeners need their own addresses", s.OperatorAddr)
 	}
 	if !s.OperatorPublic && !loopback(s.OperatorAddr) {
-		return fe("%q is not a loopback address, and whoever reaches it reads /metrics (every engine's calls) "+
+		return fe("operator_addr", "%q is not a loopback address, and whoever reaches it reads /metrics (every engine's calls) "+
 			"and the cause of a failed /readyz without a key; bind it to loopback (127.0.0.1:%s), turn it off (%q), "+
 			"or, if only your monitoring network reaches that address, say so with server.operator_public: true "+
 			"(env CONCLAVE_OPERATOR_PUBLIC=true, flag --operator-public)", s.OperatorAddr, port, OperatorOff)
@@ -1121,7 +1118,7 @@ func loopback(addr string) bool {
 }
 
 func (p *People) validate() error {
-	fe := func(field, msg string) error { return &core.FieldError{Field: "people." + field, Msg: msg} }
+	fe := fieldErrors("people.")
 	switch {
 	case p.SessionIdle < time.Minute:
 		return fe("session_idle", "must be at least 1m")
@@ -1150,7 +1147,7 @@ func (p *People) validate() error {
 }
 
 func (j *Jobs) validate() error {
-	fe := func(field, msg string) error { return &core.FieldError{Field: "jobs." + field, Msg: msg} }
+	fe := fieldErrors("jobs.")
 	switch {
 	case j.TrialPeriod <= 0:
 		return fe("trial_period", "must be positive")

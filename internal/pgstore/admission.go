@@ -22,19 +22,19 @@ func gcra(perMinute int) (interval, tolerance time.Duration) {
 	return interval, rateWindow - interval
 }
 
-// LeaseRate implements core.RateLeaser: it returns back of keyID's
-// budget unused, then takes up to want requests of it at perMinute, in one
-// statement (lease_rate, migration 0028). granted is 0 with the wait until
-// a request fits when none does.
-func (s *Store) LeaseRate(ctx context.Context, keyID string, perMinute, want int, back time.Duration) (int, time.Duration, error) {
+// LeaseRate implements access.RateLeaser: it gives back back unspent
+// requests of keyID's budget, then takes up to want requests of it at
+// perMinute, in one statement (lease_rate, migration 0028). granted is 0
+// with the wait until a request fits when none does.
+func (s *Store) LeaseRate(ctx context.Context, keyID string, perMinute, want, back int) (int, time.Duration, error) {
 	interval, tolerance := gcra(perMinute)
-	if interval <= 0 || want < 1 {
+	if interval <= 0 || want < 1 || back < 0 {
 		return 0, 0, fmt.Errorf("leasing the rate of %s: a rate and a lease of at least one request are required", keyID)
 	}
 	var granted int
 	var waitUS int64
 	if err := s.pool.QueryRow(ctx, q("LeaseRate"), keyID, interval.Microseconds(), tolerance.Microseconds(), want,
-		back.Microseconds()).Scan(&granted, &waitUS); err != nil {
+		(time.Duration(back)*interval).Microseconds()).Scan(&granted, &waitUS); err != nil {
 		return 0, 0, fmt.Errorf("leasing the rate of %s: %w", keyID, translate(err))
 	}
 	return granted, time.Duration(waitUS) * time.Microsecond, nil

@@ -526,7 +526,7 @@ func TestLeaseRate(t *testing.T) {
 	require.LessOrEqual(t, wait, time.Second, "the next request fits within one emission interval")
 
 	// Ten requests' worth given back are ten requests free again.
-	granted, _, err = s.LeaseRate(ctx, "key_l", 60, 20, 10*time.Second)
+	granted, _, err = s.LeaseRate(ctx, "key_l", 60, 20, 10)
 	require.NoError(t, err)
 	require.InDelta(t, 10, granted, 1, "the ten given back, and at most the one earned meanwhile")
 
