@@ -113,6 +113,13 @@ test: deps compat browser plugins ## Run every test against a real PostgreSQL (o
 test-reliability: deps plugins ## Run the reliability suite at full size: 3 replicas, 1,000 billed calls, 200 repeats of one key, kill -9, a Postgres restart.
 	CONCLAVE_RELIABILITY=full $(WITH_PG) $(GO) test -count=1 -run 'TestReliability' -v -timeout 30m ./cmd/conclave/
 
+# The chaos soak's length; SOAK=60s make soak runs it for one minute.
+SOAK ?= 10m
+
+.PHONY: soak
+soak: deps plugins ## The chaos soak: 3 replicas under mixed load for SOAK (10m), one killed with kill -9 every 30-60 s, PostgreSQL restarted twice; prints its checks and fails on any.
+	CONCLAVE_SOAK=$(SOAK) $(WITH_PG) $(GO) test -count=1 -run '^TestSoak$$' -v -timeout 3h ./cmd/conclave/
+
 .PHONY: test-race
 test-race: deps browser plugins ## Run every test with the race detector.
 	$(WITH_PG) $(GO) test -race -count=1 $(PKGS)

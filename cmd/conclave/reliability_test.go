@@ -46,7 +46,8 @@ func reliabilitySize(small, full int) int {
 
 // reliabilityConfig is the replicas' configuration: fast simulated engines,
 // short leases and a quick sweeper, so that a dead replica's call is
-// resolved within seconds.
+// resolved within seconds, and a dead replica's benchmark questions are
+// rescued after 30 s (bench_timeout and half of it again).
 func reliabilityConfig(t *testing.T, dbURL string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "conclave.yaml")
@@ -61,6 +62,8 @@ limits:
 jobs:
   sweep_interval: 1s
   hold_grace: 1s
+  bench_workers: 8
+  bench_timeout: 20s
 log:
   level: warn
 `, dbURL)
@@ -68,39 +71,41 @@ log:
 	return path
 }
 
-// cluster is a set of replicas behind a round-robin balancer.
+// cluster is a set of replicas behind a round-robin balancer. A replica
+// can be killed and restarted in its slot (the soak does, from the test's
+// goroutine); the balancer skips a slot while it is down.
 type cluster struct {
 	replicas []*process
+	proxies  []atomic.Pointer[httputil.ReverseProxy]
 	lb       *httptest.Server
 	alive    []atomic.Bool
 	next     atomic.Uint64
 	client   *http.Client
+	dir, cfg string
 }
 
 func startCluster(t *testing.T, n int, cfgPath string) *cluster {
 	t.Helper()
-	c := &cluster{alive: make([]atomic.Bool, n)}
-	dir := t.TempDir()
-	procs := make([]*process, n)
+	c := &cluster{alive: make([]atomic.Bool, n), proxies: make([]atomic.Pointer[httputil.ReverseProxy], n),
+		replicas: make([]*process, n), dir: t.TempDir(), cfg: cfgPath}
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { procs[i] = startServe(t, dir, nil, "--config", cfgPath) })
+		wg.Go(func() { c.replicas[i] = startServe(t, c.dir, nil, "--config", cfgPath) })
 	}
 	wg.Wait()
-	c.replicas = procs
-	proxies := make([]*httputil.ReverseProxy, n)
-	for i, p := range procs {
-		u, err := url.Parse(p.base)
-		require.NoError(t, err)
-		proxies[i] = httputil.NewSingleHostReverseProxy(u)
-		proxies[i].Transport = &http.Transport{MaxIdleConnsPerHost: 2000, MaxConnsPerHost: 0}
-		c.alive[i].Store(true)
+	for i, p := range c.replicas {
+		c.serveFrom(t, i, p)
 	}
 	c.lb = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The proxy copies the request's body upstream while the replica
+		// may already answer (an event stream's headers come at once); an
+		// HTTP/1 handler may not read its request after its response has
+		// begun unless it is full duplex, and the copy would then fail.
+		_ = http.NewResponseController(w).EnableFullDuplex()
 		for range n {
 			i := int(c.next.Add(1) % uint64(n))
 			if c.alive[i].Load() {
-				proxies[i].ServeHTTP(w, r)
+				c.proxies[i].Load().ServeHTTP(w, r)
 				return
 			}
 		}
@@ -109,6 +114,43 @@ func startCluster(t *testing.T, n int, cfgPath string) *cluster {
 	t.Cleanup(c.lb.Close)
 	c.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2000}, Timeout: 2 * time.Minute}
 	return c
+}
+
+// serveFrom puts replica p in slot i of the balancer.
+func (c *cluster) serveFrom(t *testing.T, i int, p *process) {
+	t.Helper()
+	u, err := url.Parse(p.base)
+	require.NoError(t, err)
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	proxy.Transport = &http.Transport{MaxIdleConnsPerHost: 2000}
+	// A replica that dies under a request answers as a balancer does:
+	// 502, with a code of the balancer's own, not the service's.
+	proxy.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, err error) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadGateway)
+		fmt.Fprintf(w, `{"error":{"code":%q,"message":%q}}`, balancerUpstreamError, err.Error())
+	}
+	c.replicas[i] = p
+	c.proxies[i].Store(proxy)
+	c.alive[i].Store(true)
+}
+
+// balancerUpstreamError is the code of the balancer's 502 when a replica
+// fails under a request (killed, or not answering).
+const balancerUpstreamError = "balancer_upstream_error"
+
+// kill takes replica i out of the balancer and kills it with SIGKILL.
+func (c *cluster) kill(t *testing.T, i int) {
+	t.Helper()
+	c.alive[i].Store(false)
+	require.NoError(t, c.replicas[i].cmd.Process.Signal(syscall.SIGKILL))
+	<-c.replicas[i].done
+}
+
+// restart starts a new replica in slot i, as the dead one was started.
+func (c *cluster) restart(t *testing.T, i int) {
+	t.Helper()
+	c.serveFrom(t, i, startServe(t, c.dir, nil, "--config", c.cfg))
 }
 
 // reply is one response: status, error code, and the panel fields the
@@ -120,6 +162,7 @@ type reply struct {
 	requestID string
 	replayed  bool
 	billed    float64
+	batchID   string
 	err       error
 }
 
@@ -136,12 +179,24 @@ func (c *cluster) logReplicaErrors(t *testing.T) {
 }
 
 func (c *cluster) post(base, path, key, body string, headers ...string) reply {
-	req, err := http.NewRequest("POST", base+path, strings.NewReader(body))
+	return c.send(context.Background(), http.MethodPost, base+path, key, body, headers...)
+}
+
+// send makes one request (a body only when body is not "") and reads its
+// answer: the status, and the error's code or the panel's fields.
+func (c *cluster) send(ctx context.Context, method, url, key, body string, headers ...string) reply {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
 		return reply{err: err}
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
@@ -154,8 +209,16 @@ func (c *cluster) post(base, path, key, body string, headers ...string) reply {
 	if err != nil {
 		return reply{status: res.StatusCode, err: err}
 	}
+	return readReply(res.StatusCode, raw)
+}
+
+// readReply reads an answer of the service: an error envelope or a
+// completion (REST's body, or a forwarding tool's result, whose
+// http_status, when present, is the status).
+func readReply(status int, raw []byte) reply {
 	var out struct {
-		Error *struct {
+		HTTPStatus int `json:"http_status"`
+		Error      *struct {
 			Code    string `json:"code"`
 			Message string `json:"message"`
 		} `json:"error"`
@@ -165,11 +228,15 @@ func (c *cluster) post(base, path, key, body string, headers ...string) reply {
 			BilledUSD float64 `json:"billed_usd"`
 		} `json:"panel"`
 		RequestID string `json:"request_id"`
+		BatchID   string `json:"batch_id"`
 	}
 	if err := json.Unmarshal(raw, &out); err != nil {
-		return reply{status: res.StatusCode, err: fmt.Errorf("decoding %q: %w", raw, err)}
+		return reply{status: status, err: fmt.Errorf("decoding %q: %w", raw, err)}
 	}
-	r := reply{status: res.StatusCode}
+	r := reply{status: status, batchID: out.BatchID}
+	if out.HTTPStatus != 0 {
+		r.status = out.HTTPStatus
+	}
 	if out.Error != nil {
 		r.code, r.message = out.Error.Code, out.Error.Message
 	}
