@@ -9,11 +9,16 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.22.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
 	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/carrier"
+	"github.com/conclavehq/conclave/core/telemetry"
 )
 
 type ctxKey int
@@ -28,6 +33,7 @@ type reqState struct {
 	id     string
 	code   string // the error code answered, if any
 	orgID  string
+	keyID  string // the API key's id, when one authenticated the request
 	logger *slog.Logger
 }
 
@@ -60,7 +66,9 @@ func (h *handler) observe(next http.Handler) http.Handler {
 		start := time.Now()
 		st := &reqState{id: core.NewID("req"), logger: h.log}
 		w.Header().Set(RequestIDHeader, st.id)
-		r = r.WithContext(context.WithValue(r.Context(), stateKey, st))
+		ctx, span := h.tel.Start(h.tel.Extract(r.Context(), r.Header), r.Method, trace.SpanKindServer,
+			semconv.HTTPRequestMethodKey.String(r.Method), telemetry.RequestID.String(st.id))
+		r = r.WithContext(context.WithValue(ctx, stateKey, st))
 		sw := &carrier.StatusWriter{ResponseWriter: w}
 		defer func() {
 			if p := recover(); p != nil {
@@ -96,7 +104,8 @@ func (h *handler) observe(next http.Handler) http.Handler {
 			}
 			elapsed := time.Since(start)
 			h.metrics.requests.WithLabelValues(route, strconv.Itoa(status), code).Inc()
-			h.metrics.latency.WithLabelValues(route).Observe(elapsed.Seconds())
+			observeLatency(r.Context(), h.metrics.latency.WithLabelValues(route), elapsed)
+			endRequestSpan(span, r.Method, route, status, code, st.orgID, st.keyID)
 			attrs := []slog.Attr{
 				slog.String("request_id", st.id), slog.String("method", r.Method), slog.String("route", route),
 				slog.Int("status", status), slog.String("code", code), slog.Duration("duration", elapsed),
@@ -108,6 +117,44 @@ func (h *handler) observe(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(sw, r)
 	})
+}
+
+// endRequestSpan names the request's span by its route ("POST
+// /v1/chat/completions") and ends it with what was answered: the status,
+// the organisation and key (never the key itself) and, on a refusal, its
+// code as error.type.
+func endRequestSpan(span trace.Span, method, route string, status int, code, orgID, keyID string) {
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
+	span.SetName(method + " " + route)
+	span.SetAttributes(semconv.HTTPRoute(route), semconv.HTTPResponseStatusCode(status))
+	if orgID != "" {
+		span.SetAttributes(telemetry.OrgID.String(orgID))
+	}
+	if keyID != "" {
+		span.SetAttributes(telemetry.KeyID.String(keyID))
+	}
+	if code != "ok" {
+		span.SetAttributes(semconv.ErrorTypeKey.String(code))
+		if status >= 500 {
+			span.SetStatus(codes.Error, code)
+		}
+	}
+	span.End()
+}
+
+// observeLatency observes a request's latency, with its trace id as the
+// exemplar when the request was traced: from a slow bucket to its trace.
+func observeLatency(ctx context.Context, o prometheus.Observer, elapsed time.Duration) {
+	if id := telemetry.TraceID(ctx); id != "" {
+		if eo, ok := o.(prometheus.ExemplarObserver); ok {
+			eo.ObserveWithExemplar(elapsed.Seconds(), prometheus.Labels{"trace_id": id})
+			return
+		}
+	}
+	o.Observe(elapsed.Seconds())
 }
 
 // routeLabel is the bounded route label of a request: the pattern of the
@@ -159,6 +206,9 @@ func (h *handler) authenticate(next http.Handler) http.Handler {
 		p, err := h.access.Authenticate(r.Context(), secret)
 		if p != nil {
 			stateOf(r).orgID = p.Org.ID
+			if p.Key != nil {
+				stateOf(r).keyID = p.Key.ID
+			}
 		}
 		if err != nil {
 			if e := core.AsError(err); e.Code == core.CodeRateLimitExceeded {

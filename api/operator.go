@@ -39,8 +39,11 @@ func NewOperator(d OperatorDeps) (http.Handler, error) {
 	r := chi.NewRouter()
 	r.NotFound(notFound)
 	r.MethodNotAllowed(methodNotAllowed(r))
+	// OpenMetrics when the scraper asks for it: the latency histograms carry
+	// trace ids as exemplars.
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{
-		ErrorLog: slog.NewLogLogger(d.Logger.Handler(), slog.LevelError),
+		EnableOpenMetrics: true,
+		ErrorLog:          slog.NewLogLogger(d.Logger.Handler(), slog.LevelError),
 	}))
 	r.Get("/healthz", healthz)
 	r.Get("/readyz", func(w http.ResponseWriter, r *http.Request) {

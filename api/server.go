@@ -25,6 +25,7 @@ import (
 	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/carrier"
 	"github.com/conclavehq/conclave/core/modes"
+	"github.com/conclavehq/conclave/core/telemetry"
 )
 
 // Config configures the REST handler.
@@ -72,6 +73,9 @@ type Deps struct {
 	// Registry receives the HTTP metrics; the handler does not serve them
 	// (NewOperator does). Defaults to a fresh registry.
 	Registry *prometheus.Registry
+	// Telemetry traces each request (its span continues a caller's
+	// traceparent). Defaults to none.
+	Telemetry telemetry.Telemetry
 }
 
 type handler struct {
@@ -82,6 +86,7 @@ type handler struct {
 	runs    *runs.Service  // nil: /v1/tests and /v1/certify are not served
 	ready   func(ctx context.Context) error
 	log     *slog.Logger
+	tel     telemetry.Telemetry
 	metrics *metrics
 	started time.Time
 	router  *chi.Mux
@@ -109,7 +114,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	}
 	h := &handler{
 		cfg: cfg, access: d.Access, calls: d.Calls, modes: d.Modes, runs: d.Runs, ready: d.Ready,
-		log: d.Logger, metrics: m, started: time.Now(),
+		log: d.Logger, tel: d.Telemetry, metrics: m, started: time.Now(),
 	}
 
 	r := chi.NewRouter()

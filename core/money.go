@@ -66,6 +66,10 @@ func ParseUSD(s string) (Micros, error) {
 
 const maxMicros = Micros(1<<63 - 1)
 
+// Float is m in dollars as a float64, for figures shown or exported
+// (metrics, trace attributes), never for arithmetic on money.
+func (m Micros) Float() float64 { return float64(m) / float64(MicrosPerUSD) }
+
 // String formats m as a dollar amount with no trailing zeros: "10", "0.05".
 func (m Micros) String() string {
 	neg := m < 0

@@ -52,7 +52,10 @@ const (
 // Receipt is the accounting of one call, as GET /v1/receipts returns it.
 // Optional fields the spec allows to be null are pointers, or "" for strings.
 type Receipt struct {
-	RequestID      string
+	RequestID string
+	// TraceID is the OpenTelemetry trace of the call when it was traced
+	// (docs/observability.md); "" otherwise.
+	TraceID        string
 	OrgID          string
 	Mode           string // the mode identifier (slug) that ran
 	ModeKey        string

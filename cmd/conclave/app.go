@@ -10,6 +10,7 @@ import (
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
 	"github.com/conclavehq/conclave/core/calls"
+	"github.com/conclavehq/conclave/core/telemetry"
 	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/internal/tokens"
 )
@@ -25,7 +26,7 @@ type callStore interface {
 // (keys, policy, rates) and the billed call, on the store of record, with
 // the configured modes and organisations' released ones.
 func newCallServices(cfg *config.Config, catalog *core.Catalog, authz core.Authorizer, store callStore,
-	engine calls.Deliberator, log *slog.Logger) (*access.Service, *calls.Service, error) {
+	engine calls.Deliberator, log *slog.Logger, tel telemetry.Telemetry) (*access.Service, *calls.Service, error) {
 	tokens.Load() // the vocabulary, now rather than on the first request
 	acc, err := access.New(access.Config{KeyCacheTTL: cfg.Auth.KeyCacheTTL, RPM: cfg.Limits.RPM, Concurrency: cfg.Limits.Concurrency,
 		PersonRPM: cfg.People.PersonRPM, Plans: cfg.PlansByName(), RateLease: cfg.Limits.RateLease, RateLeaseTTL: cfg.Limits.RateLeaseTTL},
@@ -44,7 +45,7 @@ func newCallServices(cfg *config.Config, catalog *core.Catalog, authz core.Autho
 	}, calls.Deps{
 		Access: acc, Admission: store, Receipts: store, Outcomes: store,
 		Catalog: catalog, Modes: core.NewAuthoredModeSource(catalog, store), Deliberator: engine,
-		TokensOver: tokens.Over, Logger: log,
+		TokensOver: tokens.Over, Logger: log, Telemetry: tel,
 	})
 	if err != nil {
 		return nil, nil, err

@@ -29,7 +29,9 @@ import (
 	"github.com/conclavehq/conclave/core/genie"
 	"github.com/conclavehq/conclave/core/modes"
 	"github.com/conclavehq/conclave/core/people"
+	"github.com/conclavehq/conclave/core/telemetry"
 	"github.com/conclavehq/conclave/internal/config"
+	"github.com/conclavehq/conclave/internal/tracing"
 	"github.com/conclavehq/conclave/mcp"
 	"github.com/conclavehq/conclave/plugins/byok"
 	"github.com/conclavehq/conclave/plugins/egress"
@@ -117,10 +119,12 @@ type gateway struct {
 	// proposer designs modes from descriptions (genie_propose_mode).
 	proposer *genie.Proposer
 	rest     http.Handler
-	people   *people.Service
-	dash     *dashboard.Service
-	origin   string // the one origin, once the public listener is bound
-	closers  []func()
+	// tel traces requests, deliberations and runs (docs/observability.md).
+	tel     telemetry.Telemetry
+	people  *people.Service
+	dash    *dashboard.Service
+	origin  string // the one origin, once the public listener is bound
+	closers []func()
 	// tokens verifies connected apps' access tokens: the embedded
 	// authorization server's, or auth.authorization_servers[0]'s. Set by
 	// mountPublic.
@@ -155,6 +159,9 @@ func (g *gateway) build(ctx context.Context) error {
 
 	g.reg = prometheus.NewRegistry()
 	g.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := g.startTracing(ctx); err != nil {
+		return err
+	}
 	pcfg := providersConfig(cfg, catalog, log, g.reg)
 	if pcfg.BYOK, err = byokResolver(ctx, g.db.store, log, nil); err != nil {
 		return err
@@ -171,7 +178,7 @@ func (g *gateway) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if g.acc, g.svc, err = newCallServices(cfg, catalog, authz, g.db.store, engine, log); err != nil {
+	if g.acc, g.svc, err = newCallServices(cfg, catalog, authz, g.db.store, engine, log, g.tel); err != nil {
 		return err
 	}
 	if err := g.svc.Start(ctx); err != nil {
@@ -195,8 +202,32 @@ func (g *gateway) build(ctx context.Context) error {
 	g.closers = append(g.closers, stopJobs)
 	g.rest, err = api.New(api.Config{MaxBodyBytes: cfg.Server.MaxBodyBytes, TrustedProxies: cfg.Server.Proxies()}, api.Deps{
 		Access: g.acc, Calls: g.svc, Modes: g.modes, Runs: g.bench.launch, Ready: g.db.store.Ready, Logger: log, Registry: g.reg,
+		Telemetry: g.tel,
 	})
 	return err
+}
+
+// startTracing builds tracing from the configuration and the OTEL_*
+// environment; off, g.tel traces nothing. Spans still queued are exported
+// when the gateway closes.
+func (g *gateway) startTracing(ctx context.Context) error {
+	tr, err := tracing.New(ctx, tracing.Options{Config: g.cfg.Tracing, Version: version, Registerer: g.reg, Logger: g.log})
+	if err != nil {
+		return err
+	}
+	g.tel = tr.Telemetry
+	if tr.Endpoint != "" {
+		g.log.Info("tracing on", slog.String("endpoint", tr.Endpoint), slog.String("sampler", tr.Sampler),
+			slog.Bool("trust_incoming", g.cfg.Tracing.TrustIncoming), slog.Bool("capture_content", tr.Telemetry.CaptureContent))
+	}
+	g.closers = append(g.closers, func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tr.Shutdown(sctx); err != nil {
+			g.log.Warn("tracing: spans not exported at shutdown", slog.String("error", err.Error()))
+		}
+	})
+	return nil
 }
 
 // keepLastUsed keeps when each key was last used in memory, flushed every
@@ -481,10 +512,11 @@ func newLogger(c config.Log, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.Level)) // validated by config
 	opts := &slog.HandlerOptions{Level: level}
+	// A line logged in a traced request carries its trace_id.
 	if c.Format == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
+		return slog.New(tracing.LogHandler(slog.NewTextHandler(w, opts)))
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return slog.New(tracing.LogHandler(slog.NewJSONHandler(w, opts)))
 }
 
 // simDifficulty is the configured difficulty of the question bank's

@@ -19,6 +19,7 @@ import (
 	"github.com/conclavehq/conclave/core/access"
 	"github.com/conclavehq/conclave/core/classify"
 	"github.com/conclavehq/conclave/core/deliberate"
+	"github.com/conclavehq/conclave/core/telemetry"
 )
 
 // Deliberator plans a deliberation (classifies the question, picks the
@@ -150,6 +151,9 @@ type Deps struct {
 	TokensOver func(ctx context.Context, messages []core.Message, limit int) (n int, over bool, err error)
 	// Logger defaults to a logger that discards.
 	Logger *slog.Logger
+	// Telemetry traces each call's deliberation, admission, settlement and
+	// provider calls (docs/observability.md). Defaults to none.
+	Telemetry telemetry.Telemetry
 }
 
 // Service runs billed calls. Start it before use and Stop it when done; it

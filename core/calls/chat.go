@@ -2,6 +2,7 @@ package calls
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -10,9 +11,15 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
 	"github.com/conclavehq/conclave/core/deliberate"
+	"github.com/conclavehq/conclave/core/telemetry"
 )
 
 // Receipt statuses Conclave records.
@@ -90,7 +97,9 @@ func (s *Service) Chat(ctx context.Context, p *access.Principal, c Call, req *Ch
 	if p.OnPlan() {
 		s.planAdmission(p, ap)
 	}
-	adm, err := s.admitOrAwait(ctx, p, c, ap, req)
+	actx, aspan := s.d.Telemetry.Start(ctx, "conclave.admit", trace.SpanKindInternal)
+	adm, err := s.admitOrAwait(actx, p, c, ap, req)
+	endSpan(aspan, err)
 	if err != nil {
 		return nil, err
 	}
@@ -115,11 +124,50 @@ func (s *Service) Chat(ctx context.Context, p *access.Principal, c Call, req *Ch
 	// deliberation in flight. A caller that left gets its context's error.
 	defer s.end(c.RequestID)
 	defer cancel()
+	rctx, wspan := s.workflowSpan(ctx, rctx, run)
 	res, err := s.runGuarded(rctx, run)
+	endSpan(wspan, err)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
 	return res, err
+}
+
+// workflowSpan starts the deliberation's span, invoke_workflow {mode},
+// under the caller's span (in ctx) on the deliberation's own context rctx.
+func (s *Service) workflowSpan(ctx, rctx context.Context, run *chatRun) (context.Context, trace.Span) {
+	tel := s.d.Telemetry
+	if !tel.On {
+		return rctx, trace.SpanFromContext(rctx)
+	}
+	rctx = trace.ContextWithSpan(rctx, trace.SpanFromContext(ctx))
+	attrs := []attribute.KeyValue{telemetry.RequestID.String(run.c.RequestID)}
+	if tel.GenAI {
+		attrs = append(attrs, semconv.GenAIOperationNameInvokeWorkflow, semconv.GenAIWorkflowName(run.mode.ID))
+	}
+	if tel.CaptureContent && tel.GenAI {
+		roles, texts := make([]string, len(run.req.Messages)), make([]string, len(run.req.Messages))
+		for i, m := range run.req.Messages {
+			roles[i], texts[i] = m.Role, m.Content
+		}
+		attrs = append(attrs, semconv.GenAIInputMessagesKey.String(telemetry.InputMessages(roles, texts)))
+	}
+	return tel.Start(rctx, "invoke_workflow "+run.mode.ID, trace.SpanKindInternal, attrs...)
+}
+
+// endSpan ends span, with err's code as its error.type and an error status
+// when there is one.
+func endSpan(span trace.Span, err error) {
+	if err != nil && span.IsRecording() {
+		code := string(core.CodeInternalError)
+		var ce *core.Error
+		if errors.As(err, &ce) {
+			code = string(ce.Code)
+		}
+		span.SetAttributes(semconv.ErrorTypeKey.String(code))
+		span.SetStatus(codes.Error, code)
+	}
+	span.End()
 }
 
 // runGuarded runs a deliberation: a fault in it fails its call, not the
@@ -316,9 +364,13 @@ func (r *chatRun) run(ctx context.Context) (*ChatResult, error) {
 	if bill.Capped {
 		claimState = core.ClaimCapped
 	}
-	_, err = s.d.Settlement.SettleCall(context.WithoutCancel(ctx), &core.SettleCallParams{
+	receipt.TraceID = telemetry.TraceID(ctx)
+	r.traceDeliberation(ctx, res, bill)
+	sctx, sspan := s.d.Telemetry.Start(context.WithoutCancel(ctx), "conclave.settle", trace.SpanKindInternal)
+	_, err = s.d.Settlement.SettleCall(sctx, &core.SettleCallParams{
 		HoldID: r.hold.ID, OrgID: r.p.Org.ID, Billed: bill.Billed, Receipt: receipt, IdempotencyKey: r.idemKey, ClaimState: claimState,
 	})
+	endSpan(sspan, err)
 	s.leases.remove(r.c.RequestID)
 	if err != nil {
 		if errors.Is(err, core.ErrOutcomeUnknown) {
@@ -333,6 +385,40 @@ func (r *chatRun) run(ctx context.Context) (*ChatResult, error) {
 	settled = true // the settlement freed the slot in its transaction
 	s.latency.add(r.mode.ID, latency)
 	return &ChatResult{Completion: comp}, nil
+}
+
+// traceDeliberation puts what the deliberation did on its span: the lane,
+// depth, rounds and finish, what it cost and was billed, and one span per
+// provider call from the record of each attempt.
+func (r *chatRun) traceDeliberation(ctx context.Context, res *deliberate.Result, bill core.Bill) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	var real core.Micros
+	source := core.SourceService
+	used := map[string]bool{}
+	calls := make([]telemetry.ProviderCall, len(res.Calls))
+	for i, c := range res.Calls {
+		real += c.Cost
+		if core.IsBYOKSource(c.Source) {
+			source = "byok"
+		}
+		calls[i] = telemetry.ProviderCall{Role: c.Role, Seat: c.Seat, Round: c.Round, Engine: c.Engine, Original: c.Original,
+			Fallback: c.Fallback, Hedged: c.Hedged || c.Role == deliberate.RoleHedge, Finish: c.Finish,
+			InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, CostUSD: c.Cost.Float(),
+			Source: cmp.Or(c.Source, core.SourceService), Started: c.Started, Ended: c.Ended, Content: c.Content}
+		calls[i].Attempt, calls[i].ErrorClass = attemptOf(c, res, used)
+	}
+	span.SetAttributes(telemetry.Lane.String(string(res.Lane)), telemetry.Depth.String(string(res.Classification.Depth)),
+		telemetry.Rounds.Int(len(res.Rounds)), telemetry.Converged.Bool(res.Converged != nil && *res.Converged), telemetry.Capped.Bool(bill.Capped),
+		telemetry.FinishReason.String(res.Finish), telemetry.CostRealUSD.Float64(real.Float()),
+		telemetry.CostBilled.Float64(bill.Billed.Float()), telemetry.Source.String(source))
+	tel := r.s.d.Telemetry
+	if tel.CaptureContent && tel.GenAI {
+		span.SetAttributes(semconv.GenAIOutputMessagesKey.String(telemetry.OutputMessages(res.Answer, res.Finish)))
+	}
+	tel.RecordCalls(ctx, calls)
 }
 
 // failed answers a deliberation that ended without an answer to bill.

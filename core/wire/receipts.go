@@ -62,6 +62,9 @@ type receiptJSON struct {
 	// without prompt and answer text (its content-retention setting):
 	// include_transcript=true then shows no content.
 	TranscriptKept bool `json:"transcript_kept"`
+	// TraceID is the call's OpenTelemetry trace when it was traced
+	// (docs/observability.md); absent otherwise.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 type bestSeatJSON struct {
@@ -135,7 +138,7 @@ func receiptView(rc *core.Receipt, transcript bool) *receiptJSON {
 		HallucinationRisk: nullable(rc.HallucinationRisk), MinorityInsightLikely: rc.MinorityInsightLikely,
 		Seats: []seatJSON{}, Staff: []staffJSON{}, SeatsUnavailable: nonNilUnavailable(rc.SeatsUnavailable),
 		StaffUnavailable: nonNilUnavailable(rc.StaffUnavailable), LatencyMS: rc.LatencyMS,
-		CreatedAt: rc.CreatedAt, CompletedAt: rc.CompletedAt, TranscriptKept: !rc.TranscriptDropped,
+		CreatedAt: rc.CreatedAt, CompletedAt: rc.CompletedAt, TranscriptKept: !rc.TranscriptDropped, TraceID: rc.TraceID,
 	}
 	// A receipt kept without its text has none to show: no content field,
 	// whatever include_transcript says (transcript_kept says why).

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,6 +47,7 @@ type Config struct {
 	Auth      Auth      `yaml:"auth"`
 	Limits    Limits    `yaml:"limits"`
 	Log       Log       `yaml:"log"`
+	Tracing   Tracing   `yaml:"tracing"`
 	Plugins   Plugins   `yaml:"plugins"`
 	Simulator Simulator `yaml:"simulator"`
 	Egress    Egress    `yaml:"egress"`
@@ -382,6 +384,55 @@ type Log struct {
 	Level string `yaml:"level"`
 	// Format is json or text. Defaults to json.
 	Format string `yaml:"format"`
+}
+
+// Tracing configures OpenTelemetry traces (docs/observability.md). They
+// are off unless an OTLP endpoint is set, here or by the standard
+// environment, which wins: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
+// OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_SAMPLER and
+// OTEL_TRACES_SAMPLER_ARG, OTEL_SERVICE_NAME, and
+// OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT; OTEL_SDK_DISABLED=true
+// or OTEL_TRACES_EXPORTER=none turn them off.
+type Tracing struct {
+	// Endpoint is the OTLP/HTTP collector's base URL; spans go to
+	// {endpoint}/v1/traces. Defaults to "" (tracing off).
+	Endpoint string `yaml:"endpoint"`
+	// Sampler is always_on, always_off, traceidratio or one of them
+	// prefixed parentbased_ (OTEL_TRACES_SAMPLER's values). Defaults to
+	// parentbased_always_on.
+	Sampler string `yaml:"sampler"`
+	// SamplerArg is traceidratio's ratio, 0 to 1. Defaults to 1.
+	SamplerArg float64 `yaml:"sampler_arg"`
+	// TrustIncoming lets a caller's traceparent decide whether its call is
+	// sampled (the parentbased_ samplers). Off, a caller's trace is still
+	// continued as the parent, but this server's sampler decides, so that
+	// a caller cannot have every call traced. Defaults to false.
+	TrustIncoming bool `yaml:"trust_incoming"`
+	// ServiceName is the service.name of every span. Defaults to conclave.
+	ServiceName string `yaml:"service_name"`
+	// CaptureContent puts prompts and answers on the spans. Defaults to
+	// false.
+	CaptureContent bool `yaml:"capture_content"`
+}
+
+// TracingSamplers are the values of tracing.sampler (and of
+// OTEL_TRACES_SAMPLER that Conclave accepts).
+var TracingSamplers = []string{"always_on", "always_off", "traceidratio",
+	"parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio"}
+
+func (t Tracing) validate() error {
+	fe := fieldErrors("tracing.")
+	switch {
+	case !slices.Contains(TracingSamplers, t.Sampler):
+		return fe("sampler", "%q is not one of %s", t.Sampler, strings.Join(TracingSamplers, ", "))
+	case !(t.SamplerArg >= 0 && t.SamplerArg <= 1):
+		return fe("sampler_arg", "must be between 0 and 1")
+	case t.Endpoint != "" && !strings.HasPrefix(t.Endpoint, "http://") && !strings.HasPrefix(t.Endpoint, "https://"):
+		return fe("endpoint", "must be an http:// or https:// URL")
+	case t.ServiceName == "":
+		return fe("service_name", "required")
+	}
+	return nil
 }
 
 // Plugins configures the plugin carriers.
@@ -861,6 +912,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.People.validate(); err != nil {
+		return err
+	}
+	if err := c.Tracing.validate(); err != nil {
 		return err
 	}
 	for i, u := range c.Auth.AuthorizationServers {

@@ -315,7 +315,7 @@ func queueReceipt(b *pgx.Batch, r *core.Receipt, orgID, holdID, requestID string
 		r.DifficultyScore, nullString(r.TaskType), nullString(r.HallucinationRisk), r.MinorityInsightLikely,
 		bestSeat, seatsUnavailable, staffUnavailable, r.LatencyMS, response, r.CompletedAt, received, calls,
 		nullIf(r.ModeVersion), nullString(r.KeyID), nullString(r.PayerKind), nullString(r.PersonID),
-		nullString(r.FinishReason), r.Substituted,
+		nullString(r.FinishReason), r.Substituted, nullString(r.TraceID),
 	)
 	return nil
 }
@@ -409,7 +409,7 @@ func (s *Store) GetReceipt(ctx context.Context, orgID, requestID string) (*core.
 		&r.PromptTokens, &r.CompletionTokens, &r.Rounds, &r.SeatCount, &r.Payer, &r.Lane,
 		&r.DifficultyScore, &r.TaskType, &r.HallucinationRisk, &r.MinorityInsightLikely,
 		&bestSeat, &seatsUnavailable, &staffUnavailable, &r.LatencyMS, &response, &r.CreatedAt, &r.CompletedAt, &calls,
-		(*nullInt)(&r.ModeVersion), &r.KeyID, &r.PayerKind, &r.PersonID, &r.FinishReason, &r.Substituted, &r.TranscriptDropped)
+		(*nullInt)(&r.ModeVersion), &r.KeyID, &r.PayerKind, &r.PersonID, &r.FinishReason, &r.Substituted, &r.TranscriptDropped, &r.TraceID)
 	if err != nil {
 		return nil, translate(err)
 	}

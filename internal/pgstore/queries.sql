@@ -119,7 +119,8 @@ RETURNING org_id, balance_micros, held_micros, trial_remaining_micros, updated_a
 -- name: InsertReceipt
 -- A receipt with its calls: $30 is their JSON array (0012); $31 the
 -- version of an organisation's mode that ran, null for a configured mode
--- (0014); $32-$36 who called and how the call finished (0019). The
+-- (0014); $32-$36 who called and how the call finished (0019); $37 the
+-- call's trace, null when it was not traced (0029). The
 -- organisation's content-retention setting is read here, as the receipt is
 -- written (0024): when it keeps no transcripts, the best seat and every
 -- call lose their content (a call that had text is marked answered) and
@@ -131,7 +132,7 @@ INSERT INTO receipts (request_id, org_id, hold_id, mode_id, mode_key, mode_confi
                       prompt_tokens, completion_tokens, rounds, seat_count, payer, lane,
                       difficulty_score, task_type, hallucination_risk, minority_insight_likely,
                       best_seat, seats_unavailable, staff_unavailable, latency_ms, response, completed_at, created_at,
-                      calls, mode_version, key_id, payer_kind, person_id, finish_reason, substituted, transcript_kept)
+                      calls, mode_version, key_id, payer_kind, person_id, finish_reason, substituted, transcript_kept, trace_id)
 SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
        $19, $20, $21, $22,
        CASE WHEN o.keep THEN $23::jsonb ELSE $23::jsonb - 'content' END,
@@ -141,7 +142,7 @@ SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $1
                                                  ELSE (c.e - 'content') || '{"answered": true}'::jsonb END
                                             ORDER BY c.n), '[]'::jsonb)
                     FROM jsonb_array_elements($30::jsonb) WITH ORDINALITY AS c(e, n)) END,
-       $31, $32, $33, $34, $35, $36, o.keep
+       $31, $32, $33, $34, $35, $36, o.keep, $37
   FROM o;
 
 -- name: GetReceipt
@@ -151,7 +152,7 @@ SELECT request_id, org_id, mode_id, mode_key, mode_config_hash, status,
        difficulty_score, coalesce(task_type, ''), coalesce(hallucination_risk, ''), minority_insight_likely,
        best_seat, seats_unavailable, staff_unavailable, latency_ms, response, created_at, completed_at, calls,
        mode_version, coalesce(key_id, ''), coalesce(payer_kind, ''), coalesce(person_id, ''),
-       coalesce(finish_reason, ''), substituted, NOT transcript_kept
+       coalesce(finish_reason, ''), substituted, NOT transcript_kept, coalesce(trace_id, '')
   FROM receipts WHERE request_id = $1 AND org_id = $2;
 
 -- name: FreeSlot

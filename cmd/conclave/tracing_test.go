@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/conclavehq/conclave/internal/pgstore"
+	"github.com/conclavehq/conclave/internal/pgtest"
+)
+
+// otlpReceiver is an OTLP/HTTP trace receiver on loopback: it decodes what
+// the gateway's exporter sends, as a collector does.
+type otlpReceiver struct {
+	srv   *httptest.Server
+	mu    sync.Mutex
+	spans []*tracepb.Span
+}
+
+func newOTLPReceiver(t *testing.T) *otlpReceiver {
+	t.Helper()
+	rc := &otlpReceiver{}
+	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		var req coltrace.ExportTraceServiceRequest
+		if err != nil || r.URL.Path != "/v1/traces" || proto.Unmarshal(body, &req) != nil {
+			http.Error(w, "bad export", http.StatusBadRequest)
+			return
+		}
+		rc.mu.Lock()
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				rc.spans = append(rc.spans, ss.Spans...)
+			}
+		}
+		rc.mu.Unlock()
+		out, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(out)
+	}))
+	t.Cleanup(rc.srv.Close)
+	return rc
+}
+
+// trace waits until the trace id has a span named want, and returns the
+// trace's spans.
+func (rc *otlpReceiver) trace(t *testing.T, traceID, want string) []*tracepb.Span {
+	t.Helper()
+	of := func() (out []*tracepb.Span, found bool) {
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		for _, s := range rc.spans {
+			if hex.EncodeToString(s.TraceId) == traceID {
+				out = append(out, s)
+				found = found || s.Name == want
+			}
+		}
+		return out, found
+	}
+	require.Eventually(t, func() bool { _, found := of(); return found }, 20*time.Second, 50*time.Millisecond,
+		"no span %q in trace %s", want, traceID)
+	out, _ := of()
+	return out
+}
+
+// attrs are a span's attributes as strings.
+func attrs(s *tracepb.Span) map[string]string {
+	m := map[string]string{}
+	for _, kv := range s.Attributes {
+		switch v := kv.Value.Value.(type) {
+		case *commonpb.AnyValue_StringValue:
+			m[kv.Key] = v.StringValue
+		case *commonpb.AnyValue_BoolValue:
+			m[kv.Key] = strconv.FormatBool(v.BoolValue)
+		case *commonpb.AnyValue_IntValue:
+			m[kv.Key] = strconv.FormatInt(v.IntValue, 10)
+		case *commonpb.AnyValue_DoubleValue:
+			m[kv.Key] = strconv.FormatFloat(v.DoubleValue, 'f', -1, 64)
+		case *commonpb.AnyValue_ArrayValue:
+			var parts []string
+			for _, e := range v.ArrayValue.Values {
+				parts = append(parts, e.GetStringValue())
+			}
+			m[kv.Key] = strings.Join(parts, ",")
+		}
+	}
+	return m
+}
+
+// A traced gateway (the standard OTEL_* environment pointing at a loopback
+// OTLP receiver): a panel call whose first seat fails over to its backup,
+// sent with a caller's traceparent whose sampled flag is off, is traced
+// anyway (this server's sampler decides) as a child of the caller's span:
+// the request span, invoke_workflow with its money, admission and
+// settlement, one CLIENT chat span per provider call with the GenAI
+// attributes, the failed one in error. The receipt and the request's log
+// line carry the trace id; a refused call has a request span with its code
+// and no deliberation; content is on the spans only when opted in.
+func TestTracesAPanelCall(t *testing.T) {
+	t.Parallel()
+	rc := newOTLPReceiver(t)
+	dbURL := pgtest.NewDatabase(t)
+	env := []string{"DATABASE_URL=" + dbURL, "OTEL_EXPORTER_OTLP_ENDPOINT=" + rc.srv.URL, "OTEL_TRACES_SAMPLER=parentbased_always_on",
+		"OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental", "OTEL_SERVICE_NAME=conclave-test"}
+	p := startServe(t, t.TempDir(), env, "--config", infoConfig(t, dbURL))
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dbURL)
+	require.NoError(t, err)
+	defer pool.Close()
+	_, key := newOrgKey(t, pgstore.New(pool), "Traced", 0, 10_000, 0)
+
+	const callerTrace, callerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	c := &cluster{client: &http.Client{Timeout: time.Minute}}
+	r := c.post(p.base, "/v1/chat/completions", key,
+		chatJSON("Should we split the monolith into microservices this year? Compare the risks. [[sim@atlas: error=overloaded]]"),
+		"traceparent", "00-"+callerTrace+"-"+callerSpan+"-00")
+	require.Equal(t, http.StatusOK, r.status, "%+v", r)
+
+	spans := rc.trace(t, callerTrace, "POST /v1/chat/completions")
+	byName := map[string][]*tracepb.Span{}
+	for _, s := range spans {
+		byName[s.Name] = append(byName[s.Name], s)
+	}
+	req := byName["POST /v1/chat/completions"][0]
+	require.Equal(t, callerSpan, hex.EncodeToString(req.ParentSpanId), "the caller's span is the parent")
+	require.Equal(t, tracepb.Span_SPAN_KIND_SERVER, req.Kind)
+	ra := attrs(req)
+	require.Equal(t, r.requestID, ra["conclave.request_id"])
+	require.NotEmpty(t, ra["conclave.org_id"])
+	require.NotEmpty(t, ra["conclave.key_id"])
+	require.NotContains(t, ra["conclave.key_id"], key, "the key's id, never the key")
+
+	wf := byName["invoke_workflow conclave-standard"]
+	require.Len(t, wf, 1, "one deliberation span: %v", spanNames(spans))
+	require.Equal(t, req.SpanId, wf[0].ParentSpanId)
+	wa := attrs(wf[0])
+	require.Equal(t, "invoke_workflow", wa["gen_ai.operation.name"])
+	require.Equal(t, "conclave-standard", wa["gen_ai.workflow.name"])
+	require.Equal(t, "panel", wa["conclave.lane"])
+	require.NotEmpty(t, wa["conclave.cost.billed_usd"])
+	require.Equal(t, "service", wa["conclave.source"])
+	for _, n := range []string{"conclave.admit", "conclave.settle"} {
+		require.Len(t, byName[n], 1, "%s: %v", n, spanNames(spans))
+	}
+
+	var chats, failed, fallback int
+	for _, s := range spans {
+		if !strings.HasPrefix(s.Name, "chat ") {
+			continue
+		}
+		chats++
+		require.Equal(t, wf[0].SpanId, s.ParentSpanId, "a provider call is the deliberation's child")
+		require.Equal(t, tracepb.Span_SPAN_KIND_CLIENT, s.Kind)
+		a := attrs(s)
+		require.Equal(t, "chat", a["gen_ai.operation.name"])
+		require.Equal(t, "sim", a["gen_ai.provider.name"])
+		require.Equal(t, strings.TrimPrefix(s.Name, "chat "), a["gen_ai.response.model"])
+		require.NotEmpty(t, a["conclave.attempt"])
+		require.NotContains(t, a, "gen_ai.output.messages", "content only when opted in")
+		if a["conclave.attempt"] == "failed" {
+			failed++
+			require.Equal(t, tracepb.Status_STATUS_CODE_ERROR, s.Status.Code)
+			require.NotEmpty(t, a["error.type"])
+		}
+		if a["conclave.fallback"] == "true" {
+			fallback++
+		}
+	}
+	require.GreaterOrEqual(t, chats, 5, "classifier, three seats, judge, synthesis: %v", spanNames(spans))
+	require.Positive(t, failed, "atlas's failed attempt")
+	require.Positive(t, fallback, "its backup's call")
+
+	var traceID string
+	require.NoError(t, pool.QueryRow(ctx, "SELECT coalesce(trace_id, '') FROM receipts WHERE request_id = $1", r.requestID).Scan(&traceID))
+	require.Equal(t, callerTrace, traceID, "the receipt names the trace")
+	_, body := get(t, p.base+"/v1/receipts/"+r.requestID, key)
+	require.Contains(t, body, `"trace_id":"`+callerTrace+`"`)
+	require.Eventually(t, func() bool {
+		for _, l := range strings.Split(p.stderr.String(), "\n") {
+			if strings.Contains(l, r.requestID) && strings.Contains(l, `"trace_id":"`+callerTrace+`"`) {
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, 50*time.Millisecond, "the request's log line has its trace id")
+
+	// A refused call: its request span says why, and nothing deliberated.
+	r = c.post(p.base, "/v1/chat/completions", key, `{"model":"no-such-mode","messages":[{"role":"user","content":"hi"}]}`,
+		"traceparent", "00-5bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	require.Equal(t, http.StatusNotFound, r.status, "%+v", r)
+	refused := rc.trace(t, "5bf92f3577b34da6a3ce929d0e0e4736", "POST /v1/chat/completions")
+	require.Equal(t, r.code, attrs(refused[0])["error.type"])
+	for _, s := range refused {
+		require.False(t, strings.HasPrefix(s.Name, "invoke_workflow"), "no deliberation for a refused call")
+	}
+}
+
+// infoConfig is reliabilityConfig logging at info: every request's line.
+func infoConfig(t *testing.T, dbURL string) string {
+	t.Helper()
+	cfg := reliabilityConfig(t, dbURL)
+	yaml, err := os.ReadFile(cfg)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(cfg, []byte(strings.Replace(string(yaml), "level: warn", "level: info", 1)), 0o600))
+	return cfg
+}
+
+// spanNames lists spans' names, for failure messages.
+func spanNames(spans []*tracepb.Span) []string {
+	out := make([]string, len(spans))
+	for i, s := range spans {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// A collector that is down costs spans, not calls: every call is answered
+// while the exports fail, and the failed exports' spans are counted as
+// dropped on /metrics once their retries give up.
+func TestDeadCollectorDoesNotFailCalls(t *testing.T) {
+	t.Parallel()
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close() // nothing listens there now
+	dbURL := pgtest.NewDatabase(t)
+	p := startServe(t, t.TempDir(), []string{"DATABASE_URL=" + dbURL, "OTEL_EXPORTER_OTLP_ENDPOINT=" + deadURL},
+		"--config", infoConfig(t, dbURL))
+	pool, err := pgxpool.New(context.Background(), dbURL)
+	require.NoError(t, err)
+	defer pool.Close()
+	_, key := newOrgKey(t, pgstore.New(pool), "Untraced", 0, 10_000, 0)
+	c := &cluster{client: &http.Client{Timeout: time.Minute}}
+	for i := range 5 {
+		r := c.post(p.base, "/v1/chat/completions", key, chatJSON(fmt.Sprintf("What is %d + %d?", i, i)))
+		require.Equal(t, http.StatusOK, r.status, "%+v", r)
+	}
+	metrics := p.operatorBase(t) + "/metrics"
+	require.Eventually(t, func() bool {
+		_, body := get(t, metrics, "")
+		for _, l := range strings.Split(body, "\n") {
+			if v, ok := strings.CutPrefix(l, "conclave_trace_spans_dropped_total "); ok && v != "0" {
+				return true
+			}
+		}
+		return false
+	}, 60*time.Second, 500*time.Millisecond, "the failed exports' spans are counted as dropped")
+}
