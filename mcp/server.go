@@ -19,6 +19,7 @@ import (
 	"github.com/conclavehq/conclave/core/carrier"
 	"github.com/conclavehq/conclave/core/genie"
 	"github.com/conclavehq/conclave/core/modes"
+	"github.com/conclavehq/conclave/core/telemetry"
 )
 
 // Paths the handler serves.
@@ -144,6 +145,9 @@ type Deps struct {
 	Proposer *genie.Proposer
 	// Logger defaults to a logger that discards.
 	Logger *slog.Logger
+	// Telemetry traces each message (its span continues a caller's
+	// traceparent). Defaults to none.
+	Telemetry telemetry.Telemetry
 }
 
 // Handler serves the tool endpoint and its protected-resource document. It
@@ -158,6 +162,7 @@ type Handler struct {
 	quotes   *genie.Quotes   // nil: approve_quote is not served
 	proposer *genie.Proposer // nil: genie_propose_mode is not served
 	log      *slog.Logger
+	tel      telemetry.Telemetry
 	tools    *toolSet
 	// started is the created time of the modes list_modes lists.
 	started time.Time
@@ -184,7 +189,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{cfg: cfg, access: d.Access, calls: d.Calls, modes: d.Modes, runs: d.Runs, asker: d.Asker, quotes: d.Quotes, log: d.Logger,
+	h := &Handler{cfg: cfg, access: d.Access, calls: d.Calls, modes: d.Modes, runs: d.Runs, asker: d.Asker, quotes: d.Quotes, log: d.Logger, tel: d.Telemetry,
 		proposer: d.Proposer, started: time.Now()}
 	h.tools = h.newTools()
 	meta, err := marshal(resourceMetadata{
@@ -236,7 +241,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	switch r.URL.Path {
 	case Path:
-		h.serveEndpoint(sw, r)
+		h.serveEndpoint(sw, r.WithContext(h.tel.Extract(r.Context(), r.Header)))
 	case MetadataPath, RootMetadataPath:
 		h.serveMetadata(sw, r)
 	default:
@@ -389,6 +394,8 @@ func (h *Handler) notify(ctx context.Context, m *message) {
 // dispatch answers one request; progress, when set, is told the steps of a
 // deliberation it runs. A fault in a method is the spec's -32603.
 func (h *Handler) dispatch(ctx context.Context, p *access.Principal, m *message, progress func(calls.Progress)) (res *response) {
+	ctx, span := h.messageSpan(ctx, p, m)
+	defer func() { endMessageSpan(span, res) }()
 	defer func() {
 		if v := recover(); v != nil {
 			h.log.ErrorContext(ctx, "panic serving an MCP request", slog.String("method", *m.Method), slog.Any("panic", v))

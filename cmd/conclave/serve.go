@@ -360,7 +360,7 @@ func (g *gateway) mountPublic(ctx context.Context, public *listener) error {
 		return err
 	}
 	tools, err := mcp.New(mcp.Config{BaseURL: origin, AuthorizationServers: issuers, MaxBodyBytes: cfg.Server.MaxBodyBytes,
-		TrustedProxies: cfg.Server.Proxies(), Version: version}, mcp.Deps{Access: g.acc, Calls: g.svc, Modes: g.modes, Runs: g.bench.launch, Asker: g.asker,
+		TrustedProxies: cfg.Server.Proxies(), Version: version}, mcp.Deps{Access: g.acc, Calls: g.svc, Modes: g.modes, Runs: g.bench.launch, Asker: g.asker, Telemetry: g.tel,
 		Proposer: g.proposer, Quotes: g.quotes,
 		Logger: g.log})
 	if err != nil {

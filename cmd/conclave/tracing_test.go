@@ -200,6 +200,39 @@ func TestTracesAPanelCall(t *testing.T) {
 		return false
 	}, 5*time.Second, 50*time.Millisecond, "the request's log line has its trace id")
 
+	// An MCP deliberate call asking for progress: its message's span,
+	// tools/call deliberate, continues the caller's trace, and the
+	// deliberation is its child.
+	const mcpTrace = "6bf92f3577b34da6a3ce929d0e0e4736"
+	body = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":"t1"},"name":"deliberate",` +
+		`"arguments":{"model":"conclave-standard","messages":[{"role":"user","content":"Should we adopt event sourcing? Compare the risks."}]}}}`
+	mreq, err := http.NewRequest(http.MethodPost, p.base+"/mcp", strings.NewReader(body))
+	require.NoError(t, err)
+	mreq.Header.Set("Authorization", "Bearer "+key)
+	mreq.Header.Set("Content-Type", "application/json")
+	mreq.Header.Set("Accept", "application/json, text/event-stream")
+	mreq.Header.Set("traceparent", "00-"+mcpTrace+"-00f067aa0ba902b7-01")
+	mres, err := c.client.Do(mreq)
+	require.NoError(t, err)
+	stream, err := io.ReadAll(mres.Body)
+	mres.Body.Close()
+	require.NoError(t, err)
+	require.Contains(t, string(stream), "notifications/progress", "progress was streamed")
+	mspans := rc.trace(t, mcpTrace, "invoke_workflow conclave-standard")
+	var call, flow *tracepb.Span
+	for _, s := range mspans {
+		switch s.Name {
+		case "tools/call deliberate":
+			call = s
+		case "invoke_workflow conclave-standard":
+			flow = s
+		}
+	}
+	require.NotNil(t, call, "the message's span: %v", spanNames(mspans))
+	require.Equal(t, "tools/call", attrs(call)["mcp.method.name"])
+	require.Equal(t, "deliberate", attrs(call)["gen_ai.tool.name"])
+	require.Equal(t, call.SpanId, flow.ParentSpanId, "the deliberation is the message's child")
+
 	// A refused call: its request span says why, and nothing deliberated.
 	r = c.post(p.base, "/v1/chat/completions", key, `{"model":"no-such-mode","messages":[{"role":"user","content":"hi"}]}`,
 		"traceparent", "00-5bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
