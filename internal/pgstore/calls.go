@@ -84,21 +84,10 @@ func (s *Store) SettleCall(ctx context.Context, p *core.SettleCallParams) (*core
 			}
 		}
 	}
-	batch := &pgx.Batch{}
-	batch.Queue(q("Begin"))
-	batch.Queue(q("CommitWithoutWaiting"))
-	// The receipt first: settle_call takes the organisation's balance row,
-	// which every call of the organisation updates, so it goes last, just
-	// before the commit (see 0009_hot_rows_last.sql). If settle_call then
-	// refuses, the receipt goes with the rest.
-	if p.Receipt != nil {
-		if err := queueReceipt(batch, p.Receipt, p.OrgID, p.HoldID, requestID); err != nil {
-			return nil, fmt.Errorf("settling hold %s: %w", p.HoldID, err)
-		}
+	batch, err := s.settleBatch(p, requestID)
+	if err != nil {
+		return nil, fmt.Errorf("settling hold %s: %w", p.HoldID, err)
 	}
-	batch.Queue(q("SettleCallFn"), p.HoldID, p.OrgID, requestID, int64(p.Billed), p.IdempotencyKey, string(p.ClaimState))
-	batch.Queue(q("Commit"))
-	batch.Queue(s.marks.settleSQL())
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("settling hold %s: %w", p.HoldID, translate(err))
@@ -144,23 +133,50 @@ func (s *Store) SettleCall(ctx context.Context, p *core.SettleCallParams) (*core
 		// reported unbilled when it was kept, nor billed when it was lost.
 		err = s.confirmSettled(ctx, p.HoldID, p.OrgID, err)
 	}
+	if err = s.settleError(ctx, p, err); err != nil {
+		return nil, fmt.Errorf("settling hold %s: %w", p.HoldID, err)
+	}
+	return &bal, nil
+}
+
+// settleBatch is a settlement's one trip: its transaction, committed
+// without waiting for the disk, then the durable mark that waits for it.
+func (s *Store) settleBatch(p *core.SettleCallParams, requestID string) (*pgx.Batch, error) {
+	batch := &pgx.Batch{}
+	batch.Queue(q("Begin"))
+	batch.Queue(q("CommitWithoutWaiting"))
+	// The receipt first: settle_call takes the organisation's balance row,
+	// which every call of the organisation updates, so it goes last, just
+	// before the commit (see 0009_hot_rows_last.sql). If settle_call then
+	// refuses, the receipt goes with the rest.
+	if p.Receipt != nil {
+		if err := queueReceipt(batch, p.Receipt, p.OrgID, p.HoldID, requestID); err != nil {
+			return nil, err
+		}
+	}
+	batch.Queue(q("SettleCallFn"), p.HoldID, p.OrgID, requestID, int64(p.Billed), p.IdempotencyKey, string(p.ClaimState))
+	batch.Queue(q("Commit"))
+	batch.Queue(s.marks.settleSQL())
+	return batch, nil
+}
+
+// settleError says why a settlement was refused, in core's terms: a hold
+// no longer live (and why), a claim no longer the call's, a receipt the
+// database refused; nil for none.
+func (s *Store) settleError(ctx context.Context, p *core.SettleCallParams, err error) error {
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && (pgErr.Code == "CC001" || pgErr.ConstraintName == "receipts_pkey"):
 		// Not live: say why (another organisation's, settled, released). A
 		// repeated settlement with its receipt meets the receipt first.
 		_, err = closedHoldError(ctx, s.pool, p.HoldID, p.OrgID)
+		return err
 	case errors.As(err, &pgErr) && pgErr.Code == "CC002":
-		err = fmt.Errorf("%w: the idempotency claim on the key is no longer this call's", core.ErrConflict)
+		return fmt.Errorf("%w: the idempotency claim on the key is no longer this call's", core.ErrConflict)
 	case errors.As(err, &pgErr) && pgErr.Code == "CC003":
-		err = fmt.Errorf("receipt: %s", pgErr.Message)
-	default:
-		err = translate(err)
+		return fmt.Errorf("receipt: %s", pgErr.Message)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("settling hold %s: %w", p.HoldID, err)
-	}
-	return &bal, nil
+	return translate(err)
 }
 
 // durableMarks are the statements that make a settlement durable; empty
