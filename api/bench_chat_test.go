@@ -20,6 +20,7 @@ import (
 	"github.com/conclavehq/conclave/adapters/sim"
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/deliberate"
+	"github.com/conclavehq/conclave/core/telemetry"
 	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
@@ -64,7 +65,7 @@ func setupChatBenchOn(b *testing.B, simCfg sim.Config, pool *pgxpool.Pool) *chat
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { prov.Stop(context.Background()) })
-	return serveChatBench(b, catalog, prov, pool)
+	return serveChatBench(b, catalog, prov, pool, telemetry.Telemetry{})
 }
 
 // setupChatBenchApart is setupChatBenchOn with the simulated provider in a
@@ -74,6 +75,15 @@ func setupChatBenchOn(b *testing.B, simCfg sim.Config, pool *pgxpool.Pool) *chat
 // pointed at the child, and its modes conclave-standard and the two
 // benchmark modes; no judges (no test runs here).
 func setupChatBenchApart(b *testing.B, simCfg sim.Config) (*chatBench, *simChild) {
+	b.Helper()
+	catalog, prov, child := benchProvidersApart(b, simCfg)
+	return serveChatBench(b, catalog, prov, pgtest.NewPool(b), telemetry.Telemetry{}), child
+}
+
+// benchProvidersApart starts the simulator in a child process and the
+// providers of the built-in engines pointed at it, with the benchmark
+// modes in the catalogue.
+func benchProvidersApart(b *testing.B, simCfg sim.Config) (*core.Catalog, *providers.Providers, *simChild) {
 	b.Helper()
 	child := startSimChild(b, simCfg)
 	cfg, err := config.Builtin()
@@ -101,7 +111,7 @@ func setupChatBenchApart(b *testing.B, simCfg sim.Config) (*chatBench, *simChild
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { prov.Stop(context.Background()) })
-	return serveChatBench(b, catalog, prov, pgtest.NewPool(b)), child
+	return catalog, prov, child
 }
 
 // twoRoundsBenchMode is base (conclave-standard) critiquing always, for
@@ -115,7 +125,7 @@ func twoRoundsBenchMode(base config.Mode) config.Mode {
 
 // serveChatBench serves the API deliberating on catalog's engines through
 // prov, on pool's database, with a key whose limits sit far above the load.
-func serveChatBench(b *testing.B, catalog *core.Catalog, prov *providers.Providers, pool *pgxpool.Pool) *chatBench {
+func serveChatBench(b *testing.B, catalog *core.Catalog, prov *providers.Providers, pool *pgxpool.Pool, tel telemetry.Telemetry) *chatBench {
 	b.Helper()
 	ctx := context.Background()
 	engine, err := deliberate.New(deliberate.Config{Catalog: catalog, Caller: prov, Judge: direct.New()})
@@ -130,7 +140,7 @@ func serveChatBench(b *testing.B, catalog *core.Catalog, prov *providers.Provide
 	// The deployment's defaults where they matter to speed: keys cached for
 	// 3 s.
 	pt := &parts{store: store, authz: authz, catalog: catalog, deliberator: engine,
-		registry: prometheus.NewRegistry(), limits: limits{KeyCacheTTL: 3 * time.Second}}
+		registry: prometheus.NewRegistry(), limits: limits{KeyCacheTTL: 3 * time.Second}, telemetry: tel}
 	h, _ := pt.serve(b)
 	srv := httptest.NewServer(h)
 	b.Cleanup(srv.Close)

@@ -29,3 +29,8 @@ func TestChatCPUSmoke(t *testing.T) {
 	t.Parallel()
 	benchtest.Smoke(t, "BenchmarkChatCPU")
 }
+
+func TestTracingCostSmoke(t *testing.T) {
+	t.Parallel()
+	benchtest.Smoke(t, "BenchmarkTracingCost")
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/conclavehq/conclave/core/bench/runs"
 	"github.com/conclavehq/conclave/core/calls"
 	"github.com/conclavehq/conclave/core/modes"
+	"github.com/conclavehq/conclave/core/telemetry"
 	"github.com/conclavehq/conclave/internal/jobs"
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/tokens"
@@ -71,6 +72,8 @@ type parts struct {
 	// document, which describes the whole API: for a handler that serves
 	// less of it (withoutModes).
 	uncontracted bool
+	// telemetry traces the calls and requests; the zero value traces none.
+	telemetry telemetry.Telemetry
 }
 
 // modePolicy is the embedded mode-spec policy, compiled once for every
@@ -101,7 +104,7 @@ func (p *parts) serve(t testing.TB) (http.Handler, *calls.Service) {
 		RepeatWait: l.RepeatWait}, calls.Deps{
 		Access: acc, Admission: p.admission, Settlement: p.settlement, Receipts: p.store, Outcomes: p.outcomes,
 		Catalog: p.catalog, Modes: core.NewAuthoredModeSource(p.catalog, p.store), Deliberator: p.deliberator,
-		TokensOver: tokens.Over, Logger: p.logger,
+		TokensOver: tokens.Over, Logger: p.logger, Telemetry: p.telemetry,
 	})
 	require.NoError(t, err)
 	require.NoError(t, svc.Start(context.Background()))
@@ -129,6 +132,7 @@ func (p *parts) serve(t testing.TB) (http.Handler, *calls.Service) {
 	require.NoError(t, err)
 	h, err := api.New(api.Config{MaxBodyBytes: l.MaxBodyBytes}, api.Deps{
 		Access: acc, Calls: svc, Modes: authoring, Runs: benchRuns, Ready: p.ready, Logger: p.logger, Registry: p.registry,
+		Telemetry: p.telemetry,
 	})
 	require.NoError(t, err)
 	if _, bench := t.(*testing.B); !bench && !p.uncontracted {

@@ -75,6 +75,7 @@ func newBench(cfg *config.Config, catalog *core.Catalog, db *database, g *gatewa
 		Scorer:    &execute.Scorer{Catalog: catalog, Engines: judges},
 		Certifier: db.store,
 		Logger:    log.With(slog.String("component", "bench")),
+		Telemetry: g.tel,
 	})
 	if err != nil {
 		return nil, err

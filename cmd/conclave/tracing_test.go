@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -293,4 +294,80 @@ func TestDeadCollectorDoesNotFailCalls(t *testing.T) {
 		}
 		return false
 	}, 60*time.Second, 500*time.Millisecond, "the failed exports' spans are counted as dropped")
+}
+
+var minimumRe = regexp.MustCompile(`at least \$([0-9.]+)`)
+
+// With content capture opted in: an express call's deliberation span says
+// its lane and carries the caller's messages and the answer, each provider
+// call its answer; a call billed above its ceiling is marked capped; and a
+// test run's question job is traced in the batch's own trace (its id is
+// the batch id), with a span per answer and per judgment.
+func TestTracesExpressCappedAndRuns(t *testing.T) {
+	t.Parallel()
+	rc := newOTLPReceiver(t)
+	dbURL := pgtest.NewDatabase(t)
+	env := []string{"DATABASE_URL=" + dbURL, "OTEL_EXPORTER_OTLP_ENDPOINT=" + rc.srv.URL, "OTEL_TRACES_SAMPLER=always_on",
+		"OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"}
+	p := startServe(t, t.TempDir(), env, "--config", infoConfig(t, dbURL))
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dbURL)
+	require.NoError(t, err)
+	defer pool.Close()
+	_, key := newOrgKey(t, pgstore.New(pool), "Traced runs", 0, 10_000, 0)
+	c := &cluster{client: &http.Client{Timeout: time.Minute}}
+	traceOf := func(requestID string) string {
+		var id string
+		require.NoError(t, pool.QueryRow(ctx, "SELECT coalesce(trace_id, '') FROM receipts WHERE request_id = $1", requestID).Scan(&id))
+		require.NotEmpty(t, id, "a traced call's receipt names its trace")
+		return id
+	}
+
+	r := c.post(p.base, "/v1/chat/completions", key, chatJSON("What is 2 + 2?"))
+	require.Equal(t, http.StatusOK, r.status, "%+v", r)
+	spans := rc.trace(t, traceOf(r.requestID), "invoke_workflow conclave-standard")
+	for _, s := range spans {
+		a := attrs(s)
+		switch {
+		case strings.HasPrefix(s.Name, "invoke_workflow"):
+			require.Equal(t, "express", a["conclave.lane"])
+			require.Contains(t, a["gen_ai.input.messages"], "What is 2 + 2?")
+			require.Contains(t, a["gen_ai.output.messages"], `"role":"assistant"`)
+		case strings.HasPrefix(s.Name, "chat ") && a["conclave.attempt"] == "won":
+			require.Contains(t, a["gen_ai.output.messages"], `"parts"`, "content captured: %s", s.Name)
+		}
+	}
+
+	// Capped: the ceiling the refusal names, and answers far longer than
+	// it pays for.
+	question := "Should we adopt trunk-based development? Compare the risks and recommend a strategy. [[sim: tokens_out=2000]]"
+	body := func(ceiling string) string {
+		return strings.TrimSuffix(chatJSON(question), "}") + `,"panel":{"max_cost_usd":` + ceiling + `}}`
+	}
+	r = c.post(p.base, "/v1/chat/completions", key, body("0.000001"))
+	m := minimumRe.FindStringSubmatch(r.message)
+	require.Len(t, m, 2, "%+v", r)
+	r = c.post(p.base, "/v1/chat/completions", key, body(m[1]))
+	require.Equal(t, http.StatusOK, r.status, "%+v", r)
+	for _, s := range rc.trace(t, traceOf(r.requestID), "invoke_workflow conclave-standard") {
+		if strings.HasPrefix(s.Name, "invoke_workflow") {
+			require.Equal(t, "true", attrs(s)["conclave.capped"])
+		}
+	}
+
+	// A test run: its question's job in the batch's trace.
+	launch := jsonOf(t, "POST", p.base+"/v1/tests", key, `{"model":"conclave-standard","buckets":{"light":1}}`, http.StatusOK)
+	batchID := launch["batch_id"].(string)
+	var got map[string]int
+	require.Eventually(t, func() bool {
+		got = map[string]int{}
+		for _, s := range rc.trace(t, strings.ReplaceAll(batchID, "-", ""), "judge nova_pro") {
+			got[s.Name]++
+			if s.Name == "run_question test" {
+				require.Equal(t, batchID, attrs(s)["conclave.batch_id"])
+			}
+		}
+		return got["run_question test"] >= 1 && got["answer mode"] >= 1 && got["answer baseline"] >= 1 &&
+			got["judge nova_pro"] >= 1 && got["judge mistral_large"] >= 1 && got["judge llama4_maverick"] >= 1
+	}, 30*time.Second, 100*time.Millisecond, "the question's job, its two answers and three judgments: %v", got)
 }

@@ -101,14 +101,7 @@ func New(ctx context.Context, o Options) (*Tracing, error) {
 		return nil, fmt.Errorf("tracing: the resource: %w", err)
 	}
 	otel.SetErrorHandler(exportErrors(o.Logger))
-	counted := newCountingExporter(exp, o.Registerer)
-	t.provider = sdktrace.NewTracerProvider(
-		sdktrace.WithSampler(sampler), sdktrace.WithResource(res),
-		sdktrace.WithSpanProcessor(counted.ending()),
-		// The batch processor's queue is dropped from, never waited on:
-		// a dead collector costs spans, not a call's time.
-		sdktrace.WithBatcher(counted, sdktrace.WithMaxQueueSize(8192), sdktrace.WithBatchTimeout(time.Second)),
-	)
+	t.provider = NewProvider(exp, sampler, res, o.Registerer)
 	t.Endpoint, t.Sampler = endpoint, name
 	capture := c.CaptureContent
 	if v := env("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"); v != "" {
@@ -123,6 +116,19 @@ func New(ctx context.Context, o Options) (*Tracing, error) {
 		On:             true,
 	}
 	return t, nil
+}
+
+// NewProvider is the tracer provider New builds around an exporter: the
+// sampler, and Conclave's batcher, which buffers up to 8,192 spans and
+// exports them every second from a goroutine of its own. A dead collector
+// costs spans (dropped and counted), never a call's time.
+func NewProvider(exp sdktrace.SpanExporter, sampler sdktrace.Sampler, res *resource.Resource, reg prometheus.Registerer) *sdktrace.TracerProvider {
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithSampler(sampler),
+		sdktrace.WithSpanProcessor(newBatcher(exp, 8192, time.Second, reg))}
+	if res != nil {
+		opts = append(opts, sdktrace.WithResource(res))
+	}
+	return sdktrace.NewTracerProvider(opts...)
 }
 
 // Shutdown exports what is queued, within ctx.

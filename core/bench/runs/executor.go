@@ -11,7 +11,13 @@ import (
 	"slices"
 	"sync"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/telemetry"
 )
 
 // Answerer answers one question of a batch for one side: the mode's
@@ -91,6 +97,9 @@ type ExecutorDeps struct {
 	Certifier Certifier
 	// Logger defaults to a logger that discards.
 	Logger *slog.Logger
+	// Telemetry traces each question job, its answers and its judgments
+	// (docs/observability.md). Defaults to none.
+	Telemetry telemetry.Telemetry
 }
 
 // Executor runs batches' questions: a durable job per question calls
@@ -137,6 +146,9 @@ func (e *Executor) RunQuestion(ctx context.Context, batchID string, index int) e
 			return fmt.Errorf("starting batch %s: %w", batchID, err)
 		}
 	}
+	ctx, span := e.d.Telemetry.Start(e.d.Telemetry.BatchContext(ctx, batchID), "run_question "+string(b.Kind), trace.SpanKindConsumer,
+		telemetry.BatchID.String(batchID), telemetry.Question.Int(index), semconv.GenAIWorkflowName(b.ModeID))
+	defer span.End()
 	q, err := e.d.Store.Question(ctx, batchID, index)
 	if err != nil {
 		return fmt.Errorf("reading question %d of batch %s: %w", index, batchID, err)
@@ -199,7 +211,9 @@ func (e *Executor) answer(ctx context.Context, b *Batch, q *Question) (*Question
 		wg.Go(func() {
 			what := fmt.Sprintf("answering question %d of batch %s (%s)", q.Index, b.ID, s.side)
 			errs[i] = e.guard(ctx, b, q, what, func() error {
+				ctx, span := e.d.Telemetry.Start(ctx, "answer "+string(s.side), trace.SpanKindInternal, telemetry.Question.Int(q.Index))
 				a, err := s.a.Answer(ctx, &AnswerRequest{Batch: b, Question: q, Side: s.side})
+				endAnswerSpan(span, a, err)
 				switch {
 				case err != nil:
 					return fmt.Errorf("%s: %w", what, err)
@@ -275,7 +289,10 @@ func (e *Executor) guard(ctx context.Context, b *Batch, q *Question, what string
 
 func (e *Executor) judgeOnce(ctx context.Context, b *Batch, q *Question, judge Judge, repeat int) error {
 	order := Order(b.Seed, b.Progress.Total, q.Index, judge, repeat)
+	ctx, span := e.d.Telemetry.Start(ctx, "judge "+string(judge), trace.SpanKindInternal,
+		telemetry.Question.Int(q.Index), telemetry.Judge.String(string(judge)), attribute.Int("conclave.repeat", repeat))
 	r, err := e.d.Panel.Judge(ctx, &JudgeRequest{Batch: b, Question: q, Judge: judge, Repeat: repeat, Order: order, Answers: q.Answers})
+	endJudgeSpan(span, r, err)
 	switch {
 	case err != nil:
 		return fmt.Errorf("judging question %d of batch %s (%s, repeat %d): %w", q.Index, b.ID, judge, repeat, err)
@@ -389,4 +406,31 @@ func Order(seed int64, total, index int, judge Judge, repeat int) []Side {
 		return []Side{SideMode, SideBaseline}
 	}
 	return []Side{SideBaseline, SideMode}
+}
+
+// endAnswerSpan ends an answer's span with what answered and what it cost.
+func endAnswerSpan(span trace.Span, a *Answer, err error) {
+	if span.IsRecording() {
+		if a != nil {
+			span.SetAttributes(attribute.String("conclave.engine", a.Engine), telemetry.CostRealUSD.Float64(a.Cost.Float()),
+				semconv.GenAIUsageInputTokens(a.TokensIn), semconv.GenAIUsageOutputTokens(a.TokensOut))
+		}
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
+	}
+	span.End()
+}
+
+// endJudgeSpan ends a judgment's span with its verdict and cost.
+func endJudgeSpan(span trace.Span, r *Ruling, err error) {
+	if span.IsRecording() {
+		if r != nil {
+			span.SetAttributes(attribute.String("conclave.verdict", string(r.Verdict)), telemetry.CostRealUSD.Float64(r.Cost.Float()))
+		}
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
+	}
+	span.End()
 }
