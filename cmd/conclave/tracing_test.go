@@ -371,3 +371,75 @@ func TestTracesExpressCappedAndRuns(t *testing.T) {
 			got["judge nova_pro"] >= 1 && got["judge mistral_large"] >= 1 && got["judge llama4_maverick"] >= 1
 	}, 30*time.Second, 100*time.Millisecond, "the question's job, its two answers and three judgments: %v", got)
 }
+
+// traceHedgeMode is a panel whose round closes 2 s after quorum and whose
+// slow primaries are hedged after 1 s (half of that, for engines with no
+// history): its second seat's primary and backup are made slow, so that
+// the backup is started beside the primary and both are cut as stragglers.
+const traceHedgeMode = `
+modes:
+  - key: trace-hedge
+    id: trace-hedge
+    ticker: CNCL:TRHG
+    name: Trace hedge
+    description: A panel that hedges and cuts stragglers quickly, for the tracing test.
+    use_when: Never; it exists for a test.
+    price_tier: standard
+    includes_deliberation: true
+    seats:
+      plus:
+        - {engine: sim/atlas, backup: sim/gemini-flash}
+        - {engine: sim/sonnet, backup: sim/gemini-pro}
+        - {engine: sim/gemini-flash, backup: sim/atlas}
+    staff:
+      classifier: {engine: sim/swift}
+      judge: {engine: sim/opus}
+      synthesis: {engine: sim/atlas-frontier}
+    critique: never
+    max_rounds: 1
+    quorum: 2
+    straggler_deadline: 2s
+    express_threshold: 0
+    cost_ceiling_usd: 1.50
+    pricing:
+      surcharge_usd: 0.15
+`
+
+// A hedge and its straggler in the trace: the slow seat's primary and the
+// backup hedged beside it are both drawn, both cut when the round closed
+// on quorum, the backup marked hedged.
+func TestTracesAHedgeAndAStraggler(t *testing.T) {
+	t.Parallel()
+	rc := newOTLPReceiver(t)
+	dbURL := pgtest.NewDatabase(t)
+	cfg := infoConfig(t, dbURL)
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(traceHedgeMode)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	env := []string{"DATABASE_URL=" + dbURL, "OTEL_EXPORTER_OTLP_ENDPOINT=" + rc.srv.URL, "OTEL_TRACES_SAMPLER=always_on"}
+	p := startServe(t, t.TempDir(), env, "--config", cfg)
+	pool, err := pgxpool.New(context.Background(), dbURL)
+	require.NoError(t, err)
+	defer pool.Close()
+	_, key := newOrgKey(t, pgstore.New(pool), "Hedged", 0, 10_000, 0)
+	c := &cluster{client: &http.Client{Timeout: time.Minute}}
+	body := `{"model":"trace-hedge","messages":[{"role":"user","content":"Should we move to event sourcing? Compare the risks. [[sim@sonnet: delay=1000s]] [[sim@gemini-pro: delay=1000s]]"}]}`
+	r := c.post(p.base, "/v1/chat/completions", key, body)
+	require.Equal(t, http.StatusOK, r.status, "%+v", r)
+	var traceID string
+	require.NoError(t, pool.QueryRow(context.Background(), "SELECT trace_id FROM receipts WHERE request_id = $1", r.requestID).Scan(&traceID))
+	seat2 := map[string]map[string]string{}
+	for _, s := range rc.trace(t, traceID, "invoke_workflow trace-hedge") {
+		if a := attrs(s); a["conclave.seat"] == "seat-2" {
+			seat2[s.Name] = a
+		}
+	}
+	require.Contains(t, seat2, "chat sim/sonnet", "the slow primary: %v", seat2)
+	require.Contains(t, seat2, "chat sim/gemini-pro", "its hedge: %v", seat2)
+	require.Equal(t, "true", seat2["chat sim/gemini-pro"]["conclave.hedged"])
+	for name, a := range seat2 {
+		require.Contains(t, []string{"cut", "cancelled"}, a["conclave.attempt"], "%s: a straggler", name)
+	}
+}
