@@ -1,6 +1,15 @@
 package api
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/conclavehq/conclave/core/carrier"
+	"github.com/conclavehq/conclave/core/telemetry"
+)
 
 // metrics are the HTTP layer's Prometheus series. Labels are bounded: route
 // patterns (or "unmatched"), HTTP statuses and wire codes.
@@ -9,6 +18,11 @@ type metrics struct {
 	latency      *prometheus.HistogramVec
 	authFailures *prometheus.CounterVec
 }
+
+// NewHTTPMetrics registers the public listener's HTTP series with reg: the
+// REST handler counts into them (Deps.HTTPMetrics), and so does the tool
+// server for /mcp.
+func NewHTTPMetrics(reg prometheus.Registerer) (carrier.HTTPMetrics, error) { return newMetrics(reg) }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
@@ -33,3 +47,21 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	return m, nil
 }
+
+// Request counts one request and observes its latency, with its trace id
+// as the exemplar when the request was traced: from a slow bucket to its
+// trace.
+func (m *metrics) Request(ctx context.Context, route string, status int, code string, elapsed time.Duration) {
+	m.requests.WithLabelValues(route, strconv.Itoa(status), code).Inc()
+	o := m.latency.WithLabelValues(route)
+	if id := telemetry.TraceID(ctx); id != "" {
+		if eo, ok := o.(prometheus.ExemplarObserver); ok {
+			eo.ObserveWithExemplar(elapsed.Seconds(), prometheus.Labels{"trace_id": id})
+			return
+		}
+	}
+	o.Observe(elapsed.Seconds())
+}
+
+// AuthFailure counts a refusal before a caller was accepted.
+func (m *metrics) AuthFailure(code string) { m.authFailures.WithLabelValues(code).Inc() }

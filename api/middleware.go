@@ -4,15 +4,10 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel/codes"
-	semconv "go.opentelemetry.io/otel/semconv/v1.22.0"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
@@ -50,10 +45,6 @@ func RequestID(ctx context.Context) string {
 	return ""
 }
 
-// statusClientClosed is logged for a request whose caller left before any
-// answer was written.
-const statusClientClosed = 499
-
 // RequestIDHeader carries the request id on every response.
 const RequestIDHeader = "X-Request-Id"
 
@@ -66,8 +57,7 @@ func (h *handler) observe(next http.Handler) http.Handler {
 		start := time.Now()
 		st := &reqState{id: core.NewID("req"), logger: h.log}
 		w.Header().Set(RequestIDHeader, st.id)
-		ctx, span := h.tel.Start(h.tel.Extract(r.Context(), r.Header), r.Method, trace.SpanKindServer,
-			semconv.HTTPRequestMethodKey.String(r.Method), telemetry.RequestID.String(st.id))
+		ctx, span := h.tel.StartRequest(r.Context(), r.Method, r.Header, st.id)
 		r = r.WithContext(context.WithValue(ctx, stateKey, st))
 		sw := &carrier.StatusWriter{ResponseWriter: w}
 		defer func() {
@@ -95,7 +85,7 @@ func (h *handler) observe(next http.Handler) http.Handler {
 				if r.Context().Err() != nil {
 					// The caller left before its answer (a deliberation goes
 					// on without it): nginx's "client closed request".
-					status, st.code = statusClientClosed, "client_closed_request"
+					status, st.code = carrier.StatusClientClosed, carrier.CodeClientClosed
 				}
 			}
 			code := st.code
@@ -103,9 +93,8 @@ func (h *handler) observe(next http.Handler) http.Handler {
 				code = "ok"
 			}
 			elapsed := time.Since(start)
-			h.metrics.requests.WithLabelValues(route, strconv.Itoa(status), code).Inc()
-			observeLatency(r.Context(), h.metrics.latency.WithLabelValues(route), elapsed)
-			endRequestSpan(span, r.Method, route, status, code, st.orgID, st.keyID)
+			h.metrics.Request(r.Context(), route, status, code, elapsed)
+			telemetry.EndRequest(span, r.Method, route, status, code, st.orgID, st.keyID)
 			attrs := []slog.Attr{
 				slog.String("request_id", st.id), slog.String("method", r.Method), slog.String("route", route),
 				slog.Int("status", status), slog.String("code", code), slog.Duration("duration", elapsed),
@@ -117,44 +106,6 @@ func (h *handler) observe(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(sw, r)
 	})
-}
-
-// endRequestSpan names the request's span by its route ("POST
-// /v1/chat/completions") and ends it with what was answered: the status,
-// the organisation and key (never the key itself) and, on a refusal, its
-// code as error.type.
-func endRequestSpan(span trace.Span, method, route string, status int, code, orgID, keyID string) {
-	if !span.IsRecording() {
-		span.End()
-		return
-	}
-	span.SetName(method + " " + route)
-	span.SetAttributes(semconv.HTTPRoute(route), semconv.HTTPResponseStatusCode(status))
-	if orgID != "" {
-		span.SetAttributes(telemetry.OrgID.String(orgID))
-	}
-	if keyID != "" {
-		span.SetAttributes(telemetry.KeyID.String(keyID))
-	}
-	if code != "ok" {
-		span.SetAttributes(semconv.ErrorTypeKey.String(code))
-		if status >= 500 {
-			span.SetStatus(codes.Error, code)
-		}
-	}
-	span.End()
-}
-
-// observeLatency observes a request's latency, with its trace id as the
-// exemplar when the request was traced: from a slow bucket to its trace.
-func observeLatency(ctx context.Context, o prometheus.Observer, elapsed time.Duration) {
-	if id := telemetry.TraceID(ctx); id != "" {
-		if eo, ok := o.(prometheus.ExemplarObserver); ok {
-			eo.ObserveWithExemplar(elapsed.Seconds(), prometheus.Labels{"trace_id": id})
-			return
-		}
-	}
-	o.Observe(elapsed.Seconds())
 }
 
 // routeLabel is the bounded route label of a request: the pattern of the
@@ -226,7 +177,7 @@ func (h *handler) authenticate(next http.Handler) http.Handler {
 }
 
 func (h *handler) authFailure(w http.ResponseWriter, r *http.Request, e *core.Error) {
-	h.metrics.authFailures.WithLabelValues(string(e.Code)).Inc()
+	h.metrics.AuthFailure(string(e.Code))
 	writeError(w, r, e)
 }
 

@@ -73,6 +73,10 @@ type Deps struct {
 	// Registry receives the HTTP metrics; the handler does not serve them
 	// (NewOperator does). Defaults to a fresh registry.
 	Registry *prometheus.Registry
+	// HTTPMetrics are the series the handler counts its requests in,
+	// shared with the tool server (NewHTTPMetrics). Defaults to new ones
+	// registered in Registry.
+	HTTPMetrics carrier.HTTPMetrics
 	// Telemetry traces each request (its span continues a caller's
 	// traceparent). Defaults to none.
 	Telemetry telemetry.Telemetry
@@ -87,7 +91,7 @@ type handler struct {
 	ready   func(ctx context.Context) error
 	log     *slog.Logger
 	tel     telemetry.Telemetry
-	metrics *metrics
+	metrics carrier.HTTPMetrics
 	started time.Time
 	router  *chi.Mux
 }
@@ -108,9 +112,12 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	if d.Registry == nil {
 		d.Registry = prometheus.NewRegistry()
 	}
-	m, err := newMetrics(d.Registry)
-	if err != nil {
-		return nil, err
+	m := d.HTTPMetrics
+	if m == nil {
+		var err error
+		if m, err = newMetrics(d.Registry); err != nil {
+			return nil, err
+		}
 	}
 	h := &handler{
 		cfg: cfg, access: d.Access, calls: d.Calls, modes: d.Modes, runs: d.Runs, ready: d.Ready,

@@ -32,13 +32,13 @@ import (
 // answers in the order of their requests, 202 when none needs one.
 func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request, p *access.Principal, body []byte) {
 	if !json.Valid(body) {
-		writeJSON(w, http.StatusBadRequest, errorOf(nil, codeParseError, "Parse error: the body is not valid JSON.", nil))
+		answer(w, r, http.StatusBadRequest, errorOf(nil, codeParseError, "Parse error: the body is not valid JSON.", nil))
 		return
 	}
 	elems := arrayElements(body)
 	first, ok := elems.next()
 	if !ok {
-		writeJSON(w, http.StatusBadRequest, errorOf(nil, codeInvalidRequest, "Invalid Request: the batch is empty.", nil))
+		answer(w, r, http.StatusBadRequest, errorOf(nil, codeInvalidRequest, "Invalid Request: the batch is empty.", nil))
 		return
 	}
 	run := h.runBatch(r, p, first, &elems)
@@ -51,6 +51,7 @@ func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request, p *access.P
 	// The elements past the limit, decoded one at a time as the answer is
 	// written: none runs, and none is kept.
 	for raw, ok := elems.next(); ok; raw, ok = elems.next() {
+		noteUnread(r.Context())
 		m, bad := decodeMessage(raw)
 		switch {
 		case bad != nil:
@@ -64,24 +65,29 @@ func (h *Handler) serveBatch(w http.ResponseWriter, r *http.Request, p *access.P
 
 // runBatch runs the batch's first Config.MaxBatchMessages elements (first,
 // then those elems yields), maxParallel at a time, and returns their
-// answers in order: nil for a message that needs none.
+// answers in order: nil for a message that needs none. Each message is
+// noted for the request's log line before it runs.
 func (h *Handler) runBatch(r *http.Request, p *access.Principal, first json.RawMessage, elems *elements) []*response {
-	out := make([]*response, 0, min(h.cfg.MaxBatchMessages, 64))
+	// Each message's answer has a cell of its own, which only its worker
+	// writes: the list of cells may grow (and move) while workers run.
+	cells := make([]*batchCell, 0, min(h.cfg.MaxBatchMessages, 64))
 	selfAnswered := 0
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, maxParallel)
 	raw, ok := first, true
 	for i := 0; ok && i < h.cfg.MaxBatchMessages; i++ {
-		out = append(out, nil)
+		c := &batchCell{}
+		cells = append(cells, c)
 		m, bad := decodeMessage(raw)
+		h.note(r.Context(), m)
 		self := bad == nil && m.hasID && h.tools.selfAnswered(m)
 		switch {
 		case bad != nil:
-			out[i] = bad
+			c.res = bad
 		case !m.hasID:
 			h.notify(r.Context(), m)
 		case self && selfAnswered >= h.cfg.MaxSelfAnswered:
-			out[i] = h.batchTooLarge(m.ID)
+			c.res = h.batchTooLarge(m.ID)
 		default:
 			if self {
 				selfAnswered++
@@ -91,7 +97,7 @@ func (h *Handler) runBatch(r *http.Request, p *access.Principal, first json.RawM
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				out[i] = h.dispatchInBatch(r, p, m)
+				c.res = h.dispatchInBatch(r, p, m)
 			}()
 		}
 		if i+1 < h.cfg.MaxBatchMessages {
@@ -99,8 +105,15 @@ func (h *Handler) runBatch(r *http.Request, p *access.Principal, first json.RawM
 		}
 	}
 	wg.Wait()
+	out := make([]*response, len(cells))
+	for i, c := range cells {
+		out[i] = c.res
+	}
 	return out
 }
+
+// batchCell holds one message's answer in a batch (nil for a notification).
+type batchCell struct{ res *response }
 
 // maxParallel is how many messages of one batch run at once.
 const maxParallel = 8
@@ -110,9 +123,10 @@ const maxParallel = 8
 // admission.
 func (h *Handler) dispatchInBatch(r *http.Request, p *access.Principal, m *message) *response {
 	if *m.Method != "tools/call" {
-		if err := h.access.Meter(r.Context(), p, core.NewID("req")); err != nil {
+		id := messageRequestID(r.Context())
+		if err := h.access.Meter(r.Context(), p, id); err != nil {
 			e := core.AsError(err)
-			h.logFailure(r.Context(), e, "")
+			h.logFailure(r.Context(), e, id)
 			return errorOf(m.ID, codeServerError, e.Message, refusalData{HTTPStatus: core.InfoFor(e.Code).Status, Code: string(e.Code)})
 		}
 	}

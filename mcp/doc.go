@@ -13,5 +13,11 @@
 // deliberate call that asks for progress is answered with an event stream
 // of notifications/progress and then its result.
 //
-// mcp imports only core. docs/mcp.md is the caller's guide.
+// Every request is observed as REST's are (observe.go, metrics.go): an
+// X-Request-Id, one log line "request" once it is answered, and REST's
+// HTTP series under the route "/mcp", with a series of its own for the
+// tool calls.
+//
+// mcp imports only core of this module (beside the tracing and metrics
+// libraries). docs/mcp.md is the caller's guide.
 package mcp

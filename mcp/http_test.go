@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/conclavehq/conclave/api"
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/mcp"
 )
@@ -88,6 +89,7 @@ func TestEndpointHTTPBehaviour(t *testing.T) {
 			}
 			r := tb.send(t, method, mcp.Path, key, rw.body, rw.headers...)
 			require.Equal(t, rw.status, r.status, r.raw)
+			require.True(t, strings.HasPrefix(r.header.Get(api.RequestIDHeader), "req_"), "every answer carries X-Request-Id")
 			if rw.empty {
 				require.Empty(t, r.raw)
 				return

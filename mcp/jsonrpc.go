@@ -39,6 +39,9 @@ type message struct {
 	Result  json.RawMessage `json:"result"`
 	Error   json.RawMessage `json:"error"`
 	hasID   bool
+	// tool is the label of the tool a tools/call calls (toolSet.label),
+	// noted when the message is read; "" for another method.
+	tool string
 }
 
 // response is one JSON-RPC response: Result or Error.
@@ -157,10 +160,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // writeRefusal answers a request refused before any message in it was
 // read, with the HTTP status of e's code and a JSON-RPC error (id null)
 // whose data names the code. A refusal with a wait sets Retry-After.
-func writeRefusal(w http.ResponseWriter, rpcCode int, msg string, e *core.Error) {
+func writeRefusal(w http.ResponseWriter, r *http.Request, rpcCode int, msg string, e *core.Error) {
 	info := core.InfoFor(e.Code)
 	if secs := carrier.RetryAfterSeconds(e); secs > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 	}
-	writeJSON(w, info.Status, errorOf(nil, rpcCode, msg, refusalData{HTTPStatus: info.Status, Code: string(e.Code)}))
+	answer(w, r, info.Status, errorOf(nil, rpcCode, msg, refusalData{HTTPStatus: info.Status, Code: string(e.Code)}))
 }

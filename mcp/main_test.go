@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclavehq/conclave/adapters/sim"
@@ -27,6 +29,7 @@ import (
 	"github.com/conclavehq/conclave/core/modes"
 	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/internal/jobs"
+	"github.com/conclavehq/conclave/internal/logtest"
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
 	"github.com/conclavehq/conclave/internal/tokens"
@@ -66,6 +69,10 @@ type testBundle struct {
 	// does (quotes_test.go).
 	access *access.Service
 	quotes *genie.Quotes
+	// reg is the registry the REST handler and the tool server share, as
+	// cmd/conclave's do; logs is their JSON log (observe_test.go).
+	reg  *prometheus.Registry
+	logs *logtest.Buffer
 
 	mu         sync.Mutex
 	dispatched []string // methods the tool server dispatched
@@ -208,13 +215,17 @@ func setup(t testing.TB, opts ...func(*setupOpts)) *testBundle {
 	srv := httptest.NewUnstartedServer(nil)
 	base := "http://" + srv.Listener.Addr().String()
 	tb := &testBundle{srv: srv, base: base, pool: pool, store: store, catalog: catalog, calls: svc, prov: prov, gone: gone,
-		access: acc, quotes: quotes}
-	rest, err := api.New(api.Config{}, api.Deps{Access: acc, Calls: svc, Runs: benchRuns, Ready: store.Ready})
+		access: acc, quotes: quotes, reg: prometheus.NewRegistry(), logs: &logtest.Buffer{}}
+	logger := slog.New(slog.NewJSONHandler(tb.logs, nil))
+	httpm, err := api.NewHTTPMetrics(tb.reg)
+	require.NoError(t, err)
+	rest, err := api.New(api.Config{}, api.Deps{Access: acc, Calls: svc, Runs: benchRuns, Ready: store.Ready,
+		Registry: tb.reg, HTTPMetrics: httpm, Logger: logger})
 	require.NoError(t, err)
 	tools, err := mcp.New(mcp.Config{BaseURL: base, AuthorizationServers: []string{issuer}, MaxBodyBytes: o.maxBodyBytes,
 		ProgressInterval: o.progressGap, MaxBatchAnswerBytes: o.answerBytes},
 		mcp.Deps{Access: acc, Calls: svc, Modes: authoring, Runs: benchRuns, Asker: asker, Quotes: quotes,
-			Proposer: proposer})
+			Proposer: proposer, HTTPMetrics: httpm, Registerer: tb.reg, Logger: logger})
 	require.NoError(t, err)
 	mcp.SetDispatchSpy(tools, func(method string) {
 		tb.mu.Lock()

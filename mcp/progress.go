@@ -9,6 +9,7 @@ import (
 
 	"github.com/conclavehq/conclave/core/access"
 	"github.com/conclavehq/conclave/core/calls"
+	"github.com/conclavehq/conclave/core/carrier"
 )
 
 // A deliberation runs past the 60-second default request timeout of common
@@ -61,12 +62,13 @@ type notification struct {
 }
 
 // serveStream answers m with an event stream. When the client leaves, the
-// stream ends; the deliberation goes on, is billed once and stored, and a
-// retry with the same arguments gets request_in_progress, then the replay.
+// stream ends (the request is logged client_closed_request); the
+// deliberation goes on, is billed once and stored, and a retry with the
+// same arguments gets request_in_progress, then the replay.
 func (h *Handler) serveStream(w http.ResponseWriter, r *http.Request, p *access.Principal, m *message) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
-		writeJSON(w, http.StatusOK, h.dispatch(r.Context(), p, m, nil))
+		answer(w, r, http.StatusOK, h.dispatch(r.Context(), p, m, nil))
 		return
 	}
 	var cp callParams
@@ -115,8 +117,10 @@ func (h *Handler) serveStream(w http.ResponseWriter, r *http.Request, p *access.
 			}
 			writeEvent(w, res)
 			flusher.Flush()
+			noteCode(r.Context(), answerCode(res))
 			return
 		case <-r.Context().Done():
+			noteCode(r.Context(), carrier.CodeClientClosed)
 			return
 		}
 	}

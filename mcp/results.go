@@ -50,9 +50,19 @@ func textResult(v any, isError bool) *toolResult {
 	b, err := marshal(v)
 	if err != nil {
 		b, _ = marshal(transportError{Error: string(core.CodeInternalError), Detail: "The answer could not be encoded. Retry."})
-		isError = true
+		return &toolResult{Content: []textContent{{Type: "text", Text: string(b)}}, IsError: true, code: core.CodeInternalError}
 	}
 	return &toolResult{Content: []textContent{{Type: "text", Text: string(b)}}, IsError: isError}
+}
+
+// failure is a failed result whose text is v's JSON and whose code is
+// code (internal_error when v cannot be encoded).
+func failure(v any, code core.Code) *toolResult {
+	r := textResult(v, true)
+	if r.code == "" {
+		r.code = code
+	}
+	return r
 }
 
 // structuredResult is a successful result of a tool that declares an
@@ -70,18 +80,18 @@ func structuredResult(v any) *toolResult {
 func forwardedFailure(err error, requestID string) *toolResult {
 	var e *core.Error
 	if !errors.As(err, &e) {
-		return textResult(transportError{Error: string(core.CodeInternalError),
-			Detail: "The call failed before the service answered. Retry with the same arguments."}, true)
+		return failure(transportError{Error: string(core.CodeInternalError),
+			Detail: "The call failed before the service answered. Retry with the same arguments."}, core.CodeInternalError)
 	}
 	body, merr := marshal(wire.ErrorOf(e))
 	if merr != nil {
-		return textResult(transportError{Error: string(core.CodeInternalError), Detail: "The error could not be encoded. Retry."}, true)
+		return failure(transportError{Error: string(core.CodeInternalError), Detail: "The error could not be encoded. Retry."}, core.CodeInternalError)
 	}
 	fe := forwardedError{HTTPStatus: core.InfoFor(e.Code).Status, Error: body}
 	if requestID != "" || carrier.RetryAfterSeconds(e) > 0 {
 		fe.Conclave = &forwardedBlock{RequestID: requestID, RetryAfterSeconds: carrier.RetryAfterSeconds(e)}
 	}
-	return textResult(fe, true)
+	return failure(fe, e.Code)
 }
 
 // selfAnsweredFailure renders a self-answered tool's failure. Its extra
@@ -97,6 +107,6 @@ func selfAnsweredFailure(err error) *toolResult {
 	if secs := carrier.RetryAfterSeconds(e); secs > 0 {
 		extra["retry_after_seconds"] = secs
 	}
-	return textResult(selfAnsweredError{HTTPStatus: e.HTTPStatus(),
-		Error: selfAnsweredBody{Code: string(e.Code), Message: e.Message}, Conclave: extra}, true)
+	return failure(selfAnsweredError{HTTPStatus: e.HTTPStatus(),
+		Error: selfAnsweredBody{Code: string(e.Code), Message: e.Message}, Conclave: extra}, e.Code)
 }

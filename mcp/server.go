@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/core/access"
 	"github.com/conclavehq/conclave/core/bench/runs"
@@ -143,8 +145,16 @@ type Deps struct {
 	// Proposer designs modes from descriptions: the tool
 	// genie_propose_mode calls it, and is listed only when it is set.
 	Proposer *genie.Proposer
-	// Logger defaults to a logger that discards.
+	// Logger receives one line per request (observe.go) and the causes
+	// of failures. Defaults to a logger that discards.
 	Logger *slog.Logger
+	// HTTPMetrics are the public listener's HTTP series, which the REST
+	// handler defines (api.NewHTTPMetrics): /mcp is counted in them under
+	// its route. Defaults to none: requests are logged but not counted.
+	HTTPMetrics carrier.HTTPMetrics
+	// Registerer receives the tool calls' series (metrics.go). The handler
+	// does not serve them. Defaults to a fresh registry.
+	Registerer prometheus.Registerer
 	// Telemetry traces each message (its span continues a caller's
 	// traceparent). Defaults to none.
 	Telemetry telemetry.Telemetry
@@ -163,6 +173,7 @@ type Handler struct {
 	proposer *genie.Proposer // nil: genie_propose_mode is not served
 	log      *slog.Logger
 	tel      telemetry.Telemetry
+	metrics  *metrics
 	tools    *toolSet
 	// started is the created time of the modes list_modes lists.
 	started time.Time
@@ -189,8 +200,15 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
+	if d.Registerer == nil {
+		d.Registerer = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(d.Registerer, d.HTTPMetrics)
+	if err != nil {
+		return nil, err
+	}
 	h := &Handler{cfg: cfg, access: d.Access, calls: d.Calls, modes: d.Modes, runs: d.Runs, asker: d.Asker, quotes: d.Quotes, log: d.Logger, tel: d.Telemetry,
-		proposer: d.Proposer, started: time.Now()}
+		metrics: m, proposer: d.Proposer, started: time.Now()}
 	h.tools = h.newTools()
 	meta, err := marshal(resourceMetadata{
 		Resource: cfg.BaseURL + Path, AuthorizationServers: cfg.AuthorizationServers,
@@ -231,21 +249,21 @@ type resourceMetadata struct {
 	ScopesSupported []string `json:"scopes_supported"`
 }
 
-// ServeHTTP routes to the tool endpoint or the protected-resource document.
+// ServeHTTP routes to the tool endpoint or the protected-resource
+// document; every request is observed as REST's are (observe.go).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	sw := &carrier.StatusWriter{ResponseWriter: w}
-	defer func() {
-		h.log.LogAttrs(r.Context(), slog.LevelInfo, "mcp request", slog.String("method", r.Method),
-			slog.String("path", r.URL.Path), slog.Int("status", sw.Status), slog.Duration("duration", time.Since(start)))
-	}()
+	h.observe(w, r, h.route)
+}
+
+// route serves r by its path.
+func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case Path:
-		h.serveEndpoint(sw, r.WithContext(h.tel.Extract(r.Context(), r.Header)))
+		h.serveEndpoint(w, r)
 	case MetadataPath, RootMetadataPath:
-		h.serveMetadata(sw, r)
+		h.serveMetadata(w, r)
 	default:
-		http.NotFound(sw, r)
+		http.NotFound(w, r)
 	}
 }
 
@@ -279,29 +297,12 @@ func (h *Handler) challenge() string {
 func (h *Handler) serveEndpoint(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeRefusal(w, codeServerError, "Method not allowed: the tool server is stateless Streamable HTTP; send every message as a POST.",
+		writeRefusal(w, r, codeServerError, "Method not allowed: the tool server is stateless Streamable HTTP; send every message as a POST.",
 			core.Errorf(core.CodeMethodNotAllowed, "%s is not allowed on %s.", r.Method, Path))
 		return
 	}
-	if e := carrier.RefuseBrowser(r); e != nil {
-		writeRefusal(w, codeServerError, e.Message, e)
-		return
-	}
-	secret, sent := carrier.Bearer(r)
-	p, err := h.access.AuthenticateBearer(r.Context(), secret)
-	if err != nil {
-		e := core.AsError(err)
-		if core.InfoFor(e.Code).Status == http.StatusUnauthorized {
-			msg := "Unauthorized: sign in with OAuth, or send your API key as a bearer token ('Authorization: Bearer ccl_live_…')."
-			if sent {
-				msg += " " + e.Message
-			}
-			w.Header().Set("WWW-Authenticate", h.challenge())
-			writeRefusal(w, codeUnauthorized, msg, e)
-			return
-		}
-		h.logFailure(r.Context(), e, "")
-		writeRefusal(w, codeServerError, e.Message, e)
+	p, ok := h.authenticate(w, r)
+	if !ok {
 		return
 	}
 	// Changes the request makes are its key's in the audit trail.
@@ -312,10 +313,11 @@ func (h *Handler) serveEndpoint(w http.ResponseWriter, r *http.Request) {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			e := carrier.BodyTooLarge(h.cfg.MaxBodyBytes)
-			writeRefusal(w, codeInvalidRequest, e.Message, e)
+			writeRefusal(w, r, codeInvalidRequest, e.Message, e)
 			return
 		}
 		// The connection ended before the body did: nobody to answer.
+		noteCode(r.Context(), carrier.CodeClientClosed)
 		return
 	}
 	switch firstByte(body) {
@@ -325,25 +327,69 @@ func (h *Handler) serveEndpoint(w http.ResponseWriter, r *http.Request) {
 		h.serveBatch(w, r, p, body)
 	default:
 		if !json.Valid(body) {
-			writeJSON(w, http.StatusBadRequest, errorOf(nil, codeParseError, "Parse error: the body is not valid JSON.", nil))
+			answer(w, r, http.StatusBadRequest, errorOf(nil, codeParseError, "Parse error: the body is not valid JSON.", nil))
 			return
 		}
-		writeJSON(w, http.StatusBadRequest, errorOf(nil, codeInvalidRequest,
+		answer(w, r, http.StatusBadRequest, errorOf(nil, codeInvalidRequest,
 			"Invalid Request: the body must be a JSON-RPC message (an object) or a batch of them (an array).", nil))
 	}
 }
 
-// serveOne answers a body holding one message.
+// authenticate refuses a browser (403), then resolves the bearer
+// credential to its principal: 401 with the challenge when there is no
+// usable one, the refusal's own status otherwise. It reports false when it
+// answered. As on REST, every refusal but a spent rate counts as an
+// authentication failure.
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (*access.Principal, bool) {
+	if e := carrier.RefuseBrowser(r); e != nil {
+		h.authFailure(w, r, codeServerError, e.Message, e)
+		return nil, false
+	}
+	secret, sent := carrier.Bearer(r)
+	p, err := h.access.AuthenticateBearer(r.Context(), secret)
+	noteCaller(r.Context(), p)
+	if err == nil {
+		return p, true
+	}
+	e := core.AsError(err)
+	switch {
+	case core.InfoFor(e.Code).Status == http.StatusUnauthorized:
+		msg := "Unauthorized: sign in with OAuth, or send your API key as a bearer token ('Authorization: Bearer ccl_live_…')."
+		if sent {
+			msg += " " + e.Message
+		}
+		w.Header().Set("WWW-Authenticate", h.challenge())
+		h.authFailure(w, r, codeUnauthorized, msg, e)
+	case e.Code == core.CodeRateLimitExceeded:
+		writeRefusal(w, r, codeServerError, e.Message, e) // known spent: refused before any other work
+	default:
+		h.logFailure(r.Context(), e, requestID(r.Context()))
+		h.authFailure(w, r, codeServerError, e.Message, e)
+	}
+	return nil, false
+}
+
+// authFailure answers a refusal before the caller was accepted, counting
+// it in REST's conclave_auth_failures_total.
+func (h *Handler) authFailure(w http.ResponseWriter, r *http.Request, rpcCode int, msg string, e *core.Error) {
+	h.metrics.http.AuthFailure(string(e.Code))
+	writeRefusal(w, r, rpcCode, msg, e)
+}
+
+// serveOne answers a body holding one message: a tool call it makes runs
+// under the request's own id (soleCall).
 func (h *Handler) serveOne(w http.ResponseWriter, r *http.Request, p *access.Principal, body []byte) {
 	if !json.Valid(body) {
-		writeJSON(w, http.StatusBadRequest, errorOf(nil, codeParseError, "Parse error: the body is not valid JSON.", nil))
+		answer(w, r, http.StatusBadRequest, errorOf(nil, codeParseError, "Parse error: the body is not valid JSON.", nil))
 		return
 	}
 	m, bad := decodeMessage(body)
+	h.note(r.Context(), m)
 	if bad != nil {
-		writeJSON(w, http.StatusBadRequest, bad)
+		answer(w, r, http.StatusBadRequest, bad)
 		return
 	}
+	r = soleCall(r)
 	if !m.hasID {
 		h.notify(r.Context(), m)
 		w.WriteHeader(http.StatusAccepted)
@@ -356,7 +402,7 @@ func (h *Handler) serveOne(w http.ResponseWriter, r *http.Request, p *access.Pri
 		h.serveStream(w, r, p, m)
 		return
 	}
-	writeJSON(w, http.StatusOK, h.dispatch(r.Context(), p, m, nil))
+	answer(w, r, http.StatusOK, h.dispatch(r.Context(), p, m, nil))
 }
 
 // refuseScope answers HTTP 403 with an insufficient_scope challenge, and
@@ -378,7 +424,7 @@ func (h *Handler) refuseScope(w http.ResponseWriter, r *http.Request, p *access.
 	w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+strings.Join(core.AllScopes, " ")+
 		`", resource_metadata="`+h.cfg.BaseURL+MetadataPath+`"`)
 	e := core.Errorf(core.CodeInsufficientScope, "Forbidden: the app was not granted the scope %s needs. Sign in again and grant it.", t.desc.Name)
-	writeJSON(w, http.StatusForbidden, errorOf(m.ID, codeServerError, e.Message,
+	answer(w, r, http.StatusForbidden, errorOf(m.ID, codeServerError, e.Message,
 		refusalData{HTTPStatus: http.StatusForbidden, Code: string(e.Code)}))
 	return true
 }
@@ -392,10 +438,17 @@ func (h *Handler) notify(ctx context.Context, m *message) {
 }
 
 // dispatch answers one request; progress, when set, is told the steps of a
-// deliberation it runs. A fault in a method is the spec's -32603.
+// deliberation it runs. A fault in a method is the spec's -32603. A
+// tools/call is counted in the tool series, fault included.
 func (h *Handler) dispatch(ctx context.Context, p *access.Principal, m *message, progress func(calls.Progress)) (res *response) {
 	ctx, span := h.messageSpan(ctx, p, m)
-	defer func() { endMessageSpan(span, res) }()
+	start := time.Now()
+	defer func() {
+		if *m.Method == "tools/call" {
+			h.countCall(ctx, m, res, time.Since(start))
+		}
+		endMessageSpan(span, res)
+	}()
 	defer func() {
 		if v := recover(); v != nil {
 			h.log.ErrorContext(ctx, "panic serving an MCP request", slog.String("method", *m.Method), slog.Any("panic", v))
@@ -429,7 +482,7 @@ func (h *Handler) refuseCall(ctx context.Context, m *message, refusal *core.Erro
 	if bad != nil {
 		return bad
 	}
-	id := core.NewID("req")
+	id := messageRequestID(ctx)
 	if t.selfAnswered {
 		return resultOf(m.ID, h.selfFailure(ctx, refusal, id))
 	}

@@ -198,6 +198,9 @@ type toolResult struct {
 	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
 	IsError           bool            `json:"isError,omitempty"`
 	Meta              map[string]any  `json:"_meta,omitempty"`
+	// code is the wire code of a failure (IsError), for the request's log
+	// line and the tool metrics; never sent.
+	code core.Code
 }
 
 type textContent struct {
@@ -318,13 +321,13 @@ func (t *tool) checkArgs(args map[string]json.RawMessage) string {
 	return ""
 }
 
-// call runs a tools/call.
+// call runs a tools/call under its request id (messageRequestID).
 func (s *toolSet) call(ctx context.Context, p *access.Principal, m *message, progress func(calls.Progress)) *response {
 	t, c, bad := s.parseCall(m)
 	if bad != nil {
 		return bad
 	}
-	c.requestID, c.progress = core.NewID("req"), progress
+	c.requestID, c.progress = messageRequestID(ctx), progress
 	return resultOf(m.ID, t.run(ctx, p, c))
 }
 

@@ -245,6 +245,13 @@ var commands = []command{
 		run:     simCmd,
 	},
 	{
+		name:    "traces",
+		args:    "[--addr HOST:PORT] [--quiet D]",
+		summary: "receive OTLP/HTTP traces on loopback and print each trace as a tree (no collector needed)",
+		example: "conclave traces --addr 127.0.0.1:4318       # then serve with OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318\nconclave traces --quiet 5s",
+		run:     tracesCmd,
+	},
+	{
 		name:    "plugins list",
 		args:    "[--manifest FILE] [--json] [--config FILE] [--data-dir DIR]",
 		summary: "show the native adapters, the manifest's plugins and the engines using each",

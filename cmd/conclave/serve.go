@@ -24,6 +24,7 @@ import (
 	"github.com/conclavehq/conclave/core/access"
 	"github.com/conclavehq/conclave/core/alerts"
 	"github.com/conclavehq/conclave/core/calls"
+	"github.com/conclavehq/conclave/core/carrier"
 	"github.com/conclavehq/conclave/core/dashboard"
 	"github.com/conclavehq/conclave/core/deliberate"
 	"github.com/conclavehq/conclave/core/genie"
@@ -120,7 +121,9 @@ type gateway struct {
 	proposer *genie.Proposer
 	rest     http.Handler
 	// tel traces requests, deliberations and runs (docs/observability.md).
-	tel     telemetry.Telemetry
+	tel telemetry.Telemetry
+	// httpm are the public listener's HTTP series, REST's and /mcp's.
+	httpm   carrier.HTTPMetrics
 	people  *people.Service
 	dash    *dashboard.Service
 	origin  string // the one origin, once the public listener is bound
@@ -200,9 +203,13 @@ func (g *gateway) build(ctx context.Context) error {
 		return err
 	}
 	g.closers = append(g.closers, stopJobs)
+	// REST and the tool server count their requests in one set of series.
+	if g.httpm, err = api.NewHTTPMetrics(g.reg); err != nil {
+		return err
+	}
 	g.rest, err = api.New(api.Config{MaxBodyBytes: cfg.Server.MaxBodyBytes, TrustedProxies: cfg.Server.Proxies()}, api.Deps{
 		Access: g.acc, Calls: g.svc, Modes: g.modes, Runs: g.bench.launch, Ready: g.db.store.Ready, Logger: log, Registry: g.reg,
-		Telemetry: g.tel,
+		Telemetry: g.tel, HTTPMetrics: g.httpm,
 	})
 	return err
 }
@@ -362,7 +369,7 @@ func (g *gateway) mountPublic(ctx context.Context, public *listener) error {
 	tools, err := mcp.New(mcp.Config{BaseURL: origin, AuthorizationServers: issuers, MaxBodyBytes: cfg.Server.MaxBodyBytes,
 		TrustedProxies: cfg.Server.Proxies(), Version: version}, mcp.Deps{Access: g.acc, Calls: g.svc, Modes: g.modes, Runs: g.bench.launch, Asker: g.asker, Telemetry: g.tel,
 		Proposer: g.proposer, Quotes: g.quotes,
-		Logger: g.log})
+		Logger: g.log, HTTPMetrics: g.httpm, Registerer: g.reg})
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -45,6 +46,17 @@ func TestServeMountsTheToolServer(t *testing.T) {
 	res, body = post(key)
 	require.Equal(t, http.StatusOK, res.StatusCode, body)
 	require.Contains(t, body, `"protocolVersion":"2025-06-18"`)
+	require.True(t, strings.HasPrefix(res.Header.Get("X-Request-Id"), "req_"), "/mcp answers carry X-Request-Id")
+	// /mcp is counted in REST's series on the operator listener, and
+	// logged as REST is: just after its answer is sent.
+	op := p.operatorBase(t)
+	require.Eventually(t, func() bool {
+		status, body := get(t, op+"/metrics", "")
+		return status == http.StatusOK &&
+			strings.Contains(body, `conclave_http_requests_total{code="ok",route="/mcp",status="200"} 1`) &&
+			strings.Contains(body, `conclave_http_requests_total{code="invalid_api_key",route="/mcp",status="401"} 1`) &&
+			strings.Contains(p.stderr.String(), `"route":"/mcp"`)
+	}, 10*time.Second, 20*time.Millisecond, "the /mcp requests on the operator's metrics and in the log")
 
 	status, body = get(t, p.base+"/v1/models", key)
 	require.Equal(t, http.StatusOK, status, body)

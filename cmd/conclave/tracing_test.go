@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,6 +23,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/conclavehq/conclave/internal/logtest"
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
 )
@@ -220,16 +222,21 @@ func TestTracesAPanelCall(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(stream), "notifications/progress", "progress was streamed")
 	mspans := rc.trace(t, mcpTrace, "invoke_workflow conclave-standard")
-	var call, flow *tracepb.Span
+	var post, call, flow *tracepb.Span
 	for _, s := range mspans {
 		switch s.Name {
+		case "POST /mcp":
+			post = s
 		case "tools/call deliberate":
 			call = s
 		case "invoke_workflow conclave-standard":
 			flow = s
 		}
 	}
+	require.NotNil(t, post, "the HTTP request's span: %v", spanNames(mspans))
+	require.Equal(t, "00f067aa0ba902b7", hex.EncodeToString(post.ParentSpanId), "the caller's span is its parent")
 	require.NotNil(t, call, "the message's span: %v", spanNames(mspans))
+	require.Equal(t, post.SpanId, call.ParentSpanId, "the message is the request's child")
 	require.Equal(t, "tools/call", attrs(call)["mcp.method.name"])
 	require.Equal(t, "deliberate", attrs(call)["gen_ai.tool.name"])
 	require.Equal(t, call.SpanId, flow.ParentSpanId, "the deliberation is the message's child")
@@ -442,4 +449,51 @@ func TestTracesAHedgeAndAStraggler(t *testing.T) {
 	for name, a := range seat2 {
 		require.Contains(t, []string{"cut", "cancelled"}, a["conclave.attempt"], "%s: a straggler", name)
 	}
+}
+
+// `conclave traces` receives a gateway's traces on loopback and prints
+// each as a tree: the request, under it the deliberation, under that its
+// provider calls; and what is still gathering when it stops.
+func TestTracesCommandPrintsTheTree(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut logtest.Buffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"traces", "--addr", addr, "--quiet", "500ms"}, &out, &errOut) }()
+	require.Eventually(t, func() bool { return strings.Contains(errOut.String(), "receiving OTLP/HTTP traces on http://"+addr) },
+		10*time.Second, 20*time.Millisecond)
+
+	dbURL := pgtest.NewDatabase(t)
+	p := startServe(t, t.TempDir(), []string{"DATABASE_URL=" + dbURL, "OTEL_EXPORTER_OTLP_ENDPOINT=http://" + addr},
+		"--config", reliabilityConfig(t, dbURL))
+	pool, err := pgxpool.New(context.Background(), dbURL)
+	require.NoError(t, err)
+	defer pool.Close()
+	_, key := newOrgKey(t, pgstore.New(pool), "Printed", 0, 10_000, 0)
+	c := &cluster{client: &http.Client{Timeout: time.Minute}}
+	r := c.post(p.base, "/v1/chat/completions", key, chatJSON("Should we adopt trunk-based development? Compare the risks."))
+	require.Equal(t, http.StatusOK, r.status, "%+v", r)
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "POST /v1/chat/completions  SERVER") },
+		20*time.Second, 50*time.Millisecond, "the trace printed: %s", out.String())
+	text := out.String()
+	lines := strings.Split(text, "\n")
+	indent := func(prefix string) int {
+		for _, l := range lines {
+			if strings.HasPrefix(strings.TrimLeft(l, " "), prefix) {
+				return len(l) - len(strings.TrimLeft(l, " "))
+			}
+		}
+		t.Fatalf("no line %q in:\n%s", prefix, text)
+		return 0
+	}
+	require.Less(t, indent("POST /v1/chat/completions"), indent("invoke_workflow conclave-standard"), text)
+	require.Less(t, indent("invoke_workflow conclave-standard"), indent("chat sim/"), text)
+	require.Contains(t, text, `conclave.request_id="`+r.requestID+`"`)
+	t.Log("\n" + text)
+	cancel()
+	require.NoError(t, <-done)
 }

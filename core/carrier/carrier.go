@@ -9,6 +9,7 @@
 package carrier
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -120,3 +121,25 @@ func ClientAddress(r *http.Request, trusted []netip.Prefix) string {
 	}
 	return core.ClientAddress(host, r.Header.Values("X-Forwarded-For"), trusted)
 }
+
+// HTTPMetrics counts the public listener's requests into one set of series
+// (conclave_http_requests_total, conclave_http_request_duration_seconds,
+// conclave_auth_failures_total): the REST handler defines and registers
+// them (api.NewHTTPMetrics), and the tool server counts /mcp into the same
+// ones, so that a dashboard of the listener sees both carriers.
+type HTTPMetrics interface {
+	// Request counts one request by route, status and wire code ("ok" on
+	// success) and observes its latency, with ctx's trace as the exemplar
+	// when it is traced.
+	Request(ctx context.Context, route string, status int, code string, elapsed time.Duration)
+	// AuthFailure counts a refusal before a caller was accepted.
+	AuthFailure(code string)
+}
+
+// StatusClientClosed and CodeClientClosed are what a request whose caller
+// left before any answer was written is logged and counted with, by REST
+// and the tool server alike: nginx's "client closed request".
+const (
+	StatusClientClosed = 499
+	CodeClientClosed   = "client_closed_request"
+)

@@ -13,7 +13,9 @@ import (
 	"net/http"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.22.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 )
@@ -66,9 +68,10 @@ func (t Telemetry) Extract(ctx context.Context, h http.Header) context.Context {
 	return t.Propagator.Extract(ctx, propagation.HeaderCarrier(h))
 }
 
-// TraceID is the trace id of ctx's span when it is sampled, else "".
+// TraceID is the trace id of ctx's span when this process sampled it, else
+// "" (a caller's traceparent alone names no trace of ours).
 func TraceID(ctx context.Context) string {
-	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() && !sc.IsRemote() {
 		return sc.TraceID().String()
 	}
 	return ""
@@ -102,3 +105,36 @@ const (
 	Judge        = attribute.Key("conclave.judge")
 	Tool         = attribute.Key("conclave.tool")
 )
+
+// StartRequest starts the span of a carrier's HTTP request, continuing the
+// caller's traceparent in h; EndRequest names and ends it.
+func (t Telemetry) StartRequest(ctx context.Context, method string, h http.Header, requestID string) (context.Context, trace.Span) {
+	return t.Start(t.Extract(ctx, h), method, trace.SpanKindServer,
+		semconv.HTTPRequestMethodKey.String(method), RequestID.String(requestID))
+}
+
+// EndRequest names a request's span by its route ("POST
+// /v1/chat/completions") and ends it with what was answered: the status,
+// the organisation and key (never the key itself) and, on a refusal, its
+// code as error.type (an error status on a 5xx).
+func EndRequest(span trace.Span, method, route string, status int, code, orgID, keyID string) {
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
+	span.SetName(method + " " + route)
+	span.SetAttributes(semconv.HTTPRoute(route), semconv.HTTPResponseStatusCode(status))
+	if orgID != "" {
+		span.SetAttributes(OrgID.String(orgID))
+	}
+	if keyID != "" {
+		span.SetAttributes(KeyID.String(keyID))
+	}
+	if code != "ok" {
+		span.SetAttributes(semconv.ErrorTypeKey.String(code))
+		if status >= 500 {
+			span.SetStatus(codes.Error, code)
+		}
+	}
+	span.End()
+}

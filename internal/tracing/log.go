@@ -16,7 +16,7 @@ type logHandler struct{ slog.Handler }
 
 // Handle adds the span's ids to r.
 func (h logHandler) Handle(ctx context.Context, r slog.Record) error {
-	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() && !sc.IsRemote() {
 		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
 	}
 	return h.Handler.Handle(ctx, r)
