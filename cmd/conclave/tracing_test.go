@@ -106,6 +106,39 @@ func attrs(s *tracepb.Span) map[string]string {
 	return m
 }
 
+// tracedGateway is `conclave serve` on a database of its own, with an
+// organisation's key and a client: what each tracing test starts from.
+type tracedGateway struct {
+	p    *process
+	pool *pgxpool.Pool
+	key  string
+	c    *cluster
+}
+
+// startTraced starts a gateway with env (the OTEL_* variables; the
+// database's URL is added) and the configuration extra appends to
+// infoConfig's.
+func startTraced(t *testing.T, extra string, env ...string) *tracedGateway {
+	t.Helper()
+	dbURL := pgtest.NewDatabase(t)
+	cfg := infoConfig(t, dbURL)
+	if extra != "" {
+		f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+		require.NoError(t, err)
+		_, err = f.WriteString(extra)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+	}
+	g := &tracedGateway{p: startServe(t, t.TempDir(), append(env, "DATABASE_URL="+dbURL), "--config", cfg),
+		c: &cluster{client: &http.Client{Timeout: time.Minute}}}
+	var err error
+	g.pool, err = pgxpool.New(context.Background(), dbURL)
+	require.NoError(t, err)
+	t.Cleanup(g.pool.Close)
+	_, g.key = newOrgKey(t, pgstore.New(g.pool), t.Name(), 0, 10_000, 0)
+	return g
+}
+
 // A traced gateway (the standard OTEL_* environment pointing at a loopback
 // OTLP receiver): a panel call whose first seat fails over to its backup,
 // sent with a caller's traceparent whose sampled flag is off, is traced
@@ -118,18 +151,11 @@ func attrs(s *tracepb.Span) map[string]string {
 func TestTracesAPanelCall(t *testing.T) {
 	t.Parallel()
 	rc := newOTLPReceiver(t)
-	dbURL := pgtest.NewDatabase(t)
-	env := []string{"DATABASE_URL=" + dbURL, "OTEL_EXPORTER_OTLP_ENDPOINT=" + rc.srv.URL, "OTEL_TRACES_SAMPLER=parentbased_always_on",
-		"OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental", "OTEL_SERVICE_NAME=conclave-test"}
-	p := startServe(t, t.TempDir(), env, "--config", infoConfig(t, dbURL))
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dbURL)
-	require.NoError(t, err)
-	defer pool.Close()
-	_, key := newOrgKey(t, pgstore.New(pool), "Traced", 0, 10_000, 0)
+	g := startTraced(t, "", "OTEL_EXPORTER_OTLP_ENDPOINT="+rc.srv.URL, "OTEL_TRACES_SAMPLER=parentbased_always_on",
+		"OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental", "OTEL_SERVICE_NAME=conclave-test")
+	ctx, p, pool, key, c := context.Background(), g.p, g.pool, g.key, g.c
 
 	const callerTrace, callerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
-	c := &cluster{client: &http.Client{Timeout: time.Minute}}
 	r := c.post(p.base, "/v1/chat/completions", key,
 		chatJSON("Should we split the monolith into microservices this year? Compare the risks. [[sim@atlas: error=overloaded]]"),
 		"traceparent", "00-"+callerTrace+"-"+callerSpan+"-00")
@@ -279,14 +305,8 @@ func TestDeadCollectorDoesNotFailCalls(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	deadURL := dead.URL
 	dead.Close() // nothing listens there now
-	dbURL := pgtest.NewDatabase(t)
-	p := startServe(t, t.TempDir(), []string{"DATABASE_URL=" + dbURL, "OTEL_EXPORTER_OTLP_ENDPOINT=" + deadURL},
-		"--config", infoConfig(t, dbURL))
-	pool, err := pgxpool.New(context.Background(), dbURL)
-	require.NoError(t, err)
-	defer pool.Close()
-	_, key := newOrgKey(t, pgstore.New(pool), "Untraced", 0, 10_000, 0)
-	c := &cluster{client: &http.Client{Timeout: time.Minute}}
+	g := startTraced(t, "", "OTEL_EXPORTER_OTLP_ENDPOINT="+deadURL)
+	p, key, c := g.p, g.key, g.c
 	for i := range 5 {
 		r := c.post(p.base, "/v1/chat/completions", key, chatJSON(fmt.Sprintf("What is %d + %d?", i, i)))
 		require.Equal(t, http.StatusOK, r.status, "%+v", r)
@@ -313,16 +333,9 @@ var minimumRe = regexp.MustCompile(`at least \$([0-9.]+)`)
 func TestTracesExpressCappedAndRuns(t *testing.T) {
 	t.Parallel()
 	rc := newOTLPReceiver(t)
-	dbURL := pgtest.NewDatabase(t)
-	env := []string{"DATABASE_URL=" + dbURL, "OTEL_EXPORTER_OTLP_ENDPOINT=" + rc.srv.URL, "OTEL_TRACES_SAMPLER=always_on",
-		"OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"}
-	p := startServe(t, t.TempDir(), env, "--config", infoConfig(t, dbURL))
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dbURL)
-	require.NoError(t, err)
-	defer pool.Close()
-	_, key := newOrgKey(t, pgstore.New(pool), "Traced runs", 0, 10_000, 0)
-	c := &cluster{client: &http.Client{Timeout: time.Minute}}
+	g := startTraced(t, "", "OTEL_EXPORTER_OTLP_ENDPOINT="+rc.srv.URL, "OTEL_TRACES_SAMPLER=always_on",
+		"OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true")
+	ctx, p, pool, key, c := context.Background(), g.p, g.pool, g.key, g.c
 	traceOf := func(requestID string) string {
 		var id string
 		require.NoError(t, pool.QueryRow(ctx, "SELECT coalesce(trace_id, '') FROM receipts WHERE request_id = $1", requestID).Scan(&id))
@@ -418,20 +431,8 @@ modes:
 func TestTracesAHedgeAndAStraggler(t *testing.T) {
 	t.Parallel()
 	rc := newOTLPReceiver(t)
-	dbURL := pgtest.NewDatabase(t)
-	cfg := infoConfig(t, dbURL)
-	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
-	require.NoError(t, err)
-	_, err = f.WriteString(traceHedgeMode)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
-	env := []string{"DATABASE_URL=" + dbURL, "OTEL_EXPORTER_OTLP_ENDPOINT=" + rc.srv.URL, "OTEL_TRACES_SAMPLER=always_on"}
-	p := startServe(t, t.TempDir(), env, "--config", cfg)
-	pool, err := pgxpool.New(context.Background(), dbURL)
-	require.NoError(t, err)
-	defer pool.Close()
-	_, key := newOrgKey(t, pgstore.New(pool), "Hedged", 0, 10_000, 0)
-	c := &cluster{client: &http.Client{Timeout: time.Minute}}
+	g := startTraced(t, traceHedgeMode, "OTEL_EXPORTER_OTLP_ENDPOINT="+rc.srv.URL, "OTEL_TRACES_SAMPLER=always_on")
+	p, pool, key, c := g.p, g.pool, g.key, g.c
 	body := `{"model":"trace-hedge","messages":[{"role":"user","content":"Should we move to event sourcing? Compare the risks. [[sim@sonnet: delay=1000s]] [[sim@gemini-pro: delay=1000s]]"}]}`
 	r := c.post(p.base, "/v1/chat/completions", key, body)
 	require.Equal(t, http.StatusOK, r.status, "%+v", r)
@@ -467,14 +468,8 @@ func TestTracesCommandPrintsTheTree(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(errOut.String(), "receiving OTLP/HTTP traces on http://"+addr) },
 		10*time.Second, 20*time.Millisecond)
 
-	dbURL := pgtest.NewDatabase(t)
-	p := startServe(t, t.TempDir(), []string{"DATABASE_URL=" + dbURL, "OTEL_EXPORTER_OTLP_ENDPOINT=http://" + addr},
-		"--config", reliabilityConfig(t, dbURL))
-	pool, err := pgxpool.New(context.Background(), dbURL)
-	require.NoError(t, err)
-	defer pool.Close()
-	_, key := newOrgKey(t, pgstore.New(pool), "Printed", 0, 10_000, 0)
-	c := &cluster{client: &http.Client{Timeout: time.Minute}}
+	g := startTraced(t, "", "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+addr)
+	p, key, c := g.p, g.key, g.c
 	r := c.post(p.base, "/v1/chat/completions", key, chatJSON("Should we adopt trunk-based development? Compare the risks."))
 	require.Equal(t, http.StatusOK, r.status, "%+v", r)
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "POST /v1/chat/completions  SERVER") },
