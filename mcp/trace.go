@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
@@ -13,24 +12,20 @@ import (
 )
 
 // messageSpan starts the span of one JSON-RPC message, "tools/call
-// deliberate" or its method, as the MCP conventions name it, with the
+// deliberate" (the tool as h.note labelled it: a served tool, or
+// "unknown") or its method, as the MCP conventions name it, with the
 // organisation and the key (never the key itself) that sent it. A
 // deliberation's invoke_workflow span is its child.
 func (h *Handler) messageSpan(ctx context.Context, p *access.Principal, m *message) (context.Context, trace.Span) {
 	if !h.tel.On || m.Method == nil {
 		return ctx, trace.SpanFromContext(ctx)
 	}
-	name := *m.Method
+	name := methodName(*m.Method) // a caller's odd method is "unknown": span names stay bounded
 	attrs := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(semconv.McpMethodNameKey.String(name))}
-	if name == "tools/call" {
-		var cp struct {
-			Name string `json:"name"`
-		}
-		if json.Unmarshal(m.Params, &cp) == nil && cp.Name != "" {
-			name += " " + cp.Name
-			attrs = append(attrs, trace.WithAttributes(telemetry.Tool.String(cp.Name), semconv.GenAIToolName(cp.Name)))
-		}
+	if m.tool != "" { // noted before dispatch: a served tool's name, or "unknown"
+		name += " " + m.tool
+		attrs = append(attrs, trace.WithAttributes(telemetry.Tool.String(m.tool), semconv.GenAIToolName(m.tool)))
 	}
 	if p != nil && p.Org != nil {
 		attrs = append(attrs, trace.WithAttributes(telemetry.OrgID.String(p.Org.ID)))
@@ -41,10 +36,15 @@ func (h *Handler) messageSpan(ctx context.Context, p *access.Principal, m *messa
 	return h.tel.Tracer.Start(ctx, name, attrs...)
 }
 
-// endMessageSpan ends a message's span with its error's code, if any.
+// endMessageSpan ends a message's span with the code its answer carried
+// (answerCode: a JSON-RPC error's, or a tool's failure) as error.type and
+// an error status, as REST's request span has a refusal's.
 func endMessageSpan(span trace.Span, res *response) {
-	if span.IsRecording() && res != nil && res.Error != nil {
-		span.SetStatus(codes.Error, res.Error.Message)
+	if span.IsRecording() {
+		if code := answerCode(res); code != "ok" {
+			span.SetAttributes(semconv.ErrorTypeKey.String(code))
+			span.SetStatus(codes.Error, code)
+		}
 	}
 	span.End()
 }

@@ -46,8 +46,13 @@ func startDemo(t *testing.T, dataDir string) (p *process, orgID, key string) {
 	t.Helper()
 	p = startServe(t, t.TempDir(), []string{"DATABASE_URL=", "CONCLAVE_DATA_DIR="}, "--demo", "--data-dir", dataDir)
 	p.demoKey(t)
-	m := bannerRe.FindStringSubmatch(p.stdout.String())
-	require.NotNil(t, m, "stdout is the banner alone:\n%s", p.stdout)
+	// The owner's set-up link is the banner's last line, printed after the
+	// key: wait for the whole banner before reading it.
+	var m []string
+	require.Eventually(t, func() bool {
+		m = bannerRe.FindStringSubmatch(p.stdout.String())
+		return m != nil
+	}, 10*time.Second, 10*time.Millisecond, "stdout is the banner alone:\n%s", p.stdout)
 	require.Equal(t, p.base, m[1])
 	require.NotEmpty(t, p.operatorBase(t), "the logs, the serving line among them, go to stderr")
 	status, body := get(t, p.base+"/v1/models", m[3])

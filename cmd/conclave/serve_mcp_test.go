@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"net/http"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -22,8 +21,7 @@ func TestServeMountsTheToolServer(t *testing.T) {
 	const public = "https://conclave.example/gw"
 	p := startServe(t, t.TempDir(), []string{"DATABASE_URL=" + pgtest.NewEmptyDatabase(t), "CONCLAVE_PUBLIC_URL=" + public}, "--demo")
 	defer p.stop(t)
-	key := regexp.MustCompile(`ccl_live_[A-Za-z0-9_-]{43}`).FindString(p.stdout.String())
-	require.NotEmpty(t, key)
+	key := p.demoKey(t) // printed after the serving line: waited for
 
 	status, body := get(t, p.base+"/.well-known/oauth-protected-resource/mcp", "")
 	require.Equal(t, http.StatusOK, status, body)

@@ -173,8 +173,9 @@ func (p *process) operatorBase(t testing.TB) string {
 
 var demoKeyRe = regexp.MustCompile(`(?m)^Demo key: (ccl_live_[A-Za-z0-9_-]{43})$`)
 
-// demoKey waits for the banner's demo key line (the banner's last, after
-// the "serving on" line startProcess waits for) and returns the key.
+// demoKey waits for the banner's demo key line (after the "serving on"
+// line startProcess waits for; the owner's set-up link follows it) and
+// returns the key.
 func (p *process) demoKey(t testing.TB) string {
 	t.Helper()
 	var key string

@@ -267,6 +267,49 @@ func TestTracesAPanelCall(t *testing.T) {
 	require.Equal(t, "deliberate", attrs(call)["gen_ai.tool.name"])
 	require.Equal(t, call.SpanId, flow.ParentSpanId, "the deliberation is the message's child")
 
+	// A tool that fails: its message's span carries the tool's code.
+	body = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_receipt","arguments":{"request_id":"req_doesnotexist00000000"}}}`
+	const failTrace = "7bf92f3577b34da6a3ce929d0e0e4736"
+	mreq, err = http.NewRequest(http.MethodPost, p.base+"/mcp", strings.NewReader(body))
+	require.NoError(t, err)
+	mreq.Header.Set("Authorization", "Bearer "+key)
+	mreq.Header.Set("Content-Type", "application/json")
+	mreq.Header.Set("Accept", "application/json, text/event-stream")
+	mreq.Header.Set("traceparent", "00-"+failTrace+"-00f067aa0ba902b7-01")
+	mres, err = c.client.Do(mreq)
+	require.NoError(t, err)
+	refusal, err := io.ReadAll(mres.Body)
+	mres.Body.Close()
+	require.NoError(t, err)
+	require.Contains(t, string(refusal), "receipt_not_found")
+	for _, s := range rc.trace(t, failTrace, "tools/call get_receipt") {
+		if s.Name == "tools/call get_receipt" {
+			require.Equal(t, "receipt_not_found", attrs(s)["error.type"])
+			require.Equal(t, tracepb.Status_STATUS_CODE_ERROR, s.Status.Code)
+		}
+	}
+
+	// The latency histograms name the traces as exemplars (OpenMetrics):
+	// REST's request latency and the MCP tool's.
+	require.Eventually(t, func() bool {
+		req, _ := http.NewRequest(http.MethodGet, p.operatorBase(t)+"/metrics", nil)
+		req.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		defer res.Body.Close()
+		text, _ := io.ReadAll(res.Body)
+		var rest, tool bool
+		for _, l := range strings.Split(string(text), "\n") {
+			rest = rest || strings.HasPrefix(l, `conclave_http_request_duration_seconds_bucket{route="/v1/chat/completions"`) &&
+				strings.Contains(l, `trace_id="`+callerTrace+`"`)
+			tool = tool || strings.HasPrefix(l, `conclave_mcp_tool_call_duration_seconds_bucket{tool="deliberate"`) &&
+				strings.Contains(l, `trace_id="`+mcpTrace+`"`)
+		}
+		return rest && tool
+	}, 5*time.Second, 100*time.Millisecond, "exemplars naming the REST call's and the MCP call's traces")
+
 	// A refused call: its request span says why, and nothing deliberated.
 	r = c.post(p.base, "/v1/chat/completions", key, `{"model":"no-such-mode","messages":[{"role":"user","content":"hi"}]}`,
 		"traceparent", "00-5bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
