@@ -286,6 +286,14 @@ func (g *gateway) run(ctx context.Context, stdout io.Writer, d *demo) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Server.H2C {
+		// server.h2c: HTTP/2 with prior knowledge beside HTTP/1.1, for a
+		// proxy in front that multiplexes its calls.
+		var protocols http.Protocols
+		protocols.SetHTTP1(true)
+		protocols.SetUnencryptedHTTP2(true)
+		public.srv.Protocols = &protocols
+	}
 	if err := g.mountPublic(ctx, public); err != nil {
 		public.close()
 		return err

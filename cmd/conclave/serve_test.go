@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -515,4 +516,59 @@ func TestServeStartsWithoutJudges(t *testing.T) {
 	require.Equal(t, "provider_unavailable", toolError(t, r), r.raw)
 	require.Contains(t, r.raw, named)
 	p.stop(t)
+}
+
+// With server.h2c the public listener also speaks HTTP/2 with prior
+// knowledge, as a proxy in front that multiplexes its calls sends it: a
+// billed chat completion and a health check are answered over HTTP/2 on
+// one connection, and HTTP/1.1 still is. The operator listener (a server
+// without the setting) refuses the HTTP/2 preface.
+func TestServeSpeaksH2CWhenTold(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "conclave.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("server:\n  h2c: true\n"), 0o600))
+	p := startServe(t, dir, []string{"DATABASE_URL=" + pgtest.NewEmptyDatabase(t)}, "--config", cfg, "--demo")
+	defer p.stop(t)
+	key := p.demoKey(t)
+
+	var protocols http.Protocols
+	protocols.SetUnencryptedHTTP2(true)
+	h2c := &http.Client{Transport: &http.Transport{Protocols: &protocols}, Timeout: time.Minute}
+	defer h2c.CloseIdleConnections()
+	req, err := http.NewRequest("POST", p.base+"/v1/chat/completions",
+		strings.NewReader(chatRequestBody("conclave-standard", "What is 2 + 2?")))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := h2c.Do(req)
+	require.NoError(t, err)
+	raw, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, res.StatusCode, string(raw))
+	require.Equal(t, 2, res.ProtoMajor, "the chat completion over HTTP/2")
+	var answer struct {
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &answer))
+	require.Len(t, answer.Choices, 1)
+	require.NotEmpty(t, answer.Choices[0].Message.Content)
+
+	res, err = h2c.Get(p.base + "/healthz")
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Equal(t, 2, res.ProtoMajor)
+
+	res, body := send(t, "GET", p.base+"/healthz", "", "")
+	require.Equal(t, http.StatusOK, res.StatusCode, body)
+	require.Equal(t, 1, res.ProtoMajor, "HTTP/1.1 still served")
+
+	_, err = h2c.Get(p.operatorBase(t) + "/healthz")
+	require.Error(t, err, "the operator listener speaks HTTP/1.1 only")
 }

@@ -158,6 +158,12 @@ type Server struct {
 	// the audit trail) is then the right-most address in it that is not a
 	// trusted proxy. Defaults to [] (the peer is the client).
 	TrustedProxies []string `yaml:"trusted_proxies"`
+	// H2C also serves unencrypted HTTP/2 (prior knowledge) on the public
+	// listener, beside HTTP/1.1, for a proxy in front that speaks it to its
+	// backends (Envoy, Caddy's h2c transport): its calls then share a few
+	// connections instead of holding one each. TLS stays the proxy's; the
+	// operator listener is unaffected. Defaults to false.
+	H2C bool `yaml:"h2c"`
 	// MaxBodyBytes caps request bodies; larger ones get 413 request_too_large.
 	// Defaults to 1 MiB.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
