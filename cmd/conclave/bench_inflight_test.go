@@ -62,12 +62,13 @@ const inFlightMemoryLimitMiB = 900
 // with a connection each (as an OpenAI client library sends them), and the
 // benchmark waits for all. Each run happens once whatever b.N.
 //
-// It runs two gateways one after the other, each for both sizes: limit=none
-// with the Go runtime's default memory management, and limit=900MiB with
+// It runs two gateways one after the other: limit=none with the Go
+// runtime's default memory management, and limit=900MiB with
 // server.memory_limit_mib set to 900 (a soft limit: the runtime collects
 // garbage more often near it, trading CPU for a lower peak). It reports,
-// for N = 100 (the baseline, cold) and N = 10,000 (the goal, after the
-// N = 100 run has warmed the same gateway process):
+// for N = 100 (the baseline, cold), N = 10,000 (after the N = 100 run has
+// warmed the same gateway process) and, on the gateway without a limit,
+// N = 20,000 (the goal: in at most 1 GiB):
 //
 //   - peak_rss_MiB: the gateway's VmHWM, reset just before the requests go
 //     out (Linux's clear_refs), read after all have completed. Only the
@@ -104,12 +105,31 @@ func BenchmarkChatInFlight(b *testing.B) {
 	simURL := startSim(b)
 	dbURL := pgtest.NewDatabase(b)
 	key := inFlightKey(b, dbURL)
-	// The smoke form (make test, benchtest.Smoking): one gateway, five
-	// deliberations of 1-second seats.
-	delay, sizes, limits := "30s", []int{100, 10_000}, []int{0, inFlightMemoryLimitMiB}
-	if benchtest.Smoking() {
-		delay, sizes, limits = "1s", []int{5}, []int{0}
+	// The gateway without a limit holds 100 and 10,000 calls sent over
+	// HTTP/1.1, then 10,000 and 20,000 (the goal) over HTTP/2; the one with
+	// the soft limit 100 and 10,000 over HTTP/1.1. The smoke form (make
+	// test, benchtest.Smoking): one gateway, five deliberations of 1-second
+	// seats over each.
+	delay, limits := "30s", []int{0, inFlightMemoryLimitMiB}
+	sizes := map[int][]inFlightSize{
+		0:                      {{n: 100}, {n: 10_000}, {n: 10_000, h2c: true}, {n: 20_000, h2c: true}},
+		inFlightMemoryLimitMiB: {{n: 100}, {n: 10_000}},
 	}
+	if benchtest.Smoking() {
+		delay, sizes, limits = "1s", map[int][]inFlightSize{0: {{n: 5}, {n: 5, h2c: true}}}, []int{0}
+	}
+	most := 0
+	for _, limit := range limits {
+		sizes[limit] = envSizes(b, "CONCLAVE_BENCH_IN_FLIGHT_N", sizes[limit])
+		for _, size := range sizes[limit] {
+			if !size.h2c {
+				most = max(most, size.n)
+			}
+		}
+	}
+	// Each call over HTTP/1.1 holds a connection here and one in the
+	// gateway, which inherits this process's limit.
+	ensureOpenFiles(b, uint64(most)+inFlightSpareFiles)
 	body := chatRequestBody(inFlightMode, "Should a twelve-person team split its monolith into microservices this year? "+
 		strings.ReplaceAll("[[sim@atlas: delay=D]] [[sim@sonnet: delay=D]] [[sim@gemini-flash: delay=D]]", "D", delay))
 	var failed []string
@@ -141,15 +161,14 @@ func BenchmarkChatInFlight(b *testing.B) {
 		}
 		pid := gw.cmd.Process.Pid
 		metricsBase := "http://" + opAddr
-		// 100 then 10,000, or CONCLAVE_BENCH_IN_FLIGHT_N: the first run
-		// warms the gateway for the next.
-		for _, n := range envCounts(b, "CONCLAVE_BENCH_IN_FLIGHT_N", sizes) {
-			b.Run(fmt.Sprintf("%s/n=%d", name, n), func(b *testing.B) {
+		// The sizes in turn: the first run warms the gateway for the next.
+		for _, size := range sizes[limit] {
+			b.Run(name+"/"+size.String(), func(b *testing.B) {
 				// One run whatever b.N (a -benchtime meant for another
 				// benchmark must not repeat a 30-second run): the figures
 				// are per run.
 				t0 := time.Now()
-				r := inFlight(b, gw.base, metricsBase, key, body, pid, n)
+				r := inFlight(b, gw.base, metricsBase, key, body, pid, size)
 				b.ReportMetric(float64(time.Since(t0).Nanoseconds()), "ns/op") // one run, not b.N
 				b.ReportMetric(r.peakMiB, "peak_rss_MiB")
 				b.ReportMetric(1024, "goal_rss_MiB")
@@ -162,10 +181,10 @@ func BenchmarkChatInFlight(b *testing.B) {
 				b.ReportMetric(r.stackMiB, "stack_MiB")
 				b.ReportMetric(r.heapMiB, "heap_inuse_MiB")
 				if dir := os.Getenv("CONCLAVE_BENCH_PPROF_DIR"); dir != "" {
-					b.Logf("profiles at the peak: %s", filepath.Join(dir, fmt.Sprintf("*-%d.pb.gz", n)))
+					b.Logf("profiles at the peak: %s", filepath.Join(dir, "*-"+size.file()+".pb.gz"))
 				}
 				if r.errors > 0 {
-					failed = append(failed, fmt.Sprintf("%s n=%d: %d errors, first: %s", name, n, r.errors, r.firstErr))
+					failed = append(failed, fmt.Sprintf("%s %s: %d errors, first: %s", name, size, r.errors, r.firstErr))
 					logGatewayErrors(b, gw)
 				}
 			})
@@ -174,6 +193,74 @@ func BenchmarkChatInFlight(b *testing.B) {
 	}
 	if len(failed) > 0 {
 		b.Fatal(strings.Join(failed, "; "))
+	}
+}
+
+// inFlightSize is one run of the in-flight benchmark: n calls at once,
+// over HTTP/1.1 with a connection each, or over HTTP/2 with prior
+// knowledge (the gateway's server.h2c), sharing connections of up to 250
+// calls each, as a proxy in front that multiplexes sends them.
+type inFlightSize struct {
+	n   int
+	h2c bool
+}
+
+// String names the run in the benchmark's name: "n=10000", "n=20000/h2c".
+func (s inFlightSize) String() string {
+	if s.h2c {
+		return fmt.Sprintf("n=%d/h2c", s.n)
+	}
+	return fmt.Sprintf("n=%d", s.n)
+}
+
+// file names the run in its profiles' file names.
+func (s inFlightSize) file() string {
+	return strings.ReplaceAll(strings.TrimPrefix(s.String(), "n="), "/", "-")
+}
+
+// envSizes is the sizes in the environment variable name, comma-separated
+// positive whole numbers, each over HTTP/1.1 or, with the suffix "h2c",
+// over HTTP/2 ("100,2000,2000h2c"); def when it is unset.
+func envSizes(b *testing.B, name string, def []inFlightSize) []inFlightSize {
+	env := os.Getenv(name)
+	if env == "" {
+		return def
+	}
+	var sizes []inFlightSize
+	for f := range strings.SplitSeq(env, ",") {
+		f = strings.TrimSpace(f)
+		digits, h2c := strings.CutSuffix(f, "h2c")
+		n, err := strconv.Atoi(digits)
+		if err != nil || n <= 0 {
+			b.Fatalf("%s: %q is not a positive whole number, with or without the suffix h2c", name, f)
+		}
+		sizes = append(sizes, inFlightSize{n: n, h2c: h2c})
+	}
+	return sizes
+}
+
+// inFlightSpareFiles is what a process of the in-flight benchmark opens
+// beside its N connections: the gateway's connections to the simulator
+// and PostgreSQL, listeners, files.
+const inFlightSpareFiles = 4096
+
+// ensureOpenFiles lets this process, and the gateway and simulator it
+// starts (which inherit the limit), hold need open files: it raises the
+// soft limit, and the hard one where this process may (as root). When it
+// cannot, the benchmark fails saying so, rather than failing calls
+// mid-run with "too many open files".
+func ensureOpenFiles(b *testing.B, need uint64) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		b.Fatal(err)
+	}
+	if lim.Cur >= need {
+		return
+	}
+	want := syscall.Rlimit{Cur: need, Max: max(lim.Max, need)}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want); err != nil {
+		b.Fatalf("the in-flight benchmark needs %d open files in this process and in the gateway; the limit is %d (hard %d) and raising it failed: %v. Raise it (ulimit -n) or run fewer calls (CONCLAVE_BENCH_IN_FLIGHT_N)",
+			need, lim.Cur, lim.Max, err)
 	}
 }
 
@@ -219,6 +306,7 @@ func inFlightConfig(simURL string, memoryLimitMiB int) string {
   level: warn
 server:
   memory_limit_mib: %[3]d
+  h2c: true
 limits:
   rpm: 1000000
   concurrency: 100000
@@ -375,14 +463,22 @@ type inFlightResult struct {
 // inFlight sends n chat completions at once to the gateway at base (process
 // pid, metrics at metricsBase: its operator listener), a connection each,
 // and waits for them all.
-func inFlight(b *testing.B, base, metricsBase, key, body string, pid, n int) inFlightResult {
+func inFlight(b *testing.B, base, metricsBase, key, body string, pid int, size inFlightSize) inFlightResult {
 	b.Helper()
-	client := &http.Client{Transport: &http.Transport{
+	n := size.n
+	transport := &http.Transport{
 		MaxIdleConnsPerHost: n,
 		MaxIdleConns:        n,
 		IdleConnTimeout:     time.Minute,
 		DialContext:         (&net.Dialer{Timeout: 60 * time.Second}).DialContext,
-	}}
+	}
+	if size.h2c {
+		// HTTP/2 only, with prior knowledge: the transport opens another
+		// connection whenever those it has carry the server's 250 streams.
+		transport.Protocols = new(http.Protocols)
+		transport.Protocols.SetUnencryptedHTTP2(true)
+	}
+	client := &http.Client{Transport: transport}
 	defer client.CloseIdleConnections()
 	run := time.Now().UnixNano() // calls are distinct: each has its own key
 	var hedged atomic.Int64
@@ -465,7 +561,7 @@ func inFlight(b *testing.B, base, metricsBase, key, body string, pid, n int) inF
 					r.peakGoroutines = m.goroutines
 					r.stackMiB, r.heapMiB = m.stackMiB, m.heapMiB
 					if m.goroutines > 5*n {
-						saveProfiles(n)
+						saveProfiles(size.file())
 					}
 				}
 			}
@@ -570,8 +666,8 @@ func startProfiledGateway(b *testing.B, dir, pprofDir string, env []string, args
 var profiling atomic.Value
 
 // saveProfiles saves the gateway's heap and goroutine profiles, named for
-// the run of n, when the gateway is profiled.
-func saveProfiles(n int) {
+// the run (inFlightSize.file), when the gateway is profiled.
+func saveProfiles(run string) {
 	dir, _ := profiling.Load().(string)
 	if dir == "" {
 		return
@@ -585,7 +681,7 @@ func saveProfiles(n int) {
 		if err != nil {
 			continue
 		}
-		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.pb.gz", kind, n)))
+		f, err := os.Create(filepath.Join(dir, kind+"-"+run+".pb.gz"))
 		if err == nil {
 			_, _ = io.Copy(f, res.Body)
 			_ = f.Close()
