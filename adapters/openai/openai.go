@@ -159,14 +159,10 @@ type chatChoice struct {
 
 type choiceMessage struct {
 	// Content is a string, null, or (Mistral's reasoning models) an array
-	// of typed parts.
-	Content json.RawMessage `json:"content"`
-	Refusal *string         `json:"refusal"`
-}
-
-type contentPart struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
+	// of typed parts. Decoded as any, the common string is read in the
+	// response's one pass rather than kept raw and decoded again.
+	Content any     `json:"content"`
+	Refusal *string `json:"refusal"`
 }
 
 type chatUsage struct {
@@ -222,26 +218,47 @@ func (*Adapter) ParseResponse(_ context.Context, res *core.HTTPResponse) (*core.
 }
 
 // contentText reads message content: a string, null (no text), or an array
-// whose "text" parts are joined (thinking parts are skipped).
-func contentText(raw json.RawMessage) (string, bool) {
-	if len(raw) == 0 || isNull(raw) {
+// whose "text" parts are joined (thinking parts are skipped). Anything else,
+// or a part that is not an object with string type and text, is not
+// content.
+func contentText(content any) (string, bool) {
+	switch c := content.(type) {
+	case nil:
+		return "", true
+	case string:
+		return c, true
+	case []any:
+		var b strings.Builder
+		for _, p := range c {
+			if p == nil {
+				continue // a null part, as decoding into a struct took it
+			}
+			part, ok := p.(map[string]any)
+			if !ok {
+				return "", false
+			}
+			typ, ok1 := optionalString(part["type"])
+			text, ok2 := optionalString(part["text"])
+			if !ok1 || !ok2 {
+				return "", false
+			}
+			if typ == "text" {
+				b.WriteString(text)
+			}
+		}
+		return b.String(), true
+	}
+	return "", false
+}
+
+// optionalString is a part's field as a string: absent or null is "", and
+// any other type is not a string.
+func optionalString(v any) (string, bool) {
+	if v == nil {
 		return "", true
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		return s, true
-	}
-	var parts []contentPart
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", false
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Type == "text" {
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String(), true
+	s, ok := v.(string)
+	return s, ok
 }
 
 func finishReason(r *string) string {

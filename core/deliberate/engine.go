@@ -391,7 +391,10 @@ func (e *Engine) Execute(ctx context.Context, p *Plan) (*Result, error) {
 		return nil, fmt.Errorf("%w: mode %q has no seats for tier %q", ErrModeUnavailable, req.Mode.ID, req.Tier)
 	}
 	r := e.newRun(req)
-	r.calls = slices.Clone(p.Calls)
+	// Room for the plan's calls and a panel's: a seat and its backup or
+	// hedge a round, a judge a round, the synthesis. Growing the slice
+	// call by call copied every record four times over.
+	r.calls = append(make([]Call, 0, len(p.Calls)+(2*len(row)+1)*max(req.Mode.Deliberation.MaxRounds, 1)+1), p.Calls...)
 	r.promptTokens, r.questionTokens = p.promptTokens, p.questionTokens
 	res := &Result{
 		Finish: FinishStop, Classification: p.Classification, Substitutions: []Substitution{},

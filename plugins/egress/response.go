@@ -21,7 +21,9 @@ func readBody(res *http.Response, max int64) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	if res.ContentLength > 0 {
-		buf.Grow(int(res.ContentLength) + 1)
+		// Room for the body and bytes.Buffer's MinRead, so that reading
+		// the announced length ends without growing the buffer.
+		buf.Grow(int(res.ContentLength) + bytes.MinRead)
 	}
 	n, err := buf.ReadFrom(io.LimitReader(res.Body, max+1))
 	if err != nil {
