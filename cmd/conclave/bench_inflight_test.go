@@ -49,7 +49,8 @@ const inFlightMemoryLimitMiB = 900
 // seats atlas, sonnet and gemini-flash (each backing up another), judge
 // opus, synthesis atlas-frontier, classifier swift. The question carries
 // targeted simulator directives that make every call to a seat engine take
-// exactly 30 s; the classifier, judge and synthesis answer in the quick
+// exactly 30 s (longer for more than 10,000 calls: inFlightSize.seat); the
+// classifier, judge and synthesis answer in the quick
 // profile's 50–600 ms. The mode hedges (quorum 2, straggler deadline
 // 20 s: a 10 s hedge delay), but an engine is hedged only past its recent
 // median latency (the default hedge percentile), within a per-engine hedge
@@ -59,8 +60,9 @@ const inFlightMemoryLimitMiB = 900
 // seat engine has 100 answers of about 30 s on record, so in the next run
 // a primary is hedged only if it outlasts them, and a deliberation holds
 // three engine calls open. All N requests are sent at once, over HTTP/1.1
-// with a connection each (as an OpenAI client library sends them), and the
-// benchmark waits for all. Each run happens once whatever b.N.
+// with a connection each (as an OpenAI client library sends them) or over
+// HTTP/2 (inFlightSize), and the benchmark waits for all. Each run happens
+// once whatever b.N.
 //
 // It runs two gateways one after the other: limit=none with the Go
 // runtime's default memory management, and limit=900MiB with
@@ -81,6 +83,9 @@ const inFlightMemoryLimitMiB = 900
 //     (goal: none).
 //   - peak_goroutines: the most goroutines in the gateway, sampled from
 //     its /metrics (on its operator listener) every second.
+//   - peak_in_flight: the most billed calls the gateway ran at once
+//     (conclave_calls_in_flight, sampled with the goroutines): N when
+//     every call was admitted before the first answered.
 //   - p50_s, max_s: wall-clock latency of one call; with no queueing a call
 //     takes about 31 s, so the excess is queueing (holds and settles on the
 //     database pool, CPU shared with the simulator, the load generator and
@@ -89,8 +94,8 @@ const inFlightMemoryLimitMiB = 900
 //   - stack_MiB, heap_inuse_MiB: the gateway's goroutine stacks and heap
 //     in use when its goroutines peaked (from /metrics).
 //
-// CONCLAVE_BENCH_IN_FLIGHT_N replaces the sizes (say "100,2000", a quicker
-// probe whose first run still warms the gateway). CONCLAVE_BENCH_GATEWAY_ENV
+// CONCLAVE_BENCH_IN_FLIGHT_N replaces the sizes (say "100,2000,2000h2c", a
+// quicker probe whose first run still warms the gateway). CONCLAVE_BENCH_GATEWAY_ENV
 // adds variables to the gateway's environment alone (say "GOGC=50").
 // CONCLAVE_BENCH_PPROF_DIR runs the gateway as this test binary with
 // net/http/pprof on a side port and saves its heap and goroutine profiles
@@ -110,13 +115,13 @@ func BenchmarkChatInFlight(b *testing.B) {
 	// the soft limit 100 and 10,000 over HTTP/1.1. The smoke form (make
 	// test, benchtest.Smoking): one gateway, five deliberations of 1-second
 	// seats over each.
-	delay, limits := "30s", []int{0, inFlightMemoryLimitMiB}
+	seat, limits := inFlightSeat, []int{0, inFlightMemoryLimitMiB}
 	sizes := map[int][]inFlightSize{
 		0:                      {{n: 100}, {n: 10_000}, {n: 10_000, h2c: true}, {n: 20_000, h2c: true}},
 		inFlightMemoryLimitMiB: {{n: 100}, {n: 10_000}},
 	}
 	if benchtest.Smoking() {
-		delay, sizes, limits = "1s", map[int][]inFlightSize{0: {{n: 5}, {n: 5, h2c: true}}}, []int{0}
+		seat, sizes, limits = time.Second, map[int][]inFlightSize{0: {{n: 5}, {n: 5, h2c: true}}}, []int{0}
 	}
 	most := 0
 	for _, limit := range limits {
@@ -130,8 +135,6 @@ func BenchmarkChatInFlight(b *testing.B) {
 	// Each call over HTTP/1.1 holds a connection here and one in the
 	// gateway, which inherits this process's limit.
 	ensureOpenFiles(b, uint64(most)+inFlightSpareFiles)
-	body := chatRequestBody(inFlightMode, "Should a twelve-person team split its monolith into microservices this year? "+
-		strings.ReplaceAll("[[sim@atlas: delay=D]] [[sim@sonnet: delay=D]] [[sim@gemini-flash: delay=D]]", "D", delay))
 	var failed []string
 	// Two gateways, one after the other: the runtime's default memory
 	// management, then a soft memory limit (server.memory_limit_mib) set
@@ -168,13 +171,14 @@ func BenchmarkChatInFlight(b *testing.B) {
 				// benchmark must not repeat a 30-second run): the figures
 				// are per run.
 				t0 := time.Now()
-				r := inFlight(b, gw.base, metricsBase, key, body, pid, size)
+				r := inFlight(b, gw.base, metricsBase, key, inFlightBody(size.seat(seat)), pid, size)
 				b.ReportMetric(float64(time.Since(t0).Nanoseconds()), "ns/op") // one run, not b.N
 				b.ReportMetric(r.peakMiB, "peak_rss_MiB")
 				b.ReportMetric(1024, "goal_rss_MiB")
 				b.ReportMetric(r.idleMiB, "idle_rss_MiB")
 				b.ReportMetric(float64(r.errors), "errors")
 				b.ReportMetric(float64(r.peakGoroutines), "peak_goroutines")
+				b.ReportMetric(float64(r.peakInFlight), "peak_in_flight")
 				b.ReportMetric(r.p50.Seconds(), "p50_s")
 				b.ReportMetric(r.max.Seconds(), "max_s")
 				b.ReportMetric(float64(r.hedged), "hedged_seats")
@@ -194,6 +198,28 @@ func BenchmarkChatInFlight(b *testing.B) {
 	if len(failed) > 0 {
 		b.Fatal(strings.Join(failed, "; "))
 	}
+}
+
+// inFlightSeat is how long every seat call takes, unless a size needs
+// longer (inFlightSize.seat).
+const inFlightSeat = 30 * time.Second
+
+// inFlightBody is the benchmark's question, whose seats each take seat.
+func inFlightBody(seat time.Duration) string {
+	return chatRequestBody(inFlightMode, "Should a twelve-person team split its monolith into microservices this year? "+
+		strings.ReplaceAll("[[sim@atlas: delay=D]] [[sim@sonnet: delay=D]] [[sim@gemini-flash: delay=D]]", "D", seat.String()))
+}
+
+// seat is how long the run's seat calls take: def, or for more than
+// 10,000 calls 4.5 ms a call when that is longer, so that every call is
+// admitted before the first seats answer (admission takes about 3.5 ms a
+// call on the development machine) and all N are in flight at the peak;
+// peak_in_flight says whether they were.
+func (s inFlightSize) seat(def time.Duration) time.Duration {
+	if s.n <= 10_000 {
+		return def
+	}
+	return max(def, time.Duration(s.n)*4500*time.Microsecond)
 }
 
 // inFlightSize is one run of the in-flight benchmark: n calls at once,
@@ -454,6 +480,7 @@ type inFlightResult struct {
 	firstErr         string
 	p50, max         time.Duration
 	peakGoroutines   int
+	peakInFlight     int // the most billed calls the gateway ran at once (conclave_calls_in_flight)
 	// stackMiB and heapMiB are the gateway's stacks and heap in use when
 	// its goroutines peaked.
 	stackMiB, heapMiB float64
@@ -557,7 +584,9 @@ func inFlight(b *testing.B, base, metricsBase, key, body string, pid int, size i
 			case <-done:
 				return
 			case <-tick.C:
-				if m := runtimeMetrics(metrics, metricsBase); m.goroutines > r.peakGoroutines {
+				m := runtimeMetrics(metrics, metricsBase)
+				r.peakInFlight = max(r.peakInFlight, m.inFlight)
+				if m.goroutines > r.peakGoroutines {
 					r.peakGoroutines = m.goroutines
 					r.stackMiB, r.heapMiB = m.stackMiB, m.heapMiB
 					if m.goroutines > 5*n {
@@ -581,10 +610,11 @@ func inFlight(b *testing.B, base, metricsBase, key, body string, pid int, size i
 	return r
 }
 
-// runtimeSample is what the gateway's /metrics said of its runtime.
+// runtimeSample is what the gateway's /metrics said of its runtime and
+// of its billed calls in flight.
 type runtimeSample struct {
-	goroutines        int
-	stackMiB, heapMiB float64
+	goroutines, inFlight int
+	stackMiB, heapMiB    float64
 }
 
 // runtimeMetrics reads the goroutine count and the stack and heap in use
@@ -607,6 +637,8 @@ func runtimeMetrics(client *http.Client, base string) runtimeSample {
 		switch name {
 		case "go_goroutines":
 			m.goroutines = int(f)
+		case "conclave_calls_in_flight":
+			m.inFlight = int(f)
 		case "go_memstats_stack_inuse_bytes":
 			m.stackMiB = f / (1 << 20)
 		case "go_memstats_heap_inuse_bytes":

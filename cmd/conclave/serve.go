@@ -188,6 +188,14 @@ func (g *gateway) build(ctx context.Context) error {
 		return err
 	}
 	g.closers = append(g.closers, g.svc.Stop)
+	// Read when scraped: nothing on the call's path.
+	svc := g.svc
+	if err := g.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "conclave_calls_in_flight",
+		Help: "Billed calls (REST and MCP) running on this replica: admitted, not yet settled or released.",
+	}, func() float64 { return float64(svc.Running()) })); err != nil {
+		return err
+	}
 	if g.dash, err = newDashboard(cfg, g.db.store, g.acc, g.svc, tester, pcfg.BYOK != nil); err != nil {
 		return err
 	}

@@ -572,3 +572,49 @@ func TestServeSpeaksH2CWhenTold(t *testing.T) {
 	_, err = h2c.Get(p.operatorBase(t) + "/healthz")
 	require.Error(t, err, "the operator listener speaks HTTP/1.1 only")
 }
+
+// conclave_calls_in_flight, on the operator listener, counts the billed
+// calls running on the replica: one while a slow call deliberates, none
+// once it has answered.
+func TestServeCountsCallsInFlight(t *testing.T) {
+	t.Parallel()
+	p := startServe(t, t.TempDir(), []string{"DATABASE_URL=" + pgtest.NewEmptyDatabase(t)}, "--demo")
+	defer p.stop(t)
+	key, op := p.demoKey(t), p.operatorBase(t)
+	inFlight := func() string {
+		_, body := get(t, op+"/metrics", "")
+		for line := range strings.Lines(body) {
+			if v, ok := strings.CutPrefix(line, "conclave_calls_in_flight "); ok {
+				return strings.TrimSpace(v)
+			}
+		}
+		return "absent"
+	}
+	require.Equal(t, "0", inFlight())
+
+	req, err := http.NewRequest("POST", p.base+"/v1/chat/completions",
+		strings.NewReader(chatRequestBody("conclave-standard", "Should we rewrite the billing service in Rust? [[sim: delay=3s]]")))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	type answer struct {
+		status int
+		err    error
+	}
+	answered := make(chan answer, 1)
+	go func() { // no test assertions off the test's goroutine
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- answer{err: err}
+			return
+		}
+		_, err = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		answered <- answer{status: res.StatusCode, err: err}
+	}()
+	require.Eventually(t, func() bool { return inFlight() == "1" }, 10*time.Second, 20*time.Millisecond,
+		"the slow call counted while it runs")
+	a := <-answered
+	require.NoError(t, a.err)
+	require.Equal(t, http.StatusOK, a.status)
+	require.Equal(t, "0", inFlight(), "settled: no longer in flight")
+}
