@@ -46,8 +46,8 @@ func virtualAuthenticator(t *testing.T, ctx context.Context) {
 	require.NoError(t, err)
 }
 
-// shoot, text and waitText are internal/browsertest's Shoot, Text and
-// WaitText under the names these tests use.
+// shoot, text, waitText and click are internal/browsertest's Shoot, Text,
+// WaitText and Click under the names these tests use.
 func shoot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	browsertest.Shoot(t, ctx, name)
@@ -58,6 +58,11 @@ func text(t *testing.T, ctx context.Context) string { t.Helper(); return browser
 func waitText(t *testing.T, ctx context.Context, want string) {
 	t.Helper()
 	browsertest.WaitText(t, ctx, want)
+}
+
+func click(t *testing.T, ctx context.Context, sel string) {
+	t.Helper()
+	browsertest.Click(t, ctx, sel)
 }
 
 // A demo owner opens their set-up link, registers a passkey through
@@ -73,7 +78,7 @@ func TestBrowserOwnerRegistersAPasskeyAndSignsInWithIt(t *testing.T) {
 	require.Contains(t, text(t, ctx), "olive@acme.example")
 	shoot(t, ctx, "setup-link")
 
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[data-passkey="create"]`))))
+	click(t, ctx, `button[data-passkey="create"]`)
 	waitText(t, ctx, "Hello, Olive Owner")
 	require.Contains(t, text(t, ctx), "owner of Acme Research")
 	shoot(t, ctx, "home")
@@ -91,11 +96,11 @@ func TestBrowserOwnerRegistersAPasskeyAndSignsInWithIt(t *testing.T) {
 	waitText(t, ctx, "Passkeys")
 	shoot(t, ctx, "account")
 
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`form[action="/sign-out"] button`))))
+	click(t, ctx, `form[action="/sign-out"] button`)
 	waitText(t, ctx, "With a passkey")
 	shoot(t, ctx, "sign-in")
 
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[data-passkey="get"]`))))
+	click(t, ctx, `button[data-passkey="get"]`)
 	waitText(t, ctx, "Hello, Olive Owner")
 
 	pks, err = b.store.Passkeys(context.Background(), b.owner.ID)
@@ -332,10 +337,10 @@ func TestBrowserKeysCreateUseRevoke(t *testing.T) {
 
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(b.origin+"/keys")))
 	waitText(t, ctx, "kim's laptop")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`a[href$="/revoke"]`))))
+	click(t, ctx, `a[href$="/revoke"]`)
 	waitText(t, ctx, "cannot be restored")
 	shoot(t, ctx, "keys-revoke-confirm")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`form[action$="/revoke"] button`))))
+	click(t, ctx, `form[action$="/revoke"] button`)
 	waitText(t, ctx, "Key revoked")
 	shoot(t, ctx, "keys")
 	_, err = b.acc.Authenticate(context.Background(), secret)

@@ -153,7 +153,7 @@ func TestBrowserConsentPage(t *testing.T) {
 	require.Contains(t, page, "any program can say it is Some CLI")
 	require.Contains(t, page, "127.0.0.1:53682")
 	shoot(t, ctx, "consent-loopback")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[value="deny"]`))))
+	click(t, ctx, `button[value="deny"]`)
 	waitText(t, ctx, "There is no page at this address")
 	b.consent.mu.Lock()
 	require.Equal(t, []string{"req_cli"}, b.consent.denied)

@@ -148,7 +148,7 @@ func TestBrowserDashboardOwnerWalk(t *testing.T) {
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(b.origin+"/receipts")))
 	waitText(t, ctx, requestID)
 	shoot(t, ctx, "receipts")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`a[href="/receipts/`+requestID+`"]`))))
+	click(t, ctx, `a[href="/receipts/`+requestID+`"]`)
 	waitText(t, ctx, "How the deliberation ran")
 	page := text(t, ctx)
 	for _, want := range []string{"Round 1 · seat-1", "Judge · round 1", "Synthesis", "used", "The answer", "Transcript"} {
@@ -174,7 +174,7 @@ func TestBrowserDashboardOwnerWalk(t *testing.T) {
 		`document.querySelectorAll('.answer script, .answer img, .answer [onerror], .answer a[href^="javascript"]').length`))
 	require.NoError(t, err)
 	require.Zero(t, bad, "no script, image, handler or javascript: link reached the page")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`details.transcript summary`))))
+	click(t, ctx, `details.transcript summary`)
 	ran, err = chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__xss !== undefined`))
 	require.NoError(t, err)
 	require.False(t, ran)
@@ -232,10 +232,10 @@ func TestBrowserDashboardOwnerWalk(t *testing.T) {
 	waitText(t, ctx, "Test of the OpenAI key")
 	require.Contains(t, text(t, ctx), "answered on your key")
 	shoot(t, ctx, "byok")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`a[href="/byok/openai/remove"]`))))
+	click(t, ctx, `a[href="/byok/openai/remove"]`)
 	waitText(t, ctx, "Remove the OpenAI key?")
 	shoot(t, ctx, "byok-remove")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`form[action="/byok/openai/remove"] button`))))
+	click(t, ctx, `form[action="/byok/openai/remove"] button`)
 	waitText(t, ctx, "Provider key removed")
 
 	// A key's rate, lowered; a value past what the organisation has is
@@ -253,9 +253,9 @@ func TestBrowserDashboardOwnerWalk(t *testing.T) {
 	shoot(t, ctx, "keys-with-limits")
 
 	// The key, revoked, is refused on the API.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`a[href="/keys/`+key.ID+`/revoke"]`))))
+	click(t, ctx, `a[href="/keys/`+key.ID+`/revoke"]`)
 	waitText(t, ctx, "cannot be restored")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`form[action$="/revoke"] button`))))
+	click(t, ctx, `form[action$="/revoke"] button`)
 	waitText(t, ctx, "Key revoked")
 	status, body = apiCall(t, b, secret, "GET", "/v1/models", "")
 	require.Equal(t, http.StatusUnauthorized, status, string(body))

@@ -90,7 +90,7 @@ func TestBrowserRetentionSetting(t *testing.T) {
 	ctx := browser(t)
 	browserSignIn(t, ctx, b, "olive@acme.example", ownerPassword)
 	waitText(t, ctx, "Overview of Acme Research")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`nav a[href="/settings"]`))))
+	click(t, ctx, `nav a[href="/settings"]`)
 	waitText(t, ctx, "Settings of Acme Research")
 	checked, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('input[name=transcripts]:checked').value`))
 	require.NoError(t, err)

@@ -64,7 +64,7 @@ func TestOAuthConsentInChromium(t *testing.T) {
 		chromedp.Submit(chromedp.CSS(`#password`))))
 	pageShows(t, ctx, "Connect Browser Test App?")
 	require.Contains(t, pageShows(t, ctx, "Self-declared"), "127.0.0.1")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[value="approve"]`))))
+	browsertest.Click(t, ctx, `button[value="approve"]`)
 	pageShows(t, ctx, "Connected: you may close this window.")
 	loc, err := chromedp.Run(ctx, chromedp.Location())
 	require.NoError(t, err)

@@ -81,9 +81,9 @@ func TestModeBuilderInChromium(t *testing.T) {
 		"the refusal goes once the price is over the floor")
 	browsertest.WaitText(t, ctx, "The spec passes every rule.")
 
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[value="save"]`))))
+	browsertest.Click(t, ctx, `button[value="save"]`)
 	browsertest.WaitText(t, ctx, "Draft saved.")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`form[action$="/release"] button`))))
+	browsertest.Click(t, ctx, `form[action$="/release"] button`)
 	browsertest.WaitText(t, ctx, "Released as the mode's next version.")
 
 	// A second version: three rounds.
@@ -92,7 +92,7 @@ func TestModeBuilderInChromium(t *testing.T) {
 	require.NoError(t, chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(`#f-max_rounds`), "3"),
 		chromedp.Click(chromedp.CSS(`button[value="save"]`))))
 	browsertest.WaitText(t, ctx, "Draft saved.")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`form[action$="/release"] button`))))
+	browsertest.Click(t, ctx, `form[action$="/release"] button`)
 	browsertest.WaitText(t, ctx, "Released as the mode's next version.")
 	browsertest.Shoot(t, ctx, "mode")
 

@@ -198,3 +198,32 @@ func WaitText(t testing.TB, ctx context.Context, want string) string {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// Click clicks the first element matching the CSS selector sel, once it is
+// visible. Just after a navigation, Chrome may renumber the page's nodes
+// between the element being found and being clicked, and answers "Could
+// not find node with given id": nothing was clicked, so the click is tried
+// again, for up to 10 s. Any other error fails the test.
+func Click(t testing.TB, ctx context.Context, sel string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel)))
+		if err == nil {
+			return
+		}
+		if !staleNode(err) || time.Now().After(deadline) {
+			t.Fatalf("clicking %s: %v", sel, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// staleNode reports whether err is Chrome's refusal of a node id that the
+// page no longer has.
+func staleNode(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Could not find node with given id") ||
+		strings.Contains(msg, "No node with given id found") ||
+		strings.Contains(msg, "Node with given id does not belong to the document")
+}
