@@ -248,21 +248,11 @@ func (s inFlightSize) file() string {
 // positive whole numbers, each over HTTP/1.1 or, with the suffix "h2c",
 // over HTTP/2 ("100,2000,2000h2c"); def when it is unset.
 func envSizes(b *testing.B, name string, def []inFlightSize) []inFlightSize {
-	env := os.Getenv(name)
-	if env == "" {
-		return def
-	}
-	var sizes []inFlightSize
-	for f := range strings.SplitSeq(env, ",") {
-		f = strings.TrimSpace(f)
+	return envList(b, name, "a positive whole number, with or without the suffix h2c", def, func(f string) (inFlightSize, bool) {
 		digits, h2c := strings.CutSuffix(f, "h2c")
-		n, err := strconv.Atoi(digits)
-		if err != nil || n <= 0 {
-			b.Fatalf("%s: %q is not a positive whole number, with or without the suffix h2c", name, f)
-		}
-		sizes = append(sizes, inFlightSize{n: n, h2c: h2c})
-	}
-	return sizes
+		n, ok := positive(digits)
+		return inFlightSize{n: n, h2c: h2c}, ok
+	})
 }
 
 // inFlightSpareFiles is what a process of the in-flight benchmark opens
@@ -293,19 +283,32 @@ func ensureOpenFiles(b *testing.B, need uint64) {
 // envCounts is the comma-separated positive whole numbers in the
 // environment variable name ("100,2000"), or def when it is unset.
 func envCounts(b *testing.B, name string, def []int) []int {
+	return envList(b, name, "a positive whole number", def, positive)
+}
+
+// envList is the comma-separated items of the environment variable name,
+// each read by parse, or def when it is unset; an item parse refuses fails
+// the benchmark, saying it is not what want describes.
+func envList[T any](b *testing.B, name, want string, def []T, parse func(string) (T, bool)) []T {
 	env := os.Getenv(name)
 	if env == "" {
 		return def
 	}
-	var ns []int
+	var items []T
 	for f := range strings.SplitSeq(env, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			b.Fatalf("%s: %q is not a positive whole number", name, f)
+		item, ok := parse(strings.TrimSpace(f))
+		if !ok {
+			b.Fatalf("%s: %q is not %s", name, f, want)
 		}
-		ns = append(ns, n)
+		items = append(items, item)
 	}
-	return ns
+	return items
+}
+
+// positive reads a positive whole number.
+func positive(s string) (int, bool) {
+	n, err := strconv.Atoi(s)
+	return n, err == nil && n > 0
 }
 
 // logGatewayErrors logs the first of the gateway's error lines (the cause
