@@ -19,7 +19,6 @@
 package anthropic
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -101,7 +100,7 @@ func (*Adapter) BuildRequest(_ context.Context, req *core.SeatRequest) (*core.HT
 		system = append(system, jsonInstruction)
 	}
 	body.System = strings.Join(system, "\n\n")
-	b, err := encode(body)
+	b, err := seat.Body(body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding the request: %w", adapterName, err)
 	}
@@ -114,18 +113,6 @@ func (*Adapter) BuildRequest(_ context.Context, req *core.SeatRequest) (*core.HT
 		},
 		Body: b,
 	}, nil
-}
-
-// encode marshals v without HTML escaping, so prompts reach the provider as
-// written; struct field order makes the bytes deterministic.
-func encode(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 }
 
 type messagesResponse struct {

@@ -23,7 +23,6 @@
 package bedrock
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -103,7 +102,7 @@ func (*Adapter) BuildRequest(_ context.Context, req *core.SeatRequest) (*core.HT
 	if req.MaxTokens > 0 || req.Temperature != nil {
 		body.InferenceConfig = &inferenceConfig{MaxTokens: req.MaxTokens, Temperature: req.Temperature}
 	}
-	b, err := encode(body)
+	b, err := seat.Body(body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding the request: %w", adapterName, err)
 	}
@@ -133,18 +132,6 @@ func escapeSegment(s string) string {
 		b.WriteByte(hex[c&0x0f])
 	}
 	return b.String()
-}
-
-// encode marshals v without HTML escaping, so prompts reach the provider as
-// written; struct field order makes the bytes deterministic.
-func encode(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 }
 
 type converseResponse struct {

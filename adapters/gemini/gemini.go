@@ -22,7 +22,6 @@
 package gemini
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -107,7 +106,7 @@ func (*Adapter) BuildRequest(_ context.Context, req *core.SeatRequest) (*core.HT
 			body.GenerationConfig.ResponseMimeType = "application/json"
 		}
 	}
-	b, err := encode(body)
+	b, err := seat.Body(body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding the request: %w", adapterName, err)
 	}
@@ -118,18 +117,6 @@ func (*Adapter) BuildRequest(_ context.Context, req *core.SeatRequest) (*core.HT
 		Header: map[string]string{"Content-Type": "application/json"},
 		Body:   b,
 	}, nil
-}
-
-// encode marshals v without HTML escaping, so prompts reach the provider as
-// written; struct field order makes the bytes deterministic.
-func encode(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 }
 
 type generateResponse struct {

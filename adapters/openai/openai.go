@@ -96,7 +96,7 @@ func (*Adapter) BuildRequest(_ context.Context, req *core.SeatRequest) (*core.HT
 	if req.JSONOutput {
 		body.ResponseFormat = &responseFormat{Type: "json_object"}
 	}
-	b, err := encode(body)
+	b, err := seat.Body(body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding the request: %w", adapterName, err)
 	}
@@ -131,18 +131,6 @@ func joinNonEmpty(a, b string) string {
 		return b
 	}
 	return a + "\n\n" + b
-}
-
-// encode marshals v without HTML escaping, so prompts reach the provider as
-// written; struct field order makes the bytes deterministic.
-func encode(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 }
 
 type chatResponse struct {

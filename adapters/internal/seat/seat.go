@@ -1,9 +1,12 @@
 // Package seat holds the checks every provider adapter makes of a seat
-// request before translating it. It is pure and compiles for WebAssembly,
-// like the adapters that use it.
+// request before translating it, and the encoding of the request body it
+// translates it to. It is pure and compiles for WebAssembly, like the
+// adapters that use it.
 package seat
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -40,4 +43,17 @@ func Conversational(req *core.SeatRequest) error {
 		}
 	}
 	return errors.New("no user or assistant message")
+}
+
+// Body encodes a provider request body as JSON without HTML escaping, so
+// that prompts reach the provider as written, and with no newline after
+// it; struct field order makes the bytes deterministic.
+func Body(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 }

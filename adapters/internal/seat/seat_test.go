@@ -21,3 +21,17 @@ func TestCheck(t *testing.T) {
 	require.EqualError(t, seat.Conversational(&core.SeatRequest{Messages: []core.Message{{Role: core.RoleSystem}}}), "no user or assistant message")
 	require.NoError(t, seat.Conversational(&core.SeatRequest{Messages: user}))
 }
+
+// Body keeps a prompt's <, > and & as written and ends at the closing
+// brace.
+func TestBody(t *testing.T) {
+	t.Parallel()
+	b, err := seat.Body(struct {
+		Prompt string `json:"prompt"`
+		N      int    `json:"n"`
+	}{"a <b> & c", 2})
+	require.NoError(t, err)
+	require.Equal(t, `{"prompt":"a <b> & c","n":2}`, string(b))
+	_, err = seat.Body(func() {})
+	require.Error(t, err, "what JSON cannot hold is an error")
+}
