@@ -342,11 +342,15 @@ func (r *chatRun) run(ctx context.Context) (*ChatResult, error) {
 	}
 	billing.Calls, billing.Surcharge = billedCalls(res), surcharge(r.mode, res)
 	bill := core.ComputeBill(billing)
-	latency := time.Since(r.start)
+	// The receipt's times as PostgreSQL keeps them (to the microsecond),
+	// and the latency between them: completed_at − created_at is then
+	// latency_ms exactly, whatever the rounding.
+	created, completed := r.start.Round(time.Microsecond), time.Now().Round(time.Microsecond)
+	latency := completed.Sub(created)
 	hash := s.d.Modes.ModeConfigHash(r.mode)
 	comp := completionOf(r.mode, hash, res, bill, r.ceiling, r.c.RequestID, latency.Milliseconds())
-	receipt := receiptFor(r.mode, hash, res, bill, billing, r.p.Org.ID, latency.Milliseconds())
-	receipt.CreatedAt, receipt.RequestID = r.start, r.c.RequestID
+	receipt := receiptFor(r.mode, hash, res, bill, billing, r.p.Org.ID, latency.Milliseconds(), completed)
+	receipt.CreatedAt, receipt.RequestID = created, r.c.RequestID
 	receipt.PayerKind, receipt.PersonID = r.p.PrincipalKind(), r.p.PersonID()
 	if r.p.Key != nil {
 		receipt.KeyID = r.p.Key.ID

@@ -12,15 +12,15 @@ import (
 )
 
 // receiptFor builds the receipt written with the settlement: bill, as
-// billing (whose fee rates the calls show) computed it.
-func receiptFor(mode *core.Mode, hash string, res *deliberate.Result, bill core.Bill, billing core.BillInput, orgID string, latency int64) *core.Receipt {
+// billing (whose fee rates the calls show) computed it, completed at
+// completed after latency milliseconds.
+func receiptFor(mode *core.Mode, hash string, res *deliberate.Result, bill core.Bill, billing core.BillInput, orgID string, latency int64, completed time.Time) *core.Receipt {
 	status := statusSucceeded
 	if bill.Capped {
 		status = statusCapped
 	}
 	rounds := len(res.Rounds)
 	score := res.Classification.Score
-	now := time.Now()
 	rc := &core.Receipt{
 		OrgID: orgID, Mode: mode.ID, ModeKey: mode.Key, ModeConfigHash: hash, ModeVersion: mode.Version, Status: status,
 		Billed: bill.Billed, TokenCharge: bill.TokenCharge, Surcharge: bill.Surcharge, PlatformFee: bill.PlatformFee,
@@ -28,7 +28,7 @@ func receiptFor(mode *core.Mode, hash string, res *deliberate.Result, bill core.
 		Rounds: &rounds, SeatCount: res.Seats, Payer: orgID, Lane: res.Lane,
 		FinishReason: res.Finish, Substituted: len(res.Substitutions) > 0,
 		DifficultyScore: &score, TaskType: res.Classification.TaskType, HallucinationRisk: res.Classification.HallucinationRisk,
-		LatencyMS: &latency, CompletedAt: &now,
+		LatencyMS: &latency, CompletedAt: &completed,
 	}
 	if bill.Capped {
 		credit := bill.CapCredit
