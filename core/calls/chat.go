@@ -342,11 +342,7 @@ func (r *chatRun) run(ctx context.Context) (*ChatResult, error) {
 	}
 	billing.Calls, billing.Surcharge = billedCalls(res), surcharge(r.mode, res)
 	bill := core.ComputeBill(billing)
-	// The receipt's times as PostgreSQL keeps them (to the microsecond),
-	// and the latency between them: completed_at − created_at is then
-	// latency_ms exactly, whatever the rounding.
-	created, completed := r.start.Round(time.Microsecond), time.Now().Round(time.Microsecond)
-	latency := completed.Sub(created)
+	created, completed, latency := callTimes(r.start)
 	hash := s.d.Modes.ModeConfigHash(r.mode)
 	comp := completionOf(r.mode, hash, res, bill, r.ceiling, r.c.RequestID, latency.Milliseconds())
 	receipt := receiptFor(r.mode, hash, res, bill, billing, r.p.Org.ID, latency.Milliseconds(), completed)
@@ -389,6 +385,15 @@ func (r *chatRun) run(ctx context.Context) (*ChatResult, error) {
 	settled = true // the settlement freed the slot in its transaction
 	s.latency.add(r.mode.ID, latency)
 	return &ChatResult{Completion: comp}, nil
+}
+
+// callTimes are the receipt times of a call that began at start and ends
+// now, as PostgreSQL keeps them (to the microsecond), and the latency
+// between them: completed_at − created_at is then latency_ms exactly,
+// whatever the rounding.
+func callTimes(start time.Time) (created, completed time.Time, latency time.Duration) {
+	created, completed = start.Round(time.Microsecond), time.Now().Round(time.Microsecond)
+	return created, completed, completed.Sub(created)
 }
 
 // traceDeliberation puts what the deliberation did on its span: the lane,
