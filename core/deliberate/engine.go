@@ -391,10 +391,16 @@ func (e *Engine) Execute(ctx context.Context, p *Plan) (*Result, error) {
 		return nil, fmt.Errorf("%w: mode %q has no seats for tier %q", ErrModeUnavailable, req.Mode.ID, req.Tier)
 	}
 	r := e.newRun(req)
-	// Room for the plan's calls and a panel's: a seat and its backup or
-	// hedge a round, a judge a round, the synthesis. Growing the slice
-	// call by call copied every record four times over.
-	r.calls = append(make([]Call, 0, len(p.Calls)+(2*len(row)+1)*max(req.Mode.Deliberation.MaxRounds, 1)+1), p.Calls...)
+	// Room for the plan's calls and the lane's usual ones: the express
+	// seat; or each seat and the judge each round, and the synthesis. A
+	// backup or hedge grows the slice once. Growing it call by call copied
+	// every record four times over; room for every backup as well held
+	// twice the records a deliberation uses.
+	room := 1
+	if p.Lane != core.LaneExpress {
+		room = (len(row)+1)*max(p.MaxRounds, 1) + 1
+	}
+	r.calls = append(make([]Call, 0, len(p.Calls)+room), p.Calls...)
 	r.promptTokens, r.questionTokens = p.promptTokens, p.questionTokens
 	res := &Result{
 		Finish: FinishStop, Classification: p.Classification, Substitutions: []Substitution{},
@@ -689,21 +695,54 @@ func (r *run) critiquePrompt(s *seatState, prev []*seatOutcome) []core.Message {
 	msgs := append([]core.Message(nil), r.req.Messages...)
 	var own string
 	var b strings.Builder
-	b.WriteString("Other members of the panel answered the same question. Their answers follow.\n")
+	b.Grow(len(critiqueHead) + answersLen(prev) + len(critiqueTail))
+	b.WriteString(critiqueHead)
 	label := 0
 	for _, o := range prev {
 		if o.role == s.role {
 			own = o.text
 			continue
 		}
-		fmt.Fprintf(&b, "\n[Answer %c]\n%s\n", 'A'+rune(label), o.text)
+		writeAnswer(&b, label, o.text)
 		label++
 	}
-	b.WriteString("\n[End of answers]\nReconsider your answer in the light of theirs: keep what holds up, correct what does not, and give your full revised answer.")
+	b.WriteString(critiqueTail)
 	if own != "" {
 		msgs = append(msgs, core.Message{Role: core.RoleAssistant, Content: own})
 	}
 	return append(msgs, core.Message{Role: core.RoleUser, Content: b.String()})
+}
+
+// The critique prompt's fixed text, before and after the other answers.
+const (
+	critiqueHead = "Other members of the panel answered the same question. Their answers follow.\n"
+	critiqueTail = "\n[End of answers]\nReconsider your answer in the light of theirs: keep what holds up, correct what does not, and give your full revised answer."
+)
+
+// synthesisTail ends the synthesis prompt, after the answers.
+const synthesisTail = "\n[End of answers]\nWrite the one answer."
+
+// answerFrame is what writeAnswer adds around an answer's text.
+const answerFrame = len("\n[Answer A]\n\n")
+
+// writeAnswer writes the answer labelled A, B, … for label 0, 1, … as the
+// critique and synthesis prompts show it.
+func writeAnswer(b *strings.Builder, label int, text string) {
+	b.WriteString("\n[Answer ")
+	b.WriteRune('A' + rune(label))
+	b.WriteString("]\n")
+	b.WriteString(text)
+	b.WriteByte('\n')
+}
+
+// answersLen is an upper bound on what writeAnswer writes for outs: the
+// prompts size their builders once with it rather than regrowing them.
+func answersLen(outs []*seatOutcome) int {
+	n := 0
+	for _, o := range outs {
+		n += answerFrame + len(o.text)
+	}
+	return n
 }
 
 const synthesisSystem = `You write the panel's one answer. Several independent answers to the question follow. Combine what is correct and well argued in them into a single, self-contained answer to the question. Do not mention the panel, the answers or their labels.`
@@ -712,12 +751,16 @@ const synthesisSystem = `You write the panel's one answer. Several independent a
 // round's answers, shuffled and labelled.
 func (r *run) synthesisPrompt(final []*seatOutcome, seed int64) *core.SeatRequest {
 	order := shuffled(len(final), seed^0x5eed)
+	q := question(r.req.Messages)
 	var b strings.Builder
-	b.WriteString("Question:\n" + question(r.req.Messages) + "\n")
+	b.Grow(len("Question:\n\n") + len(q) + answersLen(final) + len(synthesisTail))
+	b.WriteString("Question:\n")
+	b.WriteString(q)
+	b.WriteString("\n")
 	for k, i := range order {
-		fmt.Fprintf(&b, "\n[Answer %c]\n%s\n", 'A'+rune(k), final[i].text)
+		writeAnswer(&b, k, final[i].text)
 	}
-	b.WriteString("\n[End of answers]\nWrite the one answer.")
+	b.WriteString(synthesisTail)
 	return &core.SeatRequest{System: synthesisSystem, Messages: []core.Message{{Role: core.RoleUser, Content: b.String()}}, MaxTokens: r.e.cfg.SeatMaxTokens}
 }
 

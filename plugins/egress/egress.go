@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"reflect"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -37,6 +38,7 @@ type Egress struct {
 	metrics *metrics
 	signer  *v4.Signer
 	infos   infoCache
+	eps     endpointCache
 
 	// Seams for tests: the signing clock and the back-off wait.
 	now   func() time.Time
@@ -95,8 +97,7 @@ func New(cfg Config, creds core.Credentials, engines []*core.Engine) (*Egress, e
 	}
 	return &Egress{
 		cfg: cfg, creds: creds, allow: allow, client: &client, rt: rt, log: cfg.Logger, metrics: m,
-		signer: newSigner(), infos: infoCache{m: map[core.Adapter]core.AdapterInfo{}},
-		now: time.Now, sleep: sleepCtx,
+		signer: newSigner(), now: time.Now, sleep: sleepCtx,
 	}, nil
 }
 
@@ -141,7 +142,7 @@ func (e *Egress) call(ctx context.Context, c *core.EgressCall) (*core.SeatAnswer
 	if !knownScheme(info.Auth) {
 		return failed(core.ErrorAdapterFailed, 0, fmt.Sprintf("adapter %q names unknown credential scheme %q", info.Name, info.Auth)), nil
 	}
-	ep, err := parseEndpoint(c.Engine.Endpoint)
+	ep, err := e.eps.parse(c.Engine.Endpoint)
 	if err != nil {
 		return failed(core.ErrorEgressRefused, 0, "engine "+err.Error()), nil
 	}
@@ -274,11 +275,14 @@ func (e *Egress) send(ctx context.Context, c *core.EgressCall, info core.Adapter
 	if len(hreq.Body) > 0 {
 		body = bytes.NewReader(hreq.Body)
 	}
-	req, err := http.NewRequestWithContext(actx, hreq.Method, u.String(), body)
+	// The URL is already parsed and checked (resolve): the request takes it
+	// as it is rather than printing it and parsing it again.
+	req, err := http.NewRequestWithContext(actx, hreq.Method, "", body)
 	if err != nil {
 		return answer(failed(core.ErrorEgressRefused, 0, "request could not be formed"))
 	}
-	req.Header = header
+	u.Host = strings.TrimSuffix(u.Host, ":") // as NewRequest would: an empty port is none
+	req.URL, req.Host, req.Header = u, u.Host, header
 	if err := e.authorize(ctx, req, hreq.Body, info.Auth, cred, c.Engine.AWSRegion); err != nil {
 		return result{}, fmt.Errorf("egress: authorising the call for engine %q: %w", c.Engine.ID, err)
 	}
@@ -387,24 +391,43 @@ func adapterMessage(err error) string {
 	return s[:cut] + "…"
 }
 
+// cache is a map guarded by a mutex that forgets everything once it holds
+// maxCached entries, so that callers making a new key per call cannot grow
+// it without bound.
+type cache[K comparable, V any] struct {
+	mu sync.Mutex
+	m  map[K]V
+}
+
+// maxCached bounds each cache.
+const maxCached = 256
+
+func (c *cache[K, V]) get(k K) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[k]
+	return v, ok
+}
+
+func (c *cache[K, V]) put(k K, v V) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCached {
+		c.m = make(map[K]V)
+	}
+	c.m[k] = v
+}
+
 // infoCache remembers each adapter's Describe answer: a plugin carrier pays
 // a round trip for it, and it never changes for one adapter value.
 type infoCache struct {
-	mu sync.Mutex
-	m  map[core.Adapter]core.AdapterInfo
+	cache[core.Adapter, core.AdapterInfo]
 }
-
-// maxCachedAdapters bounds the cache against callers that make an adapter
-// value per call.
-const maxCachedAdapters = 256
 
 func (c *infoCache) describe(ctx context.Context, a core.Adapter) (core.AdapterInfo, error) {
 	cacheable := hashable(reflect.TypeOf(a))
 	if cacheable {
-		c.mu.Lock()
-		info, ok := c.m[a]
-		c.mu.Unlock()
-		if ok {
+		if info, ok := c.get(a); ok {
 			return info, nil
 		}
 	}
@@ -416,14 +439,25 @@ func (c *infoCache) describe(ctx context.Context, a core.Adapter) (core.AdapterI
 		return core.AdapterInfo{}, errors.New("adapter described nothing")
 	}
 	if cacheable {
-		c.mu.Lock()
-		if len(c.m) >= maxCachedAdapters {
-			clear(c.m)
-		}
-		c.m[a] = *p
-		c.mu.Unlock()
+		c.put(a, *p)
 	}
 	return *p, nil
+}
+
+// endpointCache remembers parsed endpoints by their text, so that an
+// engine's endpoint is parsed once rather than on every call.
+type endpointCache struct{ cache[string, *endpoint] }
+
+func (c *endpointCache) parse(s string) (*endpoint, error) {
+	if ep, ok := c.get(s); ok {
+		return ep, nil
+	}
+	ep, err := parseEndpoint(s)
+	if err != nil {
+		return nil, err
+	}
+	c.put(s, ep)
+	return ep, nil
 }
 
 // hashable reports whether values of t can be map keys without a run-time

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/conclavehq/conclave/core"
 )
@@ -47,13 +48,30 @@ func Conversational(req *core.SeatRequest) error {
 
 // Body encodes a provider request body as JSON without HTML escaping, so
 // that prompts reach the provider as written, and with no newline after
-// it; struct field order makes the bytes deterministic.
+// it; struct field order makes the bytes deterministic. It encodes into a
+// pooled buffer and returns a copy of exactly the body's length: growing a
+// fresh buffer to a judge's prompt allocated about twice the body.
 func Body(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	buf := bodyBuffers.Get().(*bytes.Buffer)
+	defer putBodyBuffer(buf)
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+	return bytes.Clone(bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})), nil
+}
+
+// maxPooledBody is the largest buffer kept for reuse: a rare huge request
+// does not pin its buffer for the life of the process.
+const maxPooledBody = 1 << 20
+
+var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func putBodyBuffer(buf *bytes.Buffer) {
+	if buf.Cap() > maxPooledBody {
+		return
+	}
+	buf.Reset()
+	bodyBuffers.Put(buf)
 }

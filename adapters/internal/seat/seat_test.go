@@ -1,6 +1,7 @@
 package seat_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -34,4 +35,16 @@ func TestBody(t *testing.T) {
 	require.Equal(t, `{"prompt":"a <b> & c","n":2}`, string(b))
 	_, err = seat.Body(func() {})
 	require.Error(t, err, "what JSON cannot hold is an error")
+}
+
+// Body's buffer is reused, so each body must be a copy of its own: a later
+// body never changes an earlier one.
+func TestBodiesAreTheirOwn(t *testing.T) {
+	t.Parallel()
+	long, err := seat.Body(map[string]string{"prompt": strings.Repeat("x", 5000)})
+	require.NoError(t, err)
+	short, err := seat.Body(map[string]string{"prompt": "y"})
+	require.NoError(t, err)
+	require.Equal(t, `{"prompt":"`+strings.Repeat("x", 5000)+`"}`, string(long))
+	require.Equal(t, `{"prompt":"y"}`, string(short))
 }

@@ -100,6 +100,12 @@ func (*Protocol) Describe(context.Context) (*core.ProtocolInfo, error) {
 	return &core.ProtocolInfo{Name: protocolName, Version: protocolVersion}, nil
 }
 
+// The prompt's fixed text after the answers, around the list of their ids.
+const (
+	scoreHead = "\n\n" + endMarker + "\nScore every answer: "
+	scoreEnd  = ". Reply with the JSON object only."
+)
+
 // Plan implements core.Protocol.
 func (*Protocol) Plan(_ context.Context, task *core.JudgeTask) (*core.JudgePlan, error) {
 	if task == nil {
@@ -121,7 +127,14 @@ func (*Protocol) Plan(_ context.Context, task *core.JudgeTask) (*core.JudgePlan,
 		ids = append(ids, a.ID)
 	}
 
+	// Sized once: a judge's prompt holds every answer, and regrowing the
+	// builder to it allocated about twice the prompt.
+	size := len("Question:\n") + len(task.Question) + len(scoreHead) + len(scoreEnd)
+	for _, a := range task.Answers {
+		size += len("\n\n[Answer ]\n") + len(a.ID) + len(a.Text) + len(", ") + len(a.ID)
+	}
 	var b strings.Builder
+	b.Grow(size)
 	b.WriteString("Question:\n")
 	b.WriteString(defuse(task.Question))
 	for _, a := range task.Answers {
@@ -130,9 +143,14 @@ func (*Protocol) Plan(_ context.Context, task *core.JudgeTask) (*core.JudgePlan,
 		b.WriteString("]\n")
 		b.WriteString(defuse(a.Text))
 	}
-	b.WriteString("\n\n" + endMarker + "\nScore every answer: ")
-	b.WriteString(strings.Join(ids, ", "))
-	b.WriteString(". Reply with the JSON object only.")
+	b.WriteString(scoreHead)
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(id)
+	}
+	b.WriteString(scoreEnd)
 	return &core.JudgePlan{Prompts: []core.JudgePrompt{{
 		ID: PromptID, System: system, User: b.String(), JSONOutput: true,
 	}}}, nil
