@@ -210,7 +210,7 @@ func cpuTime(tb testing.TB) time.Duration {
 // getrusage of this process) per chat completion, with the simulated
 // provider in a child process (setupChatBenchApart) at near-zero latency
 // (TimeScale 1e-6), calls sent one at a time over loopback HTTP, in two
-// phases of b.N calls each in the same run:
+// phases of b.N calls each in the same run, taken in turns:
 //
 //   - deliberation: a full panel — classifier, three seats, judge, a second
 //     (critique) round of three seats, judge, synthesis — on a mode that
@@ -219,6 +219,13 @@ func cpuTime(tb testing.TB) time.Duration {
 //     a 200 that ran exactly two rounds.
 //   - express: "What is 2 + 2?" on conclave-standard, which the classifier
 //     sends down the express lane (classifier and one seat).
+//
+// The phases alternate in chatCPUTurns turns (fewer when b.N is smaller),
+// the one going first swapping each turn, so that both see the machine
+// alike: run one after the other, a drift of the machine's speed over the
+// run moved the ratio of the two by as much as a quarter. The collector
+// is not forced between turns; its work falls in the turns whose
+// allocations start its cycles, as it would in service.
 //
 // The gateway's figure is everything this process spends: the HTTP client,
 // the API (admission, policy, hold and settle through pgx, receipt), the
@@ -229,6 +236,8 @@ func cpuTime(tb testing.TB) time.Duration {
 // Reported: deliberation_cpu_ms and express_cpu_ms (goals: under 5 ms, and
 // at most 2.5× the express call's), deliberation_over_express_x,
 // deliberation_allocs and express_allocs (heap allocations per call),
+// deliberation_alloc_KiB and express_alloc_KiB (heap bytes allocated per
+// call, which the collector's work is proportional to),
 // sim_cpu_ms (the child simulator's per deliberation) and engine_calls
 // (the simulator's model calls per deliberation).
 func BenchmarkChatCPU(b *testing.B) {
@@ -245,7 +254,7 @@ func BenchmarkChatCPU(b *testing.B) {
 		name, body, lane string
 		rounds           float64
 		cpu, simCPU      time.Duration
-		allocs           uint64
+		allocs, bytes    uint64
 		calls            int
 	}
 	phases := []*phase{
@@ -261,13 +270,12 @@ func BenchmarkChatCPU(b *testing.B) {
 		}
 	}
 	var ms runtime.MemStats
-	b.ResetTimer()
-	for _, p := range phases {
+	measure := func(p *phase, n int) {
 		sim0 := child.read(b)
 		runtime.ReadMemStats(&ms)
-		mallocs0 := ms.Mallocs
+		mallocs0, bytes0 := ms.Mallocs, ms.TotalAlloc
 		cpu0 := cpuTime(b)
-		for range b.N {
+		for range n {
 			status, panel, err := cb.chat(ctx, client, p.body)
 			if err != nil || status != 200 {
 				b.Fatalf("%s: status %d: %v", p.name, status, err)
@@ -276,11 +284,24 @@ func BenchmarkChatCPU(b *testing.B) {
 				b.Fatalf("%s: lane %v, rounds %v: want %s, %v", p.name, panel.Lane, panel.Rounds, p.lane, p.rounds)
 			}
 		}
-		p.cpu = cpuTime(b) - cpu0
+		p.cpu += cpuTime(b) - cpu0
 		runtime.ReadMemStats(&ms)
-		p.allocs = ms.Mallocs - mallocs0
+		p.allocs += ms.Mallocs - mallocs0
+		p.bytes += ms.TotalAlloc - bytes0
 		sim1 := child.read(b)
-		p.simCPU, p.calls = sim1.CPU-sim0.CPU, sim1.Calls-sim0.Calls
+		p.simCPU += sim1.CPU - sim0.CPU
+		p.calls += sim1.Calls - sim0.Calls
+	}
+	b.ResetTimer()
+	turns := min(chatCPUTurns, b.N)
+	for t := range turns {
+		n := b.N / turns
+		if t < b.N%turns {
+			n++
+		}
+		for k := range phases {
+			measure(phases[(k+t)%len(phases)], n)
+		}
 	}
 	b.StopTimer()
 	per := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(b.N) }
@@ -290,9 +311,14 @@ func BenchmarkChatCPU(b *testing.B) {
 	b.ReportMetric(float64(deliberation.cpu)/float64(express.cpu), "deliberation_over_express_x")
 	b.ReportMetric(float64(deliberation.allocs)/float64(b.N), "deliberation_allocs")
 	b.ReportMetric(float64(express.allocs)/float64(b.N), "express_allocs")
+	b.ReportMetric(float64(deliberation.bytes)/1024/float64(b.N), "deliberation_alloc_KiB")
+	b.ReportMetric(float64(express.bytes)/1024/float64(b.N), "express_alloc_KiB")
 	b.ReportMetric(per(deliberation.simCPU), "sim_cpu_ms")
 	b.ReportMetric(float64(deliberation.calls)/float64(b.N), "engine_calls")
 }
+
+// chatCPUTurns is how many turns BenchmarkChatCPU's phases take.
+const chatCPUTurns = 10
 
 // benchExpressMode answers every question on the express lane with the
 // heuristic classifier (no classifier engine): a billed call whose only
