@@ -19,6 +19,7 @@ import (
 
 	"github.com/conclavehq/conclave/adapters/sim"
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/benchtest"
 	"github.com/conclavehq/conclave/core/deliberate"
 	"github.com/conclavehq/conclave/core/telemetry"
 	"github.com/conclavehq/conclave/internal/config"
@@ -220,11 +221,12 @@ func cpuTime(tb testing.TB) time.Duration {
 //   - express: "What is 2 + 2?" on conclave-standard, which the classifier
 //     sends down the express lane (classifier and one seat).
 //
-// The phases alternate in chatCPUTurns turns (fewer when b.N is smaller),
-// the one going first swapping each turn, so that both see the machine
-// alike: run one after the other, a drift of the machine's speed over the
-// run moved the ratio of the two by as much as a quarter. The collector
-// is not forced between turns; its work falls in the turns whose
+// Each phase makes at least chatCPUMinCalls calls whatever b.N (but for
+// the smoke form): make bench's one-second default gave about 100, and
+// ratios from 2.7× to 3.4× from run to run. The phases alternate in
+// chatCPUTurns turns, the one going first swapping each turn, so that a
+// drift of the machine's speed over the run falls on both alike. The
+// collector is not forced between turns; its work falls in the turns whose
 // allocations start its cycles, as it would in service.
 //
 // The gateway's figure is everything this process spends: the HTTP client,
@@ -292,11 +294,16 @@ func BenchmarkChatCPU(b *testing.B) {
 		p.simCPU += sim1.CPU - sim0.CPU
 		p.calls += sim1.Calls - sim0.Calls
 	}
+	calls := b.N
+	if !benchtest.Smoking() {
+		calls = max(calls, chatCPUMinCalls)
+	}
 	b.ResetTimer()
-	turns := min(chatCPUTurns, b.N)
+	t0 := time.Now()
+	turns := min(chatCPUTurns, calls)
 	for t := range turns {
-		n := b.N / turns
-		if t < b.N%turns {
+		n := calls / turns
+		if t < calls%turns {
 			n++
 		}
 		for k := range phases {
@@ -304,21 +311,29 @@ func BenchmarkChatCPU(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	per := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(b.N) }
+	// One deliberation and one express call an iteration, however many ran.
+	b.ReportMetric(float64(time.Since(t0).Nanoseconds())/float64(calls), "ns/op")
+	b.ReportMetric(float64(phases[0].bytes+phases[1].bytes)/float64(calls), "B/op")
+	b.ReportMetric(float64(phases[0].allocs+phases[1].allocs)/float64(calls), "allocs/op")
+	per := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(calls) }
 	deliberation, express := phases[0], phases[1]
 	b.ReportMetric(per(deliberation.cpu), "deliberation_cpu_ms")
 	b.ReportMetric(per(express.cpu), "express_cpu_ms")
 	b.ReportMetric(float64(deliberation.cpu)/float64(express.cpu), "deliberation_over_express_x")
-	b.ReportMetric(float64(deliberation.allocs)/float64(b.N), "deliberation_allocs")
-	b.ReportMetric(float64(express.allocs)/float64(b.N), "express_allocs")
-	b.ReportMetric(float64(deliberation.bytes)/1024/float64(b.N), "deliberation_alloc_KiB")
-	b.ReportMetric(float64(express.bytes)/1024/float64(b.N), "express_alloc_KiB")
+	b.ReportMetric(float64(deliberation.allocs)/float64(calls), "deliberation_allocs")
+	b.ReportMetric(float64(express.allocs)/float64(calls), "express_allocs")
+	b.ReportMetric(float64(deliberation.bytes)/1024/float64(calls), "deliberation_alloc_KiB")
+	b.ReportMetric(float64(express.bytes)/1024/float64(calls), "express_alloc_KiB")
 	b.ReportMetric(per(deliberation.simCPU), "sim_cpu_ms")
-	b.ReportMetric(float64(deliberation.calls)/float64(b.N), "engine_calls")
+	b.ReportMetric(float64(deliberation.calls)/float64(calls), "engine_calls")
 }
 
-// chatCPUTurns is how many turns BenchmarkChatCPU's phases take.
-const chatCPUTurns = 10
+// chatCPUTurns is how many turns BenchmarkChatCPU's phases take, and
+// chatCPUMinCalls the fewest calls each phase makes.
+const (
+	chatCPUTurns    = 10
+	chatCPUMinCalls = 1000
+)
 
 // benchExpressMode answers every question on the express lane with the
 // heuristic classifier (no classifier engine): a billed call whose only
