@@ -1,7 +1,6 @@
 package egress
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -13,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"reflect"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -254,35 +252,20 @@ func (e *Egress) send(ctx context.Context, c *core.EgressCall, info core.Adapter
 		return answer(failed(core.ErrorEgressRefused, 0, err.Error()))
 	}
 
-	var cred *core.Credential
-	if info.Auth != core.AuthNone {
-		cred, err = e.creds.Credential(ctx, &core.CredentialRequest{Engine: c.Engine, Scheme: info.Auth, OrgID: c.OrgID})
-		if err == nil {
-			err = checkCredential(info.Auth, cred)
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return result{}, ctx.Err()
-			}
-			return result{}, fmt.Errorf("egress: credential for engine %q (scheme %s): %w", c.Engine.ID, info.Auth, err)
-		}
+	cred, err := e.credential(ctx, c, info.Auth)
+	if err != nil {
+		return result{}, err
+	}
+	if cred != nil {
 		*source = cred.Source
 	}
 
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var body io.Reader
-	if len(hreq.Body) > 0 {
-		body = bytes.NewReader(hreq.Body)
-	}
-	// The URL is already parsed and checked (resolve): the request takes it
-	// as it is rather than printing it and parsing it again.
-	req, err := http.NewRequestWithContext(actx, hreq.Method, "", body)
+	req, err := newRequest(actx, hreq.Method, u, header, hreq.Body)
 	if err != nil {
 		return answer(failed(core.ErrorEgressRefused, 0, "request could not be formed"))
 	}
-	u.Host = strings.TrimSuffix(u.Host, ":") // as NewRequest would: an empty port is none
-	req.URL, req.Host, req.Header = u, u.Host, header
 	if err := e.authorize(ctx, req, hreq.Body, info.Auth, cred, c.Engine.AWSRegion); err != nil {
 		return result{}, fmt.Errorf("egress: authorising the call for engine %q: %w", c.Engine.ID, err)
 	}
@@ -322,6 +305,25 @@ func (e *Egress) send(ctx context.Context, c *core.EgressCall, info core.Adapter
 		ans = &a
 	}
 	return result{ans: ans, status: res.StatusCode, retryAfter: wait}, nil
+}
+
+// credential fetches and checks the credential a call to c's engine
+// carries under scheme: nil for AuthNone. The error is ctx's when it ended.
+func (e *Egress) credential(ctx context.Context, c *core.EgressCall, scheme core.AuthScheme) (*core.Credential, error) {
+	if scheme == core.AuthNone {
+		return nil, nil
+	}
+	cred, err := e.creds.Credential(ctx, &core.CredentialRequest{Engine: c.Engine, Scheme: scheme, OrgID: c.OrgID})
+	if err == nil {
+		err = checkCredential(scheme, cred)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("egress: credential for engine %q (scheme %s): %w", c.Engine.ID, scheme, err)
+	}
+	return cred, nil
 }
 
 // do sends req as the client would, through its transport when it can.

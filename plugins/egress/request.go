@@ -1,8 +1,11 @@
 package egress
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -138,6 +141,23 @@ func resolve(ep *endpoint, req *core.HTTPRequest) (*url.URL, error) {
 		return nil, errors.New("request path leaves the engine endpoint")
 	}
 	return u, nil
+}
+
+// newRequest forms the provider request from what resolve and
+// requestHeader checked. It takes the URL as it is rather than printing it
+// and parsing it again, as http.NewRequest would.
+func newRequest(ctx context.Context, method string, u *url.URL, header http.Header, body []byte) (*http.Request, error) {
+	var r io.Reader
+	if len(body) > 0 {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "", r)
+	if err != nil {
+		return nil, err
+	}
+	u.Host = strings.TrimSuffix(u.Host, ":") // as NewRequest would: an empty port is none
+	req.URL, req.Host, req.Header = u, u.Host, header
+	return req, nil
 }
 
 // checkPath refuses a path that could leave the endpoint: no leading "/",
