@@ -623,6 +623,13 @@ func (r *run) panel(ctx context.Context, row []core.Seat, maxRounds int, res *Re
 		}
 	}
 
+	keepJudgment(res, final, judg)
+	return r.synthesise(ctx, res, final, judg.best, seed)
+}
+
+// keepJudgment records in res what the last round's judgment found of the
+// final answers.
+func keepJudgment(res *Result, final []*seatOutcome, judg *judged) {
 	res.SeatsAnswered = len(final)
 	res.DivergenceFinalRound = judg.divergence
 	res.Converged = judg.converged
@@ -635,8 +642,11 @@ func (r *run) panel(ctx context.Context, row []core.Seat, maxRounds int, res *Re
 	res.BestSeat = core.BestSeat{Seat: best.role, ModelUsed: best.engine, JudgeScore: judg.bestScore, Content: best.text}
 	res.BestSeatJudgedBy = judg.by
 	res.BestSeatRationale = judg.rationale(len(res.Rounds))
+}
 
-	// Synthesis.
+// synthesise writes the panel's one answer from the final answers; when the
+// synthesis engine gives none, the best seat's answer stands in for it.
+func (r *run) synthesise(ctx context.Context, res *Result, final []*seatOutcome, best *seatOutcome, seed int64) error {
 	r.req.observe(Progress{Stage: StageSynthesising, Round: len(res.Rounds)})
 	ans, _, why := r.staffCall(ctx, RoleSynthesis, len(res.Rounds), r.synthesisPrompt(final, seed))
 	if ctx.Err() != nil {
