@@ -1,17 +1,20 @@
 package egress
 
 import (
-	"strconv"
+	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/conclavehq/conclave/core"
 )
 
 // An endpoint is parsed once and then served from the cache; a bad one is
 // refused every time and never cached.
 func TestEndpointCache(t *testing.T) {
 	t.Parallel()
-	var c endpointCache
+	c := newEndpointCache()
 	a, err := c.parse("http://127.0.0.1:8080/v1/")
 	require.NoError(t, err)
 	b, err := c.parse("http://127.0.0.1:8080/v1/")
@@ -22,26 +25,26 @@ func TestEndpointCache(t *testing.T) {
 		_, err = c.parse("ftp://example.com")
 		require.Error(t, err)
 	}
-	_, cached := c.get("ftp://example.com")
+	_, cached := c.m.Get("ftp://example.com", time.Now())
 	require.False(t, cached, "a refusal is not cached")
 }
 
-// A cache that reaches maxCached entries starts again, so a caller making
-// a new key per call cannot grow it without bound.
-func TestCacheForgetsWhenFull(t *testing.T) {
+type noCredentials struct{}
+
+func (noCredentials) Credential(context.Context, *core.CredentialRequest) (*core.Credential, error) {
+	return nil, nil
+}
+
+// New parses the engines' endpoints for the allow-list; their calls then
+// find them parsed.
+func TestNewParsesEachEndpointOnce(t *testing.T) {
 	t.Parallel()
-	var c cache[string, int]
-	for i := range maxCached {
-		c.put(strconv.Itoa(i), i)
-	}
-	v, ok := c.get("0")
-	require.True(t, ok)
-	require.Equal(t, 0, v)
-	c.put("one more", 1)
-	_, ok = c.get("0")
-	require.False(t, ok, "the full cache was emptied before the new entry went in")
-	v, ok = c.get("one more")
-	require.True(t, ok)
-	require.Equal(t, 1, v)
-	require.Len(t, c.m, 1)
+	eng := &core.Engine{ID: "e", Endpoint: "http://127.0.0.1:9/v1"}
+	e, err := New(Config{}, noCredentials{}, []*core.Engine{eng})
+	require.NoError(t, err)
+	ep, ok := e.eps.m.Get(eng.Endpoint, time.Now())
+	require.True(t, ok, "the engine's endpoint is in the cache before its first call")
+	again, err := e.eps.parse(eng.Endpoint)
+	require.NoError(t, err)
+	require.Same(t, ep, again)
 }

@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"reflect"
-	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -20,6 +19,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/conclavehq/conclave/core"
+	"github.com/conclavehq/conclave/core/expiring"
 )
 
 // Egress sends provider requests for seat calls. It is safe for concurrent
@@ -61,11 +61,12 @@ func New(cfg Config, creds core.Credentials, engines []*core.Engine) (*Egress, e
 		allow = append(allow, r)
 	}
 	derive := len(allow) == 0
+	eps := newEndpointCache() // the engines' endpoints, parsed here, are not parsed again per call
 	for _, eng := range engines {
 		if eng == nil || eng.Endpoint == "" {
 			continue
 		}
-		ep, err := parseEndpoint(eng.Endpoint)
+		ep, err := eps.parse(eng.Endpoint)
 		if err != nil {
 			return nil, fmt.Errorf("egress: engine %q: %w", eng.ID, err)
 		}
@@ -96,6 +97,7 @@ func New(cfg Config, creds core.Credentials, engines []*core.Engine) (*Egress, e
 	return &Egress{
 		cfg: cfg, creds: creds, allow: allow, client: &client, rt: rt, log: cfg.Logger, metrics: m,
 		signer: newSigner(), now: time.Now, sleep: sleepCtx,
+		infos: infoCache{m: expiring.New[core.Adapter, core.AdapterInfo](maxCached)}, eps: eps,
 	}, nil
 }
 
@@ -393,43 +395,25 @@ func adapterMessage(err error) string {
 	return s[:cut] + "…"
 }
 
-// cache is a map guarded by a mutex that forgets everything once it holds
-// maxCached entries, so that callers making a new key per call cannot grow
-// it without bound.
-type cache[K comparable, V any] struct {
-	mu sync.Mutex
-	m  map[K]V
-}
-
-// maxCached bounds each cache.
+// maxCached bounds each of egress's caches: a caller that makes a new
+// adapter value or endpoint text per call empties them rather than grows
+// them.
 const maxCached = 256
 
-func (c *cache[K, V]) get(k K) (V, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	v, ok := c.m[k]
-	return v, ok
-}
-
-func (c *cache[K, V]) put(k K, v V) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= maxCached {
-		c.m = make(map[K]V)
-	}
-	c.m[k] = v
-}
+// forever is when entries of egress's caches lapse: never, since what they
+// hold does not change for one adapter value or endpoint text.
+var forever = time.Date(9999, time.January, 1, 0, 0, 0, 0, time.UTC)
 
 // infoCache remembers each adapter's Describe answer: a plugin carrier pays
 // a round trip for it, and it never changes for one adapter value.
 type infoCache struct {
-	cache[core.Adapter, core.AdapterInfo]
+	m *expiring.Map[core.Adapter, core.AdapterInfo]
 }
 
-func (c *infoCache) describe(ctx context.Context, a core.Adapter) (core.AdapterInfo, error) {
+func (c infoCache) describe(ctx context.Context, a core.Adapter) (core.AdapterInfo, error) {
 	cacheable := hashable(reflect.TypeOf(a))
 	if cacheable {
-		if info, ok := c.get(a); ok {
+		if info, ok := c.m.Get(a, time.Now()); ok {
 			return info, nil
 		}
 	}
@@ -441,24 +425,30 @@ func (c *infoCache) describe(ctx context.Context, a core.Adapter) (core.AdapterI
 		return core.AdapterInfo{}, errors.New("adapter described nothing")
 	}
 	if cacheable {
-		c.put(a, *p)
+		c.m.Put(a, *p, forever, time.Now())
 	}
 	return *p, nil
 }
 
 // endpointCache remembers parsed endpoints by their text, so that an
 // engine's endpoint is parsed once rather than on every call.
-type endpointCache struct{ cache[string, *endpoint] }
+type endpointCache struct {
+	m *expiring.Map[string, *endpoint]
+}
 
-func (c *endpointCache) parse(s string) (*endpoint, error) {
-	if ep, ok := c.get(s); ok {
+func newEndpointCache() endpointCache {
+	return endpointCache{m: expiring.New[string, *endpoint](maxCached)}
+}
+
+func (c endpointCache) parse(s string) (*endpoint, error) {
+	if ep, ok := c.m.Get(s, time.Now()); ok {
 		return ep, nil
 	}
 	ep, err := parseEndpoint(s)
 	if err != nil {
 		return nil, err
 	}
-	c.put(s, ep)
+	c.m.Put(s, ep, forever, time.Now())
 	return ep, nil
 }
 
