@@ -311,12 +311,12 @@ func BenchmarkChatCPU(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	// One deliberation and one express call an iteration, however many ran.
-	b.ReportMetric(float64(time.Since(t0).Nanoseconds())/float64(calls), "ns/op")
-	b.ReportMetric(float64(phases[0].bytes+phases[1].bytes)/float64(calls), "B/op")
-	b.ReportMetric(float64(phases[0].allocs+phases[1].allocs)/float64(calls), "allocs/op")
 	per := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(calls) }
 	deliberation, express := phases[0], phases[1]
+	// One deliberation and one express call an iteration, however many ran.
+	b.ReportMetric(float64(time.Since(t0).Nanoseconds())/float64(calls), "ns/op")
+	b.ReportMetric(float64(deliberation.bytes+express.bytes)/float64(calls), "B/op")
+	b.ReportMetric(float64(deliberation.allocs+express.allocs)/float64(calls), "allocs/op")
 	b.ReportMetric(per(deliberation.cpu), "deliberation_cpu_ms")
 	b.ReportMetric(per(express.cpu), "express_cpu_ms")
 	b.ReportMetric(float64(deliberation.cpu)/float64(express.cpu), "deliberation_over_express_x")
