@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"strings"
 	"syscall"
@@ -25,6 +26,7 @@ import (
 	"github.com/conclavehq/conclave/internal/config"
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
+	"github.com/conclavehq/conclave/plugins/egress"
 	"github.com/conclavehq/conclave/plugins/protocol/direct"
 	"github.com/conclavehq/conclave/plugins/providers"
 	"github.com/conclavehq/conclave/policies"
@@ -107,7 +109,10 @@ func benchProvidersApart(b *testing.B, simCfg sim.Config) (*core.Catalog, *provi
 	if err != nil {
 		b.Fatal(err)
 	}
-	prov, err := providers.Start(context.Background(), providers.Config{Catalog: catalog})
+	// CONCLAVE_BENCH_EGRESS_H2C=1 reaches the simulator over unencrypted
+	// HTTP/2 (egress.h2c) instead of HTTP/1.1.
+	h2 := os.Getenv("CONCLAVE_BENCH_EGRESS_H2C") == "1"
+	prov, err := providers.Start(context.Background(), providers.Config{Catalog: catalog, Egress: egress.Config{H2C: h2}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -592,7 +592,7 @@ func inFlight(b *testing.B, base, metricsBase, key, body string, pid int, size i
 				if m.goroutines > r.peakGoroutines {
 					r.peakGoroutines = m.goroutines
 					r.stackMiB, r.heapMiB = m.stackMiB, m.heapMiB
-					if m.goroutines > 5*n {
+					if m.goroutines > n { // at least a goroutine a deliberation: the burst is in
 						saveProfiles(size.file())
 					}
 				}

@@ -519,7 +519,8 @@ type Egress struct {
 	// jitter. Defaults to 250ms.
 	BaseBackoff time.Duration `yaml:"base_backoff"`
 	// H2C speaks unencrypted HTTP/2 (prior knowledge) to http:// engine
-	// endpoints, multiplexing their calls over a few connections; the
+	// endpoints, multiplexing their calls over a few connections, with no
+	// goroutine per call beyond its caller's (plugins/egress/h2c); the
 	// endpoints must accept it (`conclave sim` does). https endpoints are
 	// unaffected. Defaults to false.
 	H2C bool `yaml:"h2c"`

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/conclavehq/conclave/plugins/egress/h2c"
 )
 
 // Config configures Egress.
@@ -49,7 +51,9 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// H2C sends requests to http:// endpoints as unencrypted HTTP/2 (prior
 	// knowledge): every call to such an endpoint is a stream on a few shared
-	// connections rather than a connection of its own. The endpoint must
+	// connections rather than a connection of its own, sent by package
+	// h2c's transport, in which a call waiting for its answer holds no
+	// goroutine but its caller's. The endpoint must
 	// speak it (the simulated provider does); such requests never go
 	// through an HTTP proxy. https endpoints are unaffected: they negotiate
 	// HTTP/2 through TLS as always. It shapes the default HTTPClient only.
@@ -111,25 +115,30 @@ func (c Config) validate() error {
 
 // defaultHTTPClient has no overall timeout (each attempt carries its own
 // deadline), but bounds the steps a slow or hostile peer could stretch.
-// With h2c, http:// requests go over unencrypted HTTP/2 instead of HTTP/1.1.
-func defaultHTTPClient(h2c bool) *http.Client {
+// With h2c, http:// requests go over unencrypted HTTP/2 instead of
+// HTTP/1.1, through package h2c's transport: a call waiting on its answer
+// holds no goroutine but its caller's, where net/http's HTTP/2 client holds
+// a second one per request. An HTTP proxy cannot carry prior-knowledge
+// HTTP/2, so these requests go direct.
+func defaultHTTPClient(h2 bool) *http.Client {
 	base := defaultTransport()
-	if !h2c {
+	if !h2 {
 		return &http.Client{Transport: base}
 	}
-	plain := defaultTransport()
-	// Without HTTP1 in the set, an http:// request is sent as unencrypted
-	// HTTP/2; this transport sees no https request. An HTTP proxy cannot
-	// carry prior-knowledge HTTP/2, so these requests go direct.
-	plain.Proxy = nil
-	plain.Protocols = new(http.Protocols)
-	plain.Protocols.SetUnencryptedHTTP2(true)
+	plain := &h2c.Transport{
+		DialContext:            base.DialContext,
+		MaxResponseHeaderBytes: uint32(base.MaxResponseHeaderBytes),
+		IdleTimeout:            base.IdleConnTimeout,
+	}
 	return &http.Client{Transport: schemeSplit{https: base, http: plain}}
 }
 
 // schemeSplit sends http:// requests through one transport and the rest
 // through another.
-type schemeSplit struct{ https, http *http.Transport }
+type schemeSplit struct {
+	https *http.Transport
+	http  *h2c.Transport
+}
 
 func (s schemeSplit) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.URL.Scheme == "http" {
