@@ -788,3 +788,16 @@ func TestProtocolCloseIdleConnections(t *testing.T) {
 	tr.CloseIdleConnections()
 	require.ErrorIs(t, receive(t, srv.ended, "the connection's end"), io.EOF)
 }
+
+// A server that allows no stream at all is an error for the request, not a
+// new connection dialled for it again and again.
+func TestProtocolNoStreamsAllowed(t *testing.T) {
+	t.Parallel()
+	srv := startScriptServer(t, []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: 0}},
+		func(c *scriptConn, r *scriptRequest) { c.respond(r.StreamID, "200", "never") })
+	tr := scriptTransport(t)
+	_, err := scriptRoundTrip(t, tr, newScriptRequest(t, context.Background(), http.MethodGet, srv.url+"/", nil))
+	require.ErrorContains(t, err, "takes no streams")
+	require.Equal(t, int32(1), srv.accepted.Load())
+	require.Zero(t, srv.requests.Load())
+}

@@ -172,9 +172,19 @@ func (t *Transport) conn(ctx context.Context, addr string) (*conn, error) {
 			p.conns = append(p.conns, d.c)
 		}
 		close(d.done)
+		// The dialler takes the first slot of what it dialled, so that a
+		// server allowing no stream at all is an error, not a dial per turn.
+		mine := d.err == nil && d.c.reserve()
 		t.mu.Unlock()
-		if d.err != nil {
+		switch {
+		case d.err != nil:
 			return nil, d.err
+		case mine:
+			return d.c, nil
+		case d.c.isClosed():
+			return nil, d.c.failure()
+		default:
+			return nil, fmt.Errorf("h2c: %s takes no streams (its SETTINGS_MAX_CONCURRENT_STREAMS is 0)", addr)
 		}
 	}
 }

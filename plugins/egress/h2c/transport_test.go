@@ -419,3 +419,72 @@ func TestSlowBodyGoesAsItComes(t *testing.T) {
 	require.NoError(t, res.Body.Close())
 	require.Equal(t, "hello, world", string(b))
 }
+
+// Many requests at once, each ending its own way — read to the end,
+// closed half-read, cancelled while waiting or while reading, refused by
+// the server's stream limit into new connections — leave every
+// connection idle and closable: no slot is lost, no reader outlives its
+// connection.
+func TestEveryEndFreesItsStream(t *testing.T) {
+	// Not parallel: it counts the process's goroutines.
+	srv, _ := newServer(t, 40, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		switch r.URL.Path {
+		case "/slow":
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		case "/stall":
+			_, _ = w.Write([]byte("partial"))
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			return
+		}
+		_, _ = w.Write(bytes.Repeat([]byte("a"), 20_000))
+	}))
+	base := runtime.NumGoroutine()
+	tr := &h2c.Transport{}
+	var wg sync.WaitGroup
+	var answered atomic.Int32
+	for i := range 300 {
+		wg.Go(func() {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			path := "/"
+			switch i % 5 {
+			case 1:
+				path = "/slow"
+				time.AfterFunc(5*time.Millisecond, cancel) // cancelled while waiting
+			case 3:
+				path = "/stall"
+			}
+			res, err := tr.RoundTrip(post(t, ctx, srv.URL+path, []byte("question")))
+			if err != nil {
+				return
+			}
+			defer res.Body.Close()
+			switch i % 5 {
+			case 2: // closed half-read
+				_, _ = io.ReadFull(res.Body, make([]byte, 100))
+			case 3: // cancelled while reading
+				_, _ = io.ReadFull(res.Body, make([]byte, 7))
+				cancel()
+				_, _ = io.ReadAll(res.Body)
+			case 0, 4:
+				if b, err := io.ReadAll(res.Body); err == nil && len(b) == 20_000 {
+					answered.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, int32(120), answered.Load(), "the 120 requests read to the end got their whole answer")
+	tr.CloseIdleConnections()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.LessOrEqual(t, runtime.NumGoroutine(), base, "every connection was idle, closed, and its reader gone")
+}
