@@ -247,6 +247,9 @@ func cpuTime(tb testing.TB) time.Duration {
 // call, which the collector's work is proportional to),
 // sim_cpu_ms (the child simulator's per deliberation) and engine_calls
 // (the simulator's model calls per deliberation).
+//
+// Egress speaks HTTP/1.1 to the simulator; CONCLAVE_BENCH_EGRESS_H2C=1
+// makes it speak unencrypted HTTP/2 (egress.h2c, package h2c's transport).
 func BenchmarkChatCPU(b *testing.B) {
 	cb, child := setupChatBenchApart(b, sim.Config{
 		TimeScale: 1e-6,

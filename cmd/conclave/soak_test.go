@@ -277,7 +277,10 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // launches are the soak's benchmark runs: each launched with an
 // Idempotency-Key of its own, sent again until it is accepted, so that a
-// launch caught by a fault is launched once.
+// launch caught by a fault is launched once. A fault that stopped an
+// attempt before its launch committed retires the key
+// (reconciliation_required); the launch then goes again under a new key,
+// as the spec tells a client to.
 type launches struct {
 	mu  sync.Mutex
 	ids []string
@@ -286,6 +289,7 @@ type launches struct {
 
 func (b *launches) launch(t *testing.T, c *cluster, path, key, body, idem string, giveUp <-chan struct{}) {
 	b.wg.Go(func() {
+		base, keys := idem, 1
 		for {
 			r := c.post(c.lb.URL, path, key, body, "Idempotency-Key", idem)
 			if r.status == http.StatusOK && r.batchID != "" {
@@ -293,6 +297,16 @@ func (b *launches) launch(t *testing.T, c *cluster, path, key, body, idem string
 				b.ids = append(b.ids, r.batchID)
 				b.mu.Unlock()
 				return
+			}
+			if r.status == http.StatusConflict && r.code == string(core.CodeReconciliationRequired) {
+				// An attempt stopped before its launch committed (a fault
+				// caught it): it launched and charged nothing, and its key
+				// is retired. As the spec says, launch with a new key.
+				keys++
+				next := fmt.Sprintf("%s-key%d", base, keys)
+				t.Logf("launch %s: a fault retired its key %s (reconciliation_required); launching as %s", path, idem, next)
+				idem = next
+				continue
 			}
 			if r.err == nil && r.status < 500 && r.status != http.StatusConflict && r.code != balancerUpstreamError {
 				t.Errorf("launch %s %s refused: %d %s %s", path, idem, r.status, r.code, r.message)

@@ -39,7 +39,8 @@ type conn struct {
 
 	mu      sync.Mutex
 	streams map[uint32]*stream
-	active  int // streams open or reserved
+	waiting map[uint32]*stream // streams waiting for send window
+	active  int                // streams open or reserved
 	// The peer's settings, and the windows it granted and this client did.
 	maxStreams    uint32
 	initialWindow int32
@@ -64,7 +65,7 @@ func (t *Transport) dial(ctx context.Context, addr string) (*conn, error) {
 	c := &conn{
 		t: t, addr: addr, nc: nc, bw: bufio.NewWriterSize(nc, 16<<10), nextID: 1,
 		settled: make(chan struct{}), gone: make(chan struct{}),
-		streams: make(map[uint32]*stream), maxStreams: 100, initialWindow: 65535,
+		streams: make(map[uint32]*stream), waiting: make(map[uint32]*stream), maxStreams: 100, initialWindow: 65535,
 		maxFrame: 16 << 10, sendWindow: 65535, recvWindow: connWindow,
 	}
 	c.fr = http2.NewFramer(c.bw, bufio.NewReaderSize(nc, 16<<10))
@@ -361,6 +362,11 @@ func (c *conn) writeData(ctx context.Context, s *stream, data []byte, end bool) 
 // 0), waiting until some is granted. It returns -1 when the server has
 // answered in full and asked for no more of the upload.
 func (c *conn) awaitWindow(ctx context.Context, s *stream, want int) (int, error) {
+	defer func() {
+		c.mu.Lock()
+		delete(c.waiting, s.id)
+		c.mu.Unlock()
+	}()
 	for {
 		c.mu.Lock()
 		switch {
@@ -382,7 +388,7 @@ func (c *conn) awaitWindow(ctx context.Context, s *stream, want int) (int, error
 			c.mu.Unlock()
 			return int(n), nil
 		}
-		s.awaitingWindow = true
+		c.waiting[s.id] = s
 		c.mu.Unlock()
 		// What is buffered (the HEADERS at least) must reach the server
 		// before it can grant more.
@@ -619,9 +625,9 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 					return http2.ConnectionError(http2.ErrCodeFlowControl)
 				}
 				s.sendWindow += delta
-				if delta > 0 && s.awaitingWindow {
-					s.poke()
-				}
+			}
+			if delta > 0 {
+				c.pokeWaiting()
 			}
 			c.initialWindow = int32(st.Val)
 		}
@@ -655,11 +661,7 @@ func (c *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
 			return http2.ConnectionError(http2.ErrCodeFlowControl)
 		}
 		c.sendWindow += int32(inc)
-		for _, s := range c.streams {
-			if s.awaitingWindow {
-				s.poke()
-			}
-		}
+		c.pokeWaiting()
 		return nil
 	}
 	s := c.streams[f.StreamID]
@@ -673,10 +675,17 @@ func (c *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
 		return nil
 	}
 	s.sendWindow += int32(inc)
-	if s.awaitingWindow {
+	if c.waiting[s.id] != nil {
 		s.poke()
 	}
 	return nil
+}
+
+// pokeWaiting wakes the streams waiting for send window. mu is held.
+func (c *conn) pokeWaiting() {
+	for _, s := range c.waiting {
+		s.poke()
+	}
 }
 
 func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
@@ -811,9 +820,8 @@ type stream struct {
 
 	sendWindow, recvWindow int32
 	unacked                int32 // read by the caller, not yet granted again
-	awaitingWindow         bool
-	sentEnd                bool // this client ended its side
-	uploadDone             bool // the server answered in full and wants no more upload
+	sentEnd                bool  // this client ended its side
+	uploadDone             bool  // the server answered in full and wants no more upload
 	res                    *http.Response
 	buf                    []byte // DATA received, not yet read
 	ended                  bool   // the server ended its side
