@@ -247,6 +247,17 @@ func (c *scriptConn) await(match func(http2.Frame) bool) (http2.Frame, error) {
 	}
 }
 
+// awaitReset reads frames until the RST_STREAM of stream id, and returns
+// it; nil, with the test failed, if the connection ends first.
+func (c *scriptConn) awaitReset(id uint32) *http2.RSTStreamFrame {
+	f, err := c.await(rstOn(id))
+	if err != nil {
+		c.srv.t.Errorf("script server: waiting for RST_STREAM: %v", err)
+		return nil
+	}
+	return f.(*http2.RSTStreamFrame)
+}
+
 // rstOn matches the RST_STREAM of stream id.
 func rstOn(id uint32) func(http2.Frame) bool {
 	return func(f http2.Frame) bool {
@@ -673,12 +684,9 @@ func TestProtocolMalformedStatus(t *testing.T) {
 	resets := make(chan http2.ErrCode, 1)
 	srv := startScriptServer(t, nil, func(c *scriptConn, r *scriptRequest) {
 		c.headers(r.StreamID, false, ":status", "abc")
-		f, err := c.await(rstOn(r.StreamID))
-		if err != nil {
-			c.srv.t.Errorf("script server: waiting for RST_STREAM: %v", err)
-			return
+		if rst := c.awaitReset(r.StreamID); rst != nil {
+			resets <- rst.ErrCode
 		}
-		resets <- f.(*http2.RSTStreamFrame).ErrCode
 	})
 	tr := scriptTransport(t)
 	res, err := scriptRoundTrip(t, tr, newScriptRequest(t, context.Background(), http.MethodGet, srv.url+"/", nil))
@@ -716,12 +724,9 @@ func TestProtocolResponseHeadersTooLarge(t *testing.T) {
 				kv = append(kv, "x-filler-"+strconv.Itoa(i), strings.Repeat("w", 100))
 			}
 			c.headers(r.StreamID, true, kv...)
-			f, err := c.await(rstOn(r.StreamID))
-			if err != nil {
-				c.srv.t.Errorf("script server: waiting for RST_STREAM: %v", err)
-				return
+			if rst := c.awaitReset(r.StreamID); rst != nil {
+				resets <- rst.StreamID
 			}
-			resets <- f.Header().StreamID
 		})
 		tr := &h2c.Transport{MaxResponseHeaderBytes: 1024}
 		t.Cleanup(tr.CloseIdleConnections)
@@ -745,12 +750,9 @@ func TestProtocolCancelWhileWaiting(t *testing.T) {
 	resets := make(chan http2.ErrCode, 1)
 	srv := startScriptServer(t, nil, func(c *scriptConn, r *scriptRequest) {
 		arrived <- r.StreamID
-		f, err := c.await(rstOn(r.StreamID))
-		if err != nil {
-			c.srv.t.Errorf("script server: waiting for RST_STREAM: %v", err)
-			return
+		if rst := c.awaitReset(r.StreamID); rst != nil {
+			resets <- rst.ErrCode
 		}
-		resets <- f.(*http2.RSTStreamFrame).ErrCode
 	})
 	tr := scriptTransport(t)
 	ctx, cancel := context.WithCancel(context.Background())

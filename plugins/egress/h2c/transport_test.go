@@ -344,7 +344,10 @@ func TestWaitingStreamsHoldNoGoroutine(t *testing.T) {
 	leanExtra, stdExtra := count(lean), count(std)
 	t.Logf("goroutines beyond the callers and handlers, %d streams: h2c %d, net/http %d", n, leanExtra, stdExtra)
 	require.Less(t, leanExtra, 10, "h2c: a goroutine per connection, none per stream")
-	require.GreaterOrEqual(t, stdExtra, n, "net/http's client as the comparison")
+	// The comparison shows the count would see a goroutine per stream.
+	// net/http's client holds one for most of its streams: 101–213 extra
+	// goroutines for 200 streams over many runs, as its writes interleave.
+	require.Greater(t, stdExtra, leanExtra+n/4, "net/http's client as the comparison")
 }
 
 // An idle connection is closed after IdleTimeout, and its reader ends.
