@@ -25,7 +25,7 @@ import (
 // newServer starts a net/http server on loopback that speaks unencrypted
 // HTTP/2 alone, with at most maxStreams streams a connection (0: net/http's
 // default), and counts the connections it accepts.
-func newServer(t *testing.T, maxStreams int, h http.Handler) (*httptest.Server, *atomic.Int32) {
+func newServer(t testing.TB, maxStreams int, h http.Handler) (*httptest.Server, *atomic.Int32) {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(h)
 	srv.Config.Protocols = new(http.Protocols)
