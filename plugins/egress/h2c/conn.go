@@ -119,7 +119,8 @@ func (c *conn) reserve() bool {
 	return true
 }
 
-// unreserve gives back a slot no stream took. mu is held.
+// unreserveLocked frees a stream slot, reserved or in use, and starts the
+// idle countdown when it was the last. mu is held.
 func (c *conn) unreserveLocked() {
 	c.active--
 	if c.active == 0 {
@@ -907,14 +908,12 @@ func (b *body) Close() error {
 		return nil
 	}
 	s.bodyClosed = true
-	done := s.ended && s.sentEnd
-	c.mu.Unlock()
-	if done {
-		c.mu.Lock()
+	if s.ended && s.sentEnd { // both sides ended: nothing to tell the server
 		c.releaseLocked(s)
 		c.mu.Unlock()
 		return nil
 	}
+	c.mu.Unlock()
 	c.abandon(s, errors.New("h2c: body closed"))
 	return nil
 }

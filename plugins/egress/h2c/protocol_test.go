@@ -803,3 +803,16 @@ func TestProtocolNoStreamsAllowed(t *testing.T) {
 	require.Equal(t, int32(1), srv.accepted.Load())
 	require.Zero(t, srv.requests.Load())
 }
+
+// A request refused every time is sent at most five times in all, then
+// the refusal is the caller's error.
+func TestProtocolRefusedEveryTimeGivesUp(t *testing.T) {
+	t.Parallel()
+	srv := startScriptServer(t, nil, func(c *scriptConn, r *scriptRequest) {
+		c.check(c.fr.WriteRSTStream(r.StreamID, http2.ErrCodeRefusedStream))
+	})
+	tr := scriptTransport(t)
+	_, err := scriptRoundTrip(t, tr, newScriptRequest(t, context.Background(), http.MethodPost, srv.url+"/", []byte("the prompt")))
+	require.ErrorContains(t, err, "REFUSED_STREAM")
+	require.Equal(t, int32(5), srv.requests.Load())
+}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -259,7 +260,7 @@ func newHeaderList(req *http.Request) (*headerList, error) {
 	if !httpguts.ValidHostHeader(h.authority) {
 		return nil, fmt.Errorf("h2c: invalid host %q", h.authority)
 	}
-	if !validMethod(h.method) {
+	if !httpguts.ValidHeaderFieldName(h.method) { // a method is a token, as a field name is
 		return nil, fmt.Errorf("h2c: invalid method %q", h.method)
 	}
 	switch {
@@ -273,7 +274,7 @@ func newHeaderList(req *http.Request) (*headerList, error) {
 		if !httpguts.ValidHeaderFieldName(k) {
 			return nil, fmt.Errorf("h2c: invalid header field name %q", k)
 		}
-		lk := lower(k)
+		lk := strings.ToLower(k) // ASCII, as ValidHeaderFieldName made sure; unchanged names are not copied
 		if connectionHeaders[lk] {
 			continue
 		}
@@ -294,32 +295,6 @@ func newHeaderList(req *http.Request) (*headerList, error) {
 		h.fields = append(h.fields, [2]string{"content-length", strconv.FormatInt(h.contentLength, 10)})
 	}
 	return h, nil
-}
-
-func validMethod(m string) bool {
-	for i := 0; i < len(m); i++ {
-		if !httpguts.IsTokenRune(rune(m[i])) {
-			return false
-		}
-	}
-	return m != ""
-}
-
-// lower lower-cases an ASCII header name; ValidHeaderFieldName has made
-// sure it is ASCII.
-func lower(s string) string {
-	for i := 0; i < len(s); i++ {
-		if 'A' <= s[i] && s[i] <= 'Z' {
-			b := []byte(s)
-			for j := i; j < len(b); j++ {
-				if 'A' <= b[j] && b[j] <= 'Z' {
-					b[j] += 'a' - 'A'
-				}
-			}
-			return string(b)
-		}
-	}
-	return s
 }
 
 func closeBody(req *http.Request) {

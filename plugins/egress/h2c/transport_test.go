@@ -278,11 +278,15 @@ func TestRefusals(t *testing.T) {
 		{"header name", "http://127.0.0.1:1/", [2]string{"Bad Name", "x"}, "invalid header field name"},
 		{"header value", "http://127.0.0.1:1/", [2]string{"X-Ok", "a\nb"}, "invalid value"},
 		{"nobody listening", "http://127.0.0.1:1/", [2]string{}, "connection refused"},
+		{"method", "http://127.0.0.1:1/", [2]string{}, "invalid method"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body := &closeCounter{Reader: strings.NewReader("x")}
 			req, err := http.NewRequest(http.MethodPost, tc.url, body)
 			require.NoError(t, err)
+			if tc.name == "method" {
+				req.Method = "BAD METHOD"
+			}
 			if tc.header[0] != "" {
 				req.Header[tc.header[0]] = []string{tc.header[1]}
 			}
