@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,6 +25,7 @@ import (
 	"github.com/conclavehq/conclave/core/deliberate"
 	"github.com/conclavehq/conclave/core/telemetry"
 	"github.com/conclavehq/conclave/internal/config"
+	"github.com/conclavehq/conclave/internal/heapfloor"
 	"github.com/conclavehq/conclave/internal/pgstore"
 	"github.com/conclavehq/conclave/internal/pgtest"
 	"github.com/conclavehq/conclave/plugins/egress"
@@ -133,6 +135,7 @@ func twoRoundsBenchMode(base config.Mode) config.Mode {
 // prov, on pool's database, with a key whose limits sit far above the load.
 func serveChatBench(b *testing.B, catalog *core.Catalog, prov *providers.Providers, pool *pgxpool.Pool, tel telemetry.Telemetry) *chatBench {
 	b.Helper()
+	benchHeapFloor(b)
 	ctx := context.Background()
 	engine, err := deliberate.New(deliberate.Config{Catalog: catalog, Caller: prov, Judge: direct.New()})
 	if err != nil {
@@ -159,6 +162,32 @@ func serveChatBench(b *testing.B, catalog *core.Catalog, prov *providers.Provide
 	// the rails.
 	cb.key = (&testBundle{store: store, org: org}).newKey(b, &core.CreateKeyParams{RPM: 10_000_000, Concurrency: 1_000_000})
 	return cb
+}
+
+// heapFloorSet is whether a benchmark of this process has set serve's
+// heap floor; benchmarks run one at a time.
+var heapFloorSet bool
+
+// benchHeapFloor paces the collector of this process, the gateway's, as
+// serve paces its own (server.heap_floor_mib), until b ends.
+// CONCLAVE_BENCH_HEAP_FLOOR_MIB sets another floor (0: none, GOGC alone).
+func benchHeapFloor(b *testing.B) {
+	if heapFloorSet {
+		return
+	}
+	cfg, err := config.Builtin()
+	if err != nil {
+		b.Fatal(err)
+	}
+	mib := cfg.Server.HeapFloorMiB
+	if v := os.Getenv("CONCLAVE_BENCH_HEAP_FLOOR_MIB"); v != "" {
+		if mib, err = strconv.Atoi(v); err != nil || mib < 0 {
+			b.Fatalf("CONCLAVE_BENCH_HEAP_FLOOR_MIB=%q: want a number of MiB, 0 or more", v)
+		}
+	}
+	undo := heapfloor.Set(int64(mib) << 20)
+	heapFloorSet = true
+	b.Cleanup(func() { undo(); heapFloorSet = false })
 }
 
 // benchPanel is what the benchmark reads of an answer's panel block.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/conclavehq/conclave/core"
 	"github.com/conclavehq/conclave/internal/config"
+	"github.com/conclavehq/conclave/internal/heapfloor"
 	"github.com/conclavehq/conclave/internal/loadtest"
 	"github.com/conclavehq/conclave/internal/pgtest"
 	"github.com/jackc/pgx/v5"
@@ -453,6 +454,13 @@ func overheadFloor(dbURL, simURL, shapeName string) error {
 	if !ok {
 		return fmt.Errorf("no floor shape %q", shapeName)
 	}
+	// The collector is paced as serve paces it (server.heap_floor_mib), so
+	// that the gap to the gateway is its work, not a setting.
+	builtin, err := config.Builtin()
+	if err != nil {
+		return err
+	}
+	defer heapfloor.Set(int64(builtin.Server.HeapFloorMiB) << 20)()
 	ctx := context.Background()
 	cfg, err := pgxpool.ParseConfig(dbURL)
 	if err != nil {

@@ -32,6 +32,7 @@ import (
 	"github.com/conclavehq/conclave/core/people"
 	"github.com/conclavehq/conclave/core/telemetry"
 	"github.com/conclavehq/conclave/internal/config"
+	"github.com/conclavehq/conclave/internal/heapfloor"
 	"github.com/conclavehq/conclave/internal/tracing"
 	"github.com/conclavehq/conclave/mcp"
 	"github.com/conclavehq/conclave/plugins/byok"
@@ -84,6 +85,7 @@ func serve(ctx context.Context, fs *flag.FlagSet, args []string, cio cmdIO) erro
 		debug.SetMemoryLimit(int64(cfg.Server.MemoryLimitMiB) << 20)
 		log.Info("soft memory limit set", slog.Int("mib", cfg.Server.MemoryLimitMiB))
 	}
+	defer heapfloor.Set(int64(cfg.Server.HeapFloorMiB) << 20)() // said in the "serving" line
 	g := &gateway{cfg: cfg, log: log}
 	defer g.close()
 	if err := g.build(ctx); err != nil {
@@ -330,7 +332,8 @@ func (g *gateway) run(ctx context.Context, stdout io.Writer, d *demo) error {
 		simURL = g.prov.Simulator().URL()
 	}
 	log.Info("serving", slog.String("addr", public.ln.Addr().String()), slog.String("operator_addr", operatorBound),
-		slog.Bool("managed_postgres", g.db.cluster != nil), slog.String("simulated_provider", simURL))
+		slog.Bool("managed_postgres", g.db.cluster != nil), slog.String("simulated_provider", simURL),
+		slog.Int("heap_floor_mib", cfg.Server.HeapFloorMiB))
 	// One write: a script that waits for "serving on" finds the demo lines
 	// with it.
 	fmt.Fprint(stdout, banner(base, g.origin, d))

@@ -186,6 +186,13 @@ type Server struct {
 	// CPU for a lower peak. 0 leaves the runtime's default (or GOMEMLIMIT
 	// from the environment). Defaults to 0.
 	MemoryLimitMiB int `yaml:"memory_limit_mib"`
+	// HeapFloorMiB is the heap size, in MiB, below which the Go collector
+	// does not run (package heapfloor): a gateway's live heap is a few
+	// MiB, and GOGC alone collects it every few MiB of allocation. Once
+	// the live heap's own target passes it, GOGC applies unchanged; a
+	// memory limit still bounds the heap. 0 leaves GOGC's rule alone, as
+	// does GOGC=off. Defaults to 64.
+	HeapFloorMiB int `yaml:"heap_floor_mib"`
 }
 
 // Origin is the service's one origin (server.public_url) given the public
@@ -602,6 +609,8 @@ func (s *Server) validate() error {
 		return fe("max_body_bytes", "must be at least 1024")
 	case s.MemoryLimitMiB < 0:
 		return fe("memory_limit_mib", "cannot be negative")
+	case s.HeapFloorMiB < 0:
+		return fe("heap_floor_mib", "cannot be negative")
 	case s.ReadHeaderTimeout <= 0:
 		return fe("read_header_timeout", "must be positive")
 	case s.ReadTimeout <= 0:

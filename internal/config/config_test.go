@@ -78,6 +78,7 @@ func TestFileErrorsNameTheField(t *testing.T) {
 		"quorum too high":  {"modes:\n  - {key: k, id: my-mode, name: N, critique: never, max_rounds: 1, quorum: 3, seats: {plus: [{engine: sim/atlas}]}}\n", "modes[0].quorum"},
 		"hedge percentile": {"modes:\n  - {key: k, id: my-mode, name: N, critique: never, max_rounds: 1, hedge_percentile: 101, seats: {plus: [{engine: sim/atlas}]}}\n", "modes[0].hedge_percentile: must be between 0 and 100"},
 		"negative memory":  {"server:\n  memory_limit_mib: -1\n", "server.memory_limit_mib: cannot be negative"},
+		"negative floor":   {"server:\n  heap_floor_mib: -1\n", "server.heap_floor_mib: cannot be negative"},
 		"blank operator":   {"server:\n  operator_addr: \"\"\n", `server.operator_addr: required; "off" disables`},
 		"operator no port": {"server:\n  operator_addr: localhost\n", "server.operator_addr: \"localhost\" is not HOST:PORT"},
 		"operator port":    {"server:\n  operator_addr: 127.0.0.1:99999\n", "server.operator_addr: \"127.0.0.1:99999\": the port"},
