@@ -20,7 +20,6 @@ package anthropic
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -142,7 +141,7 @@ func (*Adapter) ParseResponse(_ context.Context, res *core.HTTPResponse) (*core.
 		return failure(res.Status, res.Body), nil
 	}
 	var r messagesResponse
-	if err := json.Unmarshal(res.Body, &r); err != nil {
+	if err := reply.Decode(res.Body, &r); err != nil {
 		return reply.Malformed(res.Status, "response body is not a message: "+reply.JSONProblem(err)), nil
 	}
 	if r.Type == "error" {

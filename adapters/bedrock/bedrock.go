@@ -24,7 +24,6 @@ package bedrock
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -160,7 +159,7 @@ func (*Adapter) ParseResponse(_ context.Context, res *core.HTTPResponse) (*core.
 		return failure(res.Status, res.Header, res.Body), nil
 	}
 	var r converseResponse
-	if err := json.Unmarshal(res.Body, &r); err != nil {
+	if err := reply.Decode(res.Body, &r); err != nil {
 		return reply.Malformed(res.Status, "response body is not a Converse response: "+reply.JSONProblem(err)), nil
 	}
 	if r.Output == nil || r.Output.Message == nil {

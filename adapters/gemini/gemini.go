@@ -23,7 +23,6 @@ package gemini
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -151,7 +150,7 @@ func (*Adapter) ParseResponse(_ context.Context, res *core.HTTPResponse) (*core.
 		return failure(res.Status, res.Body), nil
 	}
 	var r generateResponse
-	if err := json.Unmarshal(res.Body, &r); err != nil {
+	if err := reply.Decode(res.Body, &r); err != nil {
 		return reply.Malformed(res.Status, "response body is not a generateContent response: "+reply.JSONProblem(err)), nil
 	}
 	if r.Error != nil {

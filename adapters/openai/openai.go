@@ -170,7 +170,7 @@ func (*Adapter) ParseResponse(_ context.Context, res *core.HTTPResponse) (*core.
 		return failure(res.Status, res.Body), nil
 	}
 	var r chatResponse
-	if err := json.Unmarshal(res.Body, &r); err != nil {
+	if err := reply.Decode(res.Body, &r); err != nil {
 		return reply.Malformed(res.Status, "response body is not a chat completion: "+reply.JSONProblem(err)), nil
 	}
 	if len(r.Choices) == 0 {

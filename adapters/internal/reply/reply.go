@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/conclavehq/conclave/core"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
 // MaxMessage bounds a provider error message kept in a seat answer.
@@ -41,18 +42,31 @@ func Malformed(status int, msg string) *core.SeatAnswer {
 	return &core.SeatAnswer{Error: &core.ProviderError{Class: core.ErrorMalformed, Message: msg, Status: status}}
 }
 
-// JSONProblem says briefly why a body did not decode, without quoting it.
+// JSONProblem says briefly why a body did not decode, without quoting it:
+// an error of encoding/json's or of Decode's.
 func JSONProblem(err error) string {
 	var syntax *json.SyntaxError
-	if errors.As(err, &syntax) {
+	var syntaxV1 *jsonv1.SyntaxError
+	if errors.As(err, &syntax) || errors.As(err, &syntaxV1) {
 		return "invalid JSON"
 	}
 	var typ *json.UnmarshalTypeError
 	if errors.As(err, &typ) && typ.Field != "" {
 		return "unexpected type at " + typ.Field
 	}
+	var typV1 *jsonv1.UnmarshalTypeError
+	if errors.As(err, &typV1) && typV1.Field != "" {
+		return "unexpected type at " + typV1.Field
+	}
 	return "unexpected shape"
 }
+
+// Decode reads a provider's answer body into v by encoding/json's rules
+// (names matched without regard to case, the last of duplicate names
+// kept, invalid UTF-8 replaced) through the implementation of JSON v2,
+// which decodes an answer in half the time and with half the allocations
+// (see docs/rationale.md). Its errors are for JSONProblem.
+func Decode(body []byte, v any) error { return jsonv1.Unmarshal(body, v) }
 
 // Shorten keeps a provider message to one valid line of at most MaxMessage
 // bytes (plus an ellipsis when cut).
