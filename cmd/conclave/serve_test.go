@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -617,4 +618,41 @@ func TestServeCountsCallsInFlight(t *testing.T) {
 	require.NoError(t, a.err)
 	require.Equal(t, http.StatusOK, a.status)
 	require.Equal(t, "0", inFlight(), "settled: no longer in flight")
+}
+
+// TestServePacesTheCollectorByTheHeapFloor reads the collector's settings
+// from the operator listener's Go metrics: with server.heap_floor_mib at
+// 512, far above serve's live heap, GOGC is raised and the target sits at
+// the floor; at 0, GOGC is its own 100 and the target a small multiple of
+// the live heap.
+func TestServePacesTheCollectorByTheHeapFloor(t *testing.T) {
+	t.Parallel()
+	gauge := func(body, name string) float64 {
+		for line := range strings.Lines(body) {
+			if v, ok := strings.CutPrefix(line, name+" "); ok {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				require.NoError(t, err, line)
+				return f
+			}
+		}
+		t.Fatalf("no %s in the operator's metrics", name)
+		return 0
+	}
+	const mib = 1 << 20
+	for _, floor := range []int{512, 0} {
+		dir := t.TempDir()
+		cfg := filepath.Join(dir, "conclave.yaml")
+		require.NoError(t, os.WriteFile(cfg, fmt.Appendf(nil, "server:\n  heap_floor_mib: %d\n", floor), 0o600))
+		p := startServe(t, dir, []string{"DATABASE_URL=" + pgtest.NewEmptyDatabase(t), "GOGC="}, "--config", cfg)
+		_, body := get(t, p.operatorBase(t)+"/metrics", "")
+		gogc, goal := gauge(body, "go_gc_gogc_percent"), gauge(body, "go_memstats_next_gc_bytes")
+		if floor > 0 {
+			require.Greater(t, gogc, 100.0, "GOGC under a 512 MiB floor")
+			require.InDelta(t, 512*mib, goal, 32*mib, "the collector's target under a 512 MiB floor")
+		} else {
+			require.Equal(t, 100.0, gogc, "GOGC without a floor")
+			require.Less(t, goal, 256.0*mib, "the collector's target without a floor")
+		}
+		p.stop(t)
+	}
 }
