@@ -92,7 +92,7 @@ func (r *run) round(ctx context.Context, n int, seats []*seatState, prompt func(
 	}
 	var wg sync.WaitGroup
 	for i := 1; i < len(seats); i++ {
-		wg.Go(func() { turn(i) })
+		seatWorkers.Go(&wg, func() { turn(i) })
 	}
 	if len(seats) > 0 {
 		turn(0)
