@@ -68,3 +68,38 @@ func waitGoroutines(t *testing.T, want int) int {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestWorkersNeverQueueATurn starts more turns than may stay parked, each
+// waiting until all have started: they all run at once, so a turn never
+// waits for a worker to come free, in a first round and in a second that
+// finds workers parked by the first.
+func TestWorkersNeverQueueATurn(t *testing.T) {
+	w := newWorkers()
+	const n = 2*maxIdleWorkers + 10
+	for round := range 2 {
+		var started, wg sync.WaitGroup
+		started.Add(n)
+		all := make(chan struct{})
+		go func() { started.Wait(); close(all) }()
+		var late atomic.Int32
+		gaveUp := make(chan struct{}) // after one timeout the rest do not wait
+		var giveUp sync.Once
+		for range n {
+			w.Go(&wg, func() {
+				started.Done()
+				select {
+				case <-all:
+				case <-gaveUp:
+					late.Add(1)
+				case <-time.After(10 * time.Second):
+					late.Add(1)
+					giveUp.Do(func() { close(gaveUp) })
+				}
+			})
+		}
+		wg.Wait()
+		if l := late.Load(); l > 0 {
+			t.Fatalf("round %d: %d of %d turns never saw the others start: a turn waited for a worker", round, l, n)
+		}
+	}
+}

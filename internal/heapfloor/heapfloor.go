@@ -30,7 +30,7 @@ import (
 
 // runtimeMinimum is the runtime's smallest target at GOGC=100, 4 MiB,
 // which it scales with the percentage: at p% the target is never below
-// 4 MiB × p/100. Percent keeps that below the floor.
+// 4 MiB × p/100. targetPercent keeps that below the floor.
 const runtimeMinimum = 4 << 20
 
 // The runtime's figures each adjustment reads: what the last cycle found
@@ -108,20 +108,20 @@ func (f *floor) adjust() bool {
 	}
 	metrics.Read(f.samples)
 	live, roots := f.samples[0].Value.Uint64(), f.samples[1].Value.Uint64()+f.samples[2].Value.Uint64()
-	if percent := Percent(f.bytes, live, roots, f.base); percent != f.current {
+	if percent := targetPercent(f.bytes, live, roots, f.base); percent != f.current {
 		debug.SetGCPercent(percent)
 		f.current = percent
 	}
 	return true
 }
 
-// Percent is the GOGC percentage that puts the collector's next target at
-// floor bytes, given the live heap and the stacks and globals the last
-// cycle scanned, and never below base. The runtime's target is
+// targetPercent is the GOGC percentage that puts the collector's next
+// target at floor bytes, given the live heap and the stacks and globals
+// the last cycle scanned, and never below base. The runtime's target is
 // live + (live + roots) × percent / 100, and at least its minimum scaled
 // by the percentage, which is kept at or under the floor: with little
 // scanned, the target then falls short of the floor rather than past it.
-func Percent(floor, live, roots uint64, base int) int {
+func targetPercent(floor, live, roots uint64, base int) int {
 	if live >= floor {
 		return base
 	}

@@ -11,7 +11,7 @@ import (
 // The tests change the process's collector settings, so none runs in
 // parallel, and each gives back what it found.
 
-func TestPercent(t *testing.T) {
+func TestTargetPercent(t *testing.T) {
 	const mib = 1 << 20
 	for _, c := range []struct {
 		name               string
@@ -25,8 +25,8 @@ func TestPercent(t *testing.T) {
 		{"the runtime's minimum stays under the floor", 64 * mib, 0, 0, 100, 1600}, // 4 MiB × 16 = 64 MiB
 		{"a small floor near a small heap", 8 * mib, 2 * mib, mib, 100, 200},
 	} {
-		if got := Percent(c.floor, c.live, c.roots, c.base); got != c.want {
-			t.Errorf("%s: Percent(%d, %d, %d, %d) = %d, want %d", c.name, c.floor, c.live, c.roots, c.base, got, c.want)
+		if got := targetPercent(c.floor, c.live, c.roots, c.base); got != c.want {
+			t.Errorf("%s: targetPercent(%d, %d, %d, %d) = %d, want %d", c.name, c.floor, c.live, c.roots, c.base, got, c.want)
 		}
 	}
 }
