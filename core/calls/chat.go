@@ -340,6 +340,17 @@ func (r *chatRun) run(ctx context.Context) (*ChatResult, error) {
 	if err != nil {
 		return nil, r.failed(ctx, err)
 	}
+	out, done, err := r.settle(ctx, res, billing)
+	settled = done
+	return out, err
+}
+
+// settle bills the deliberation's result and stores its receipt and
+// answer in one settlement; settled says whether what the call holds is no
+// longer to be given back (billed, or perhaps billed). It is apart from
+// run, whose frame stays on the stack while the deliberation's calls wait.
+func (r *chatRun) settle(ctx context.Context, res *deliberate.Result, billing core.BillInput) (out *ChatResult, settled bool, err error) {
+	s := r.s
 	billing.Calls, billing.Surcharge = billedCalls(res), surcharge(r.mode, res)
 	bill := core.ComputeBill(billing)
 	created, completed, latency := callTimes(r.start)
@@ -357,7 +368,7 @@ func (r *chatRun) run(ctx context.Context) (*ChatResult, error) {
 	comp.Panel.Persisted = true
 	raw, err := encodeStored(comp)
 	if err != nil {
-		return nil, core.Errorf(core.CodeInternalError, "The answer could not be encoded; nothing was billed.").WithCause(err)
+		return nil, false, core.Errorf(core.CodeInternalError, "The answer could not be encoded; nothing was billed.").WithCause(err)
 	}
 	receipt.Response = raw
 	claimState := core.ClaimSucceeded
@@ -376,15 +387,13 @@ func (r *chatRun) run(ctx context.Context) (*ChatResult, error) {
 		if errors.Is(err, core.ErrOutcomeUnknown) {
 			// Perhaps billed: a retry with the same key replays the answer if
 			// it was, and runs again (billed once) if not. Its leases lapse.
-			settled = true
-			return nil, core.Errorf(core.CodeInternalError, "The deliberation's bill could not be confirmed. Retry with the same Idempotency-Key: you receive its answer if it was billed, and it is never billed twice.").WithCause(err)
+			return nil, true, core.Errorf(core.CodeInternalError, "The deliberation's bill could not be confirmed. Retry with the same Idempotency-Key: you receive its answer if it was billed, and it is never billed twice.").WithCause(err)
 		}
 		s.recordOutcome(ctx, r.p, r.c, core.OutcomeFailed, "the deliberation could not be recorded; nothing was billed")
-		return nil, core.Errorf(core.CodeCostUnreadable, "The deliberation could not be recorded; nothing was billed. Retry.").WithCause(err)
+		return nil, false, core.Errorf(core.CodeCostUnreadable, "The deliberation could not be recorded; nothing was billed. Retry.").WithCause(err)
 	}
-	settled = true // the settlement freed the slot in its transaction
 	s.latency.add(r.mode.ID, latency)
-	return &ChatResult{Completion: comp}, nil
+	return &ChatResult{Completion: comp}, true, nil // the settlement freed the slot in its transaction
 }
 
 // callTimes are the receipt times of a call that began at start and ends

@@ -196,7 +196,11 @@ func (e *Engine) newRun(req *Request) *run {
 // to the Caller, so that they may run on its own provider credentials
 // (bring-your-own-key); staff calls — judge, synthesis, classifier — name
 // none and always run on the service's.
-func (r *run) call(ctx context.Context, c Call, sreq *core.SeatRequest) (*core.SeatAnswer, Outcome) {
+//
+// It fills in c, which the caller made for this call alone, and records a
+// copy: taking c by value would put a second copy in the caller's frame,
+// which stays on the stack while the call waits.
+func (r *run) call(ctx context.Context, c *Call, sreq *core.SeatRequest) (*core.SeatAnswer, Outcome) {
 	now := r.e.cfg.Now
 	org := ""
 	if c.Seat != "" {
@@ -245,13 +249,19 @@ func (r *run) call(ctx context.Context, c Call, sreq *core.SeatRequest) (*core.S
 	}
 	c.Cost = core.CallCost(c.InputTokens, c.OutputTokens, r.e.engine(c.Engine))
 	r.mu.Lock()
-	r.calls = append(r.calls, c)
+	r.record(c)
 	r.mu.Unlock()
 	if c.Outcome != OutcomeOK {
 		return nil, c.Outcome
 	}
 	return ans, ""
 }
+
+// record appends a copy of c to the run's calls. r.mu is held. Inlined,
+// the append's copy of c would sit in call's frame while it waits.
+//
+//go:noinline
+func (r *run) record(c *Call) { r.calls = append(r.calls, *c) }
 
 // spent sums the cost of the calls recorded so far, and of those of round n.
 func (r *run) spent(n int) (all, round core.Micros) {

@@ -136,6 +136,16 @@ func (r *run) seat(ctx context.Context, n int, s *seatState, msgs []core.Message
 		return out
 	}
 	rr := r.race(ctx, primary, backup, sreq, hedge)
+	seatEnded(out, s, &rr, primary == nil, backup == nil, ctx.Err() != nil)
+	return out
+}
+
+// seatEnded records in out how the seat's turn ended, from what its race
+// found (rr): answered, cancelled (cancelled), or unavailable, its primary
+// absent from the race (noPrimary) or failed and its backup absent
+// (noBackup) or failed too. It is apart from seat, whose frame stays on
+// the stack while the seat's call waits.
+func seatEnded(out *seatOutcome, s *seatState, rr *raced, noPrimary, noBackup, cancelled bool) {
 	out.engine, out.hedged = rr.engine, rr.hedged
 	if rr.primaryWhy != "" {
 		s.primaryDown = true
@@ -149,26 +159,25 @@ func (r *run) seat(ctx context.Context, n int, s *seatState, msgs []core.Message
 			switch {
 			case rr.primaryWhy != "":
 				reason = "the primary failed: " + string(rr.primaryWhy)
-			case primary == nil:
+			case noPrimary:
 				reason = "the primary failed in an earlier round"
 			}
 			out.sub = &Substitution{Seat: s.role, Original: s.seat.Engine, Used: s.seat.Backup, Reason: reason}
 		}
-	case ctx.Err() != nil:
+	case cancelled:
 		out.closedBy, out.reason = ClosedByCancelled, "cancelled"
 	default:
 		out.closedBy = ClosedByUnavailable
 		switch {
-		case backup == nil:
+		case noBackup:
 			out.reason = fmt.Sprintf("%s failed (%s) and the seat has no backup", s.seat.Engine, rr.primaryWhy)
-		case primary == nil:
+		case noPrimary:
 			out.reason = fmt.Sprintf("backup %s failed (%s)", s.seat.Backup, rr.backupWhy)
 		default:
 			out.reason = fmt.Sprintf("%s failed (%s); backup %s failed (%s)", s.seat.Engine, rr.primaryWhy, s.seat.Backup, rr.backupWhy)
 		}
 		s.gone = true
 	}
-	return out
 }
 
 // raced is what race found.
@@ -198,74 +207,100 @@ func (r *run) race(ctx context.Context, primary, backup *Call, sreq *core.SeatRe
 	var out raced
 	if primary == nil {
 		if backup != nil {
-			r.runBackup(ctx, *backup, sreq, &out)
+			r.runBackup(ctx, backup, sreq, &out)
 		}
 		return out
 	}
 	out.engine = primary.Engine
-
-	// The hedge: started by the timer unless the primary has ended first.
-	var (
-		mu          sync.Mutex
-		primaryDone bool
-		hedged      chan attempt // set once the hedge started; gets its result
-		cancelHedge context.CancelFunc
-	)
-	var timer *time.Timer
-	pctx, cancelPrimary := ctx, context.CancelFunc(func() {})
-	if hedge > 0 && backup != nil {
-		pctx, cancelPrimary = context.WithCancel(ctx) // a hedge's answer cancels the primary
-		defer cancelPrimary()
-		lat := r.e.latencyOf(primary.Engine)
-		lat.earn(r.pct)
-		timer = time.AfterFunc(lat.hedgeDelay(hedge, r.pct), func() {
-			mu.Lock()
-			if primaryDone || !lat.spend() {
-				mu.Unlock()
-				return
-			}
-			hctx, cancel := context.WithCancel(ctx)
-			ch := make(chan attempt, 1)
-			hedged, cancelHedge = ch, cancel
-			mu.Unlock()
-			c := *backup
-			if c.Seat != "" {
-				c.Role = RoleHedge
-			} else {
-				c.Hedged = true
-			}
-			ans, why := r.call(hctx, c, sreq)
-			if ans != nil {
-				cancelPrimary() // the hedge answered first
-			}
-			ch <- attempt{ans: ans, why: why}
-		})
+	// The primary's call waits on this goroutine below race, so race keeps
+	// only what the wait needs in its own frame: the hedge's state lives
+	// in h, and what follows the primary's end in finishRace.
+	h := r.armHedge(ctx, primary, backup, sreq, hedge)
+	pctx := ctx
+	if h != nil {
+		defer h.cancelPrimary()
+		pctx = h.ctx
 	}
+	ans, why := r.call(pctx, primary, sreq)
+	r.finishRace(ctx, h, primary, backup, sreq, ans, why, &out)
+	return out
+}
 
-	ans, why := r.call(pctx, *primary, sreq)
-	mu.Lock()
-	primaryDone = true
-	ch := hedged
-	mu.Unlock()
-	if timer != nil {
-		timer.Stop()
+// hedge is a primary's hedge: a timer that starts the backup beside the
+// primary unless the primary has ended first.
+type hedge struct {
+	ctx           context.Context    // the primary's: a hedge's answer cancels it
+	cancelPrimary context.CancelFunc //
+	timer         *time.Timer
+	mu            sync.Mutex
+	primaryDone   bool
+	hedged        chan attempt       // set once the hedge started; gets its result
+	cancelHedge   context.CancelFunc // set with hedged
+}
+
+// armHedge starts the hedge's timer for the primary, or returns nil when
+// none can start (no hedge delay or no backup).
+func (r *run) armHedge(ctx context.Context, primary, backup *Call, sreq *core.SeatRequest, delay time.Duration) *hedge {
+	if delay <= 0 || backup == nil {
+		return nil
+	}
+	h := &hedge{}
+	h.ctx, h.cancelPrimary = context.WithCancel(ctx)
+	lat := r.e.latencyOf(primary.Engine)
+	lat.earn(r.pct)
+	h.timer = time.AfterFunc(lat.hedgeDelay(delay, r.pct), func() {
+		h.mu.Lock()
+		if h.primaryDone || !lat.spend() {
+			h.mu.Unlock()
+			return
+		}
+		hctx, cancel := context.WithCancel(ctx)
+		ch := make(chan attempt, 1)
+		h.hedged, h.cancelHedge = ch, cancel
+		h.mu.Unlock()
+		c := *backup
+		if c.Seat != "" {
+			c.Role = RoleHedge
+		} else {
+			c.Hedged = true
+		}
+		ans, why := r.call(hctx, &c, sreq)
+		if ans != nil {
+			h.cancelPrimary() // the hedge answered first
+		}
+		ch <- attempt{ans: ans, why: why}
+	})
+	return h
+}
+
+// finishRace takes the primary's end (ans, why), waits for the hedge if
+// one started (h may be nil), runs the backup after a failed primary that
+// had no hedge, and records the race's result in out.
+func (r *run) finishRace(ctx context.Context, h *hedge, primary, backup *Call, sreq *core.SeatRequest, ans *core.SeatAnswer, why Outcome, out *raced) {
+	var ch chan attempt
+	if h != nil {
+		h.mu.Lock()
+		h.primaryDone = true
+		ch = h.hedged
+		h.mu.Unlock()
+		h.timer.Stop()
 	}
 	if ch != nil {
 		out.hedged, out.engine = true, backup.Engine
 		if ans != nil {
-			cancelHedge()
+			h.cancelHedge()
 		}
-		h := <-ch
-		cancelHedge()
-		if ans == nil && h.ans != nil {
-			out.win, out.byBackup = h.ans, true
+		a := <-ch
+		h.cancelHedge()
+		if ans == nil && a.ans != nil {
+			out.win, out.byBackup = a.ans, true
 			if why != OutcomeCancelled {
 				out.primaryWhy = why
 			}
-			return out
+			return
 		}
-		if h.why != OutcomeCancelled {
-			out.backupWhy = h.why
+		if a.why != OutcomeCancelled {
+			out.backupWhy = a.why
 		}
 	}
 	switch {
@@ -276,10 +311,9 @@ func (r *run) race(ctx context.Context, primary, backup *Call, sreq *core.SeatRe
 	default:
 		out.primaryWhy = why
 		if ch == nil && backup != nil {
-			r.runBackup(ctx, *backup, sreq, &out)
+			r.runBackup(ctx, backup, sreq, out)
 		}
 	}
-	return out
 }
 
 // attempt is one call's end.
@@ -289,7 +323,7 @@ type attempt struct {
 }
 
 // runBackup runs the backup alone, in place of a failed or absent primary.
-func (r *run) runBackup(ctx context.Context, backup Call, sreq *core.SeatRequest, out *raced) {
+func (r *run) runBackup(ctx context.Context, backup *Call, sreq *core.SeatRequest, out *raced) {
 	out.engine = backup.Engine
 	ans, why := r.call(ctx, backup, sreq)
 	switch {

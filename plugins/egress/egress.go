@@ -132,6 +132,49 @@ func (e *Egress) Call(ctx context.Context, c *core.EgressCall) (*core.SeatAnswer
 }
 
 func (e *Egress) call(ctx context.Context, c *core.EgressCall) (*core.SeatAnswer, error) {
+	var p prepared
+	if failure, err := e.prepare(ctx, c, &p); failure != nil || err != nil {
+		return failure, err
+	}
+	for attempt := 1; ; attempt++ {
+		e.metrics.attempt(c.Engine.ID)
+		start := time.Now()
+		r, err := e.attempt(ctx, c, &p)
+		if err != nil {
+			return nil, err
+		}
+		ans := e.attempted(ctx, c, r, attempt, start)
+		if ans.Error == nil || !ans.Error.Class.Retryable() || attempt >= e.cfg.MaxAttempts {
+			return ans, nil
+		}
+		d := e.backoff(attempt, r.retryAfter)
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
+			return ans, nil // no time to try again: the answer beats a bare deadline error
+		}
+		if err := e.sleep(ctx, d); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// prepared is what every attempt of a call shares: the adapter's
+// description, the endpoint and the attempt's timeout.
+type prepared struct {
+	info    core.AdapterInfo
+	ep      *endpoint
+	timeout time.Duration
+}
+
+// prepare checks the call against egress's rules and fills in p. When the
+// call cannot go on it returns the answer saying why (failure), or ctx's
+// error when ctx ended.
+//
+// A call's goroutine waits for the provider's answer below call, attempt
+// and send, and keeps the stack its deepest point needed. So what the wait
+// does not need (these checks, the request's forming, the answer's
+// reading) runs in functions of its own and stays out of those three
+// frames (docs/rationale.md, "A waiting call keeps a small stack").
+func (e *Egress) prepare(ctx context.Context, c *core.EgressCall, p *prepared) (failure *core.SeatAnswer, err error) {
 	info, err := e.infos.describe(ctx, c.Adapter)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -156,38 +199,28 @@ func (e *Egress) call(ctx context.Context, c *core.EgressCall) (*core.SeatAnswer
 	if timeout <= 0 {
 		timeout = e.cfg.DefaultTimeout
 	}
-	for attempt := 1; ; attempt++ {
-		e.metrics.attempt(c.Engine.ID)
-		start := time.Now()
-		r, err := e.attempt(ctx, c, info, ep, timeout)
-		if err != nil {
-			return nil, err
-		}
-		ans := r.ans
-		if ans.Source != r.source {
-			a := *ans
-			a.Source = r.source
-			ans = &a
-		}
-		if e.log.Enabled(ctx, slog.LevelDebug) {
-			var class core.ErrorClass
-			if ans.Error != nil {
-				class = ans.Error.Class
-			}
-			e.log.DebugContext(ctx, "egress attempt", "engine", c.Engine.ID, "attempt", attempt,
-				"status", r.status, "class", string(class), "duration", time.Since(start))
-		}
-		if ans.Error == nil || !ans.Error.Class.Retryable() || attempt >= e.cfg.MaxAttempts {
-			return ans, nil
-		}
-		d := e.backoff(attempt, r.retryAfter)
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
-			return ans, nil // no time to try again: the answer beats a bare deadline error
-		}
-		if err := e.sleep(ctx, d); err != nil {
-			return nil, err
-		}
+	*p = prepared{info: info, ep: ep, timeout: timeout}
+	return nil, nil
+}
+
+// attempted is an attempt's answer, carrying the Source of the credential
+// it was sent with, logged at debug level.
+func (e *Egress) attempted(ctx context.Context, c *core.EgressCall, r result, attempt int, start time.Time) *core.SeatAnswer {
+	ans := r.ans
+	if ans.Source != r.source {
+		a := *ans
+		a.Source = r.source
+		ans = &a
 	}
+	if e.log.Enabled(ctx, slog.LevelDebug) {
+		var class core.ErrorClass
+		if ans.Error != nil {
+			class = ans.Error.Class
+		}
+		e.log.DebugContext(ctx, "egress attempt", "engine", c.Engine.ID, "attempt", attempt,
+			"status", r.status, "class", string(class), "duration", time.Since(start))
+	}
+	return ans
 }
 
 // backoff is the wait before retry number n (1 for the first retry): the
@@ -224,58 +257,80 @@ func answer(ans *core.SeatAnswer) (result, error) {
 
 // attempt sends the call once. The error is set only when the call cannot
 // go on at all.
-func (e *Egress) attempt(ctx context.Context, c *core.EgressCall, info core.AdapterInfo, ep *endpoint, timeout time.Duration) (result, error) {
+func (e *Egress) attempt(ctx context.Context, c *core.EgressCall, p *prepared) (result, error) {
 	var source string
-	r, err := e.send(ctx, c, info, ep, timeout, &source)
+	r, err := e.send(ctx, c, p, &source)
 	r.source = source
 	return r, err
 }
 
 // send is attempt's body. It stores the credential's Source in *source once
 // it has the credential, so that every answer from then on carries it.
-func (e *Egress) send(ctx context.Context, c *core.EgressCall, info core.AdapterInfo, ep *endpoint, timeout time.Duration, source *string) (result, error) {
+func (e *Egress) send(ctx context.Context, c *core.EgressCall, p *prepared, source *string) (result, error) {
+	req, cancel, cred, failure, err := e.request(ctx, c, p, source)
+	if req == nil {
+		return failure, err
+	}
+	defer cancel()
+	res, err := e.do(req)
+	if err != nil {
+		return e.transportFailure(ctx, err, p.timeout)
+	}
+	return e.receive(ctx, c, res, cred, p.timeout)
+}
+
+// request has the adapter build the attempt's request and forms it for
+// HTTP, under its own timeout (cancel ends it), with the credential it
+// carries. Nothing keeps the built request past the round trip that sends
+// it, as an answer may be a long time coming. When it cannot, req is nil and
+// the attempt ends with failure, or with err when the call cannot go on.
+func (e *Egress) request(ctx context.Context, c *core.EgressCall, p *prepared, source *string) (req *http.Request, cancel context.CancelFunc, cred *core.Credential, failure result, err error) {
 	hreq, err := c.Adapter.BuildRequest(ctx, c.Request)
 	if err != nil || hreq == nil {
 		if ctx.Err() != nil {
-			return result{}, ctx.Err()
+			return nil, nil, nil, result{}, ctx.Err()
 		}
 		msg := "adapter built no request"
 		if err != nil {
 			msg = "adapter could not build the request: " + adapterMessage(err)
 		}
-		return answer(failed(core.ErrorAdapterFailed, 0, msg))
+		failure, err = answer(failed(core.ErrorAdapterFailed, 0, msg))
+		return nil, nil, nil, failure, err
 	}
-	u, err := resolve(ep, hreq)
+	u, err := resolve(p.ep, hreq)
 	if err != nil {
-		return answer(failed(core.ErrorEgressRefused, 0, err.Error()))
+		failure, err = answer(failed(core.ErrorEgressRefused, 0, err.Error()))
+		return nil, nil, nil, failure, err
 	}
 	header, err := requestHeader(hreq.Header)
 	if err != nil {
-		return answer(failed(core.ErrorEgressRefused, 0, err.Error()))
+		failure, err = answer(failed(core.ErrorEgressRefused, 0, err.Error()))
+		return nil, nil, nil, failure, err
 	}
-
-	cred, err := e.credential(ctx, c, info.Auth)
+	cred, err = e.credential(ctx, c, p.info.Auth)
 	if err != nil {
-		return result{}, err
+		return nil, nil, nil, result{}, err
 	}
 	if cred != nil {
 		*source = cred.Source
 	}
-
-	actx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := newRequest(actx, hreq.Method, u, header, hreq.Body)
+	actx, cancel := context.WithTimeout(ctx, p.timeout)
+	req, err = newRequest(actx, hreq.Method, u, header, hreq.Body)
 	if err != nil {
-		return answer(failed(core.ErrorEgressRefused, 0, "request could not be formed"))
+		cancel()
+		failure, err = answer(failed(core.ErrorEgressRefused, 0, "request could not be formed"))
+		return nil, nil, nil, failure, err
 	}
-	if err := e.authorize(ctx, req, hreq.Body, info.Auth, cred, c.Engine.AWSRegion); err != nil {
-		return result{}, fmt.Errorf("egress: authorising the call for engine %q: %w", c.Engine.ID, err)
+	if err := e.authorize(ctx, req, hreq.Body, p.info.Auth, cred, c.Engine.AWSRegion); err != nil {
+		cancel()
+		return nil, nil, nil, result{}, fmt.Errorf("egress: authorising the call for engine %q: %w", c.Engine.ID, err)
 	}
+	return req, cancel, cred, result{}, nil
+}
 
-	res, err := e.do(req)
-	if err != nil {
-		return e.transportFailure(ctx, err, timeout)
-	}
+// receive reads and parses the provider's answer to an attempt sent with
+// cred.
+func (e *Egress) receive(ctx context.Context, c *core.EgressCall, res *http.Response, cred *core.Credential, timeout time.Duration) (result, error) {
 	defer res.Body.Close()
 	raw, err := readBody(res, e.cfg.MaxResponseBytes)
 	switch {
