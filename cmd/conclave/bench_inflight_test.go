@@ -93,13 +93,22 @@ const inFlightMemoryLimitMiB = 900
 //   - hedged_seats: seats whose backup was started beside the primary.
 //   - stack_MiB, heap_inuse_MiB: the gateway's goroutine stacks and heap
 //     in use when its goroutines peaked (from /metrics).
+//   - stack_used_MiB, heap_live_MiB: of those, what the goroutines' stacks
+//     used at the last collection (a stack is allocated in powers of two,
+//     so stack_MiB is up to twice it) and the heap the last collection
+//     found live (the rest of the heap in use is garbage not yet
+//     collected, or free space in its spans). The collector lets the heap
+//     grow to about twice the live heap plus the stacks used before it
+//     collects again.
 //
 // CONCLAVE_BENCH_IN_FLIGHT_N replaces the sizes (say "100,2000,2000h2c", a
 // quicker probe whose first run still warms the gateway). CONCLAVE_BENCH_GATEWAY_ENV
 // adds variables to the gateway's environment alone (say "GOGC=50").
 // CONCLAVE_BENCH_PPROF_DIR runs the gateway as this test binary with
 // net/http/pprof on a side port and saves its heap and goroutine profiles
-// at the goroutine peak there.
+// at the goroutine peak there. CONCLAVE_BENCH_IN_FLIGHT_TRACE=1 logs the
+// gateway's resident memory, goroutines, calls in flight, stacks and heap
+// every second, to show when in a run the peak falls.
 //
 // It fails only on wrong results: any error fails the benchmark after the
 // figures are reported. It needs a Linux /proc and fails without one.
@@ -184,6 +193,8 @@ func BenchmarkChatInFlight(b *testing.B) {
 				b.ReportMetric(float64(r.hedged), "hedged_seats")
 				b.ReportMetric(r.stackMiB, "stack_MiB")
 				b.ReportMetric(r.heapMiB, "heap_inuse_MiB")
+				b.ReportMetric(r.stackUsedMiB, "stack_used_MiB")
+				b.ReportMetric(r.heapLiveMiB, "heap_live_MiB")
 				if dir := os.Getenv("CONCLAVE_BENCH_PPROF_DIR"); dir != "" {
 					b.Logf("profiles at the peak: %s", filepath.Join(dir, "*-"+size.file()+".pb.gz"))
 				}
@@ -485,9 +496,10 @@ type inFlightResult struct {
 	peakGoroutines   int
 	peakInFlight     int // the most billed calls the gateway ran at once (conclave_calls_in_flight)
 	// stackMiB and heapMiB are the gateway's stacks and heap in use when
-	// its goroutines peaked.
-	stackMiB, heapMiB float64
-	hedged            int // seats whose backup was started beside the primary
+	// its goroutines peaked; stackUsedMiB and heapLiveMiB what its last
+	// collection then had found used of the stacks and live in the heap.
+	stackMiB, heapMiB, stackUsedMiB, heapLiveMiB float64
+	hedged                                       int // seats whose backup was started beside the primary
 }
 
 // inFlight sends n chat completions at once to the gateway at base (process
@@ -576,6 +588,8 @@ func inFlight(b *testing.B, base, metricsBase, key, body string, pid int, size i
 	// Sample the gateway's goroutines until all calls end.
 	done := make(chan struct{})
 	sampled := make(chan struct{})
+	trace := os.Getenv("CONCLAVE_BENCH_IN_FLIGHT_TRACE") == "1"
+	t0 := time.Now()
 	go func() {
 		defer close(sampled)
 		metrics := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}, Timeout: 10 * time.Second}
@@ -588,10 +602,16 @@ func inFlight(b *testing.B, base, metricsBase, key, body string, pid int, size i
 				return
 			case <-tick.C:
 				m := runtimeMetrics(metrics, metricsBase)
+				if trace {
+					b.Logf("%3.0f s: resident %d MiB, %d goroutines, %d calls in flight, stacks %.0f MiB (%.0f used), heap %.0f MiB in use (%.0f live, next collection at %.0f)",
+						time.Since(t0).Seconds(), procStatusKiB(b, pid, "VmRSS")/1024, m.goroutines, m.inFlight,
+						m.stackMiB, m.stackUsedMiB, m.heapMiB, m.heapLiveMiB, m.nextGCMiB)
+				}
 				r.peakInFlight = max(r.peakInFlight, m.inFlight)
 				if m.goroutines > r.peakGoroutines {
 					r.peakGoroutines = m.goroutines
 					r.stackMiB, r.heapMiB = m.stackMiB, m.heapMiB
+					r.stackUsedMiB, r.heapLiveMiB = m.stackUsedMiB, m.heapLiveMiB
 					if m.goroutines > n { // at least a goroutine a deliberation: the burst is in
 						saveProfiles(size.file())
 					}
@@ -599,6 +619,7 @@ func inFlight(b *testing.B, base, metricsBase, key, body string, pid int, size i
 			}
 		}
 	}()
+	t0 = time.Now()
 	close(start)
 	wg.Wait()
 	close(done)
@@ -616,12 +637,13 @@ func inFlight(b *testing.B, base, metricsBase, key, body string, pid int, size i
 // runtimeSample is what the gateway's /metrics said of its runtime and
 // of its billed calls in flight.
 type runtimeSample struct {
-	goroutines, inFlight int
-	stackMiB, heapMiB    float64
+	goroutines, inFlight                         int
+	stackMiB, heapMiB, stackUsedMiB, heapLiveMiB float64
+	nextGCMiB                                    float64 // the heap's size at which the next collection starts
 }
 
-// runtimeMetrics reads the goroutine count and the stack and heap in use
-// from the gateway's /metrics (on its operator listener, at base); zeros
+// runtimeMetrics reads the goroutine count and the stacks and heap from
+// the gateway's /metrics (on its operator listener, at base); zeros
 // when it cannot.
 func runtimeMetrics(client *http.Client, base string) runtimeSample {
 	var m runtimeSample
@@ -646,6 +668,12 @@ func runtimeMetrics(client *http.Client, base string) runtimeSample {
 			m.stackMiB = f / (1 << 20)
 		case "go_memstats_heap_inuse_bytes":
 			m.heapMiB = f / (1 << 20)
+		case "go_gc_scan_stack_bytes":
+			m.stackUsedMiB = f / (1 << 20)
+		case "go_gc_heap_live_bytes":
+			m.heapLiveMiB = f / (1 << 20)
+		case "go_memstats_next_gc_bytes":
+			m.nextGCMiB = f / (1 << 20)
 		}
 	}
 	return m

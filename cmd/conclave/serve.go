@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"regexp"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -163,7 +164,8 @@ func (g *gateway) build(ctx context.Context) error {
 	g.closers = append(g.closers, g.db.close)
 
 	g.reg = prometheus.NewRegistry()
-	g.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	g.reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(memoryMetrics)),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := g.startTracing(ctx); err != nil {
 		return err
 	}
@@ -552,4 +554,13 @@ func simDifficulty(d *config.SimDifficulty) *sim.Difficulty {
 		return nil
 	}
 	return &sim.Difficulty{Light: d.Light, Medium: d.Medium, Hard: d.Hard}
+}
+
+// memoryMetrics adds to the Go collector's defaults the runtime's figures
+// that say where a replica's memory goes when it holds many calls open:
+// the live heap (go_gc_heap_live_bytes), the goroutine stacks in use, as
+// opposed to allocated (go_gc_scan_stack_bytes), and the stack a new
+// goroutine starts with (go_gc_stack_starting_size_bytes).
+var memoryMetrics = collectors.GoRuntimeMetricsRule{
+	Matcher: regexp.MustCompile(`^/gc/(heap/live|scan/stack|scan/globals|stack/starting-size):bytes$`),
 }

@@ -624,7 +624,8 @@ func TestServeCountsCallsInFlight(t *testing.T) {
 // from the operator listener's Go metrics: with server.heap_floor_mib at
 // 512, far above serve's live heap, GOGC is raised and the target sits at
 // the floor; at 0, GOGC is its own 100 and the target a small multiple of
-// the live heap.
+// the live heap. Beside them it reports what says where its memory goes:
+// the live heap, the stacks in use and a new goroutine's stack.
 func TestServePacesTheCollectorByTheHeapFloor(t *testing.T) {
 	t.Parallel()
 	gauge := func(body, name string) float64 {
@@ -648,11 +649,18 @@ func TestServePacesTheCollectorByTheHeapFloor(t *testing.T) {
 		gogc, goal := gauge(body, "go_gc_gogc_percent"), gauge(body, "go_memstats_next_gc_bytes")
 		if floor > 0 {
 			require.Greater(t, gogc, 100.0, "GOGC under a 512 MiB floor")
-			require.InDelta(t, 512*mib, goal, 32*mib, "the collector's target under a 512 MiB floor")
+			require.InDelta(t, 512*mib, goal, 32*mib, "the collector's target under a 512 MiB floor (GOGC %.0f, live %.0f, stacks %.0f, globals %.0f bytes)", gogc,
+				gauge(body, "go_gc_heap_live_bytes"), gauge(body, "go_gc_scan_stack_bytes"), gauge(body, "go_gc_scan_globals_bytes"))
 		} else {
 			require.Equal(t, 100.0, gogc, "GOGC without a floor")
 			require.Less(t, goal, 256.0*mib, "the collector's target without a floor")
 		}
+		live, stacks, start := gauge(body, "go_gc_heap_live_bytes"), gauge(body, "go_gc_scan_stack_bytes"), gauge(body, "go_gc_stack_starting_size_bytes")
+		require.Positive(t, live, "the live heap")
+		require.Less(t, live, goal, "the live heap under the collector's target")
+		require.Positive(t, stacks, "the stacks in use at the last collection")
+		require.GreaterOrEqual(t, start, 2048.0, "a new goroutine's stack: at least the runtime's smallest")
+		require.Zero(t, int(start)&(int(start)-1), "a new goroutine's stack: a power of two")
 		p.stop(t)
 	}
 }

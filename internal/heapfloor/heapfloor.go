@@ -68,7 +68,14 @@ func Set(bytes int64) (undo func()) {
 	for i, name := range sampleNames {
 		f.samples[i].Name = name
 	}
-	f.adjust() // from what the last cycle found, if there was one
+	// One collection first, run to its end: the percentage is then set
+	// from a cycle that has ended, and the sentinel is not allocated while
+	// a cycle marks. An object allocated then counts as reached and would
+	// outlive that cycle, so the cycle would set its target with a
+	// percentage chosen for the live heap before it, and nothing would
+	// correct it until the cycle after.
+	runtime.GC()
+	f.adjust()
 	runtime.SetFinalizer(&sentinel{f: f}, collected)
 	return f.stop
 }
