@@ -229,8 +229,8 @@ func (r *run) race(ctx context.Context, primary, backup *Call, sreq *core.SeatRe
 // hedge is a primary's hedge: a timer that starts the backup beside the
 // primary unless the primary has ended first.
 type hedge struct {
-	ctx           context.Context    // the primary's: a hedge's answer cancels it
-	cancelPrimary context.CancelFunc //
+	ctx           context.Context // the primary's: a hedge's answer cancels it
+	cancelPrimary context.CancelFunc
 	timer         *time.Timer
 	mu            sync.Mutex
 	primaryDone   bool
