@@ -558,9 +558,10 @@ func simDifficulty(d *config.SimDifficulty) *sim.Difficulty {
 
 // memoryMetrics adds to the Go collector's defaults the runtime's figures
 // that say where a replica's memory goes when it holds many calls open:
-// the live heap (go_gc_heap_live_bytes), the goroutine stacks in use, as
-// opposed to allocated (go_gc_scan_stack_bytes), and the stack a new
-// goroutine starts with (go_gc_stack_starting_size_bytes).
+// the live heap (go_gc_heap_live_bytes), the goroutine stacks and globals
+// in use, as opposed to allocated (go_gc_scan_stack_bytes,
+// go_gc_scan_globals_bytes), and the stack a new goroutine starts with
+// (go_gc_stack_starting_size_bytes).
 var memoryMetrics = collectors.GoRuntimeMetricsRule{
 	Matcher: regexp.MustCompile(`^/gc/(heap/live|scan/stack|scan/globals|stack/starting-size):bytes$`),
 }

@@ -268,8 +268,11 @@ func (e *Egress) attempt(ctx context.Context, c *core.EgressCall, p *prepared) (
 // it has the credential, so that every answer from then on carries it.
 func (e *Egress) send(ctx context.Context, c *core.EgressCall, p *prepared, source *string) (result, error) {
 	req, cancel, cred, failure, err := e.request(ctx, c, p, source)
-	if req == nil {
-		return failure, err
+	switch {
+	case err != nil:
+		return result{}, err
+	case failure != nil:
+		return answer(failure)
 	}
 	defer cancel()
 	res, err := e.do(req)
@@ -282,50 +285,45 @@ func (e *Egress) send(ctx context.Context, c *core.EgressCall, p *prepared, sour
 // request has the adapter build the attempt's request and forms it for
 // HTTP, under its own timeout (cancel ends it), with the credential it
 // carries. Nothing keeps the built request past the round trip that sends
-// it, as an answer may be a long time coming. When it cannot, req is nil and
-// the attempt ends with failure, or with err when the call cannot go on.
-func (e *Egress) request(ctx context.Context, c *core.EgressCall, p *prepared, source *string) (req *http.Request, cancel context.CancelFunc, cred *core.Credential, failure result, err error) {
+// it, as an answer may be a long time coming. When it cannot, the attempt
+// ends with the answer saying why (failure), or with err when the call
+// cannot go on.
+func (e *Egress) request(ctx context.Context, c *core.EgressCall, p *prepared, source *string) (req *http.Request, cancel context.CancelFunc, cred *core.Credential, failure *core.SeatAnswer, err error) {
 	hreq, err := c.Adapter.BuildRequest(ctx, c.Request)
 	if err != nil || hreq == nil {
 		if ctx.Err() != nil {
-			return nil, nil, nil, result{}, ctx.Err()
+			return nil, nil, nil, nil, ctx.Err()
 		}
 		msg := "adapter built no request"
 		if err != nil {
 			msg = "adapter could not build the request: " + adapterMessage(err)
 		}
-		failure, err = answer(failed(core.ErrorAdapterFailed, 0, msg))
-		return nil, nil, nil, failure, err
+		return nil, nil, nil, failed(core.ErrorAdapterFailed, 0, msg), nil
 	}
 	u, err := resolve(p.ep, hreq)
 	if err != nil {
-		failure, err = answer(failed(core.ErrorEgressRefused, 0, err.Error()))
-		return nil, nil, nil, failure, err
+		return nil, nil, nil, failed(core.ErrorEgressRefused, 0, err.Error()), nil
 	}
 	header, err := requestHeader(hreq.Header)
 	if err != nil {
-		failure, err = answer(failed(core.ErrorEgressRefused, 0, err.Error()))
-		return nil, nil, nil, failure, err
+		return nil, nil, nil, failed(core.ErrorEgressRefused, 0, err.Error()), nil
 	}
-	cred, err = e.credential(ctx, c, p.info.Auth)
-	if err != nil {
-		return nil, nil, nil, result{}, err
+	if cred, err = e.credential(ctx, c, p.info.Auth); err != nil {
+		return nil, nil, nil, nil, err
 	}
 	if cred != nil {
 		*source = cred.Source
 	}
 	actx, cancel := context.WithTimeout(ctx, p.timeout)
-	req, err = newRequest(actx, hreq.Method, u, header, hreq.Body)
-	if err != nil {
+	if req, err = newRequest(actx, hreq.Method, u, header, hreq.Body); err != nil {
 		cancel()
-		failure, err = answer(failed(core.ErrorEgressRefused, 0, "request could not be formed"))
-		return nil, nil, nil, failure, err
+		return nil, nil, nil, failed(core.ErrorEgressRefused, 0, "request could not be formed"), nil
 	}
 	if err := e.authorize(ctx, req, hreq.Body, p.info.Auth, cred, c.Engine.AWSRegion); err != nil {
 		cancel()
-		return nil, nil, nil, result{}, fmt.Errorf("egress: authorising the call for engine %q: %w", c.Engine.ID, err)
+		return nil, nil, nil, nil, fmt.Errorf("egress: authorising the call for engine %q: %w", c.Engine.ID, err)
 	}
-	return req, cancel, cred, result{}, nil
+	return req, cancel, cred, nil, nil
 }
 
 // receive reads and parses the provider's answer to an attempt sent with
