@@ -68,15 +68,17 @@ func Set(bytes int64) (undo func()) {
 	for i, name := range sampleNames {
 		f.samples[i].Name = name
 	}
-	// One collection first, run to its end: the percentage is then set
-	// from a cycle that has ended, and the sentinel is not allocated while
-	// a cycle marks. An object allocated then counts as reached and would
-	// outlive that cycle, so the cycle would set its target with a
-	// percentage chosen for the live heap before it, and nothing would
-	// correct it until the cycle after.
+	// The sentinel first, then one collection run to its end, then the
+	// percentage from what that collection found. An object allocated
+	// while a cycle marks counts as reached in it, so a sentinel armed
+	// during a cycle would miss that cycle's end, which would set its
+	// target with a percentage chosen for the live heap before it, with
+	// nothing to correct it until the cycle after. runtime.GC waits for a
+	// cycle under way and then runs a whole one, in which the sentinel is
+	// found whatever the moment it was armed.
+	runtime.SetFinalizer(&sentinel{f: f}, collected)
 	runtime.GC()
 	f.adjust()
-	runtime.SetFinalizer(&sentinel{f: f}, collected)
 	return f.stop
 }
 
