@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/conclavehq/conclave/core"
 )
@@ -109,10 +110,60 @@ var signals = []signal{
 var (
 	arithmeticRe = regexp.MustCompile(`^[\s\d.,+\-*/^()%=x×÷?]*\d\s*[+\-*/^x×÷%]\s*\d[\s\d.,+\-*/^()%=x×÷?]*$`)
 	whatIsMathRe = regexp.MustCompile(`^(what is|what's|calculate|compute)\s+[\d\s.,+\-*/^()%x×÷]+\??$`)
-	codeRe       = regexp.MustCompile("```|\\bfunc\\b|\\bdef\\b|\\bclass\\b|\\breturn\\b|;\\s*$|\\bSELECT\\b")
-	factRiskRe   = regexp.MustCompile(`\b(cite|citation|source|sources|statistic|statistics|exact|percent|figure|figures|in what year|what year|how many|date of|population)\b`)
-	wordRe       = regexp.MustCompile(`[\p{L}\p{N}'-]+`)
 )
+
+// codeWords and factRiskWords are the words that mark a question as code
+// or as at high risk of a hallucinated answer, each matched as a whole
+// word (hasWord). Searching for them costs a small fraction of what the
+// equivalent regular expressions do, which grows with the question: on a
+// 2,000-word brief they took most of a millisecond of every call.
+// TestWordSearchesKeepTheRegexpsAnswers checks both against those
+// expressions.
+var (
+	codeWords     = []string{"func", "def", "class", "return", "SELECT"}
+	factRiskWords = []string{"cite", "citation", "source", "sources", "statistic", "statistics", "exact", "percent",
+		"figure", "figures", "in what year", "what year", "how many", "date of", "population"}
+)
+
+// looksLikeCode reports whether question holds a code fence, one of
+// codeWords, or ends in a semicolon (trailing white space aside).
+func looksLikeCode(question string) bool {
+	return strings.Contains(question, "```") || hasAnyWord(question, codeWords) ||
+		strings.HasSuffix(strings.TrimRight(question, "\t\n\f\r "), ";")
+}
+
+// hasAnyWord reports whether one of words occurs in s as a whole word: with
+// no ASCII letter, digit or underscore just before or after it (a regular
+// expression's \b).
+func hasAnyWord(s string, words []string) bool {
+	for _, w := range words {
+		if occurs(s, w, func(at, end int) bool {
+			return (at == 0 || !isASCIIWordByte(s[at-1])) && (end == len(s) || !isASCIIWordByte(s[end]))
+		}) {
+			return true
+		}
+	}
+	return false
+}
+
+func isASCIIWordByte(b byte) bool {
+	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
+}
+
+// countWords counts the words of s: its longest runs of letters, digits,
+// apostrophes and hyphens (the matches of `[\p{L}\p{N}'-]+`), without
+// building them.
+func countWords(s string) int {
+	n, in := 0, false
+	for _, r := range s {
+		w := r == '\'' || r == '-' || unicode.IsLetter(r) || unicode.IsNumber(r)
+		if w && !in {
+			n++
+		}
+		in = w
+	}
+	return n
+}
 
 // Classify implements the classification of the question in messages: the
 // last user message, with the rest of the conversation counted for length.
@@ -120,13 +171,13 @@ func (Heuristic) Classify(_ context.Context, messages []core.Message) (*Result, 
 	var question string
 	total := 0
 	for _, m := range messages {
-		total += len(wordRe.FindAllString(m.Content, -1))
+		total += countWords(m.Content)
 		if m.Role == core.RoleUser {
 			question = m.Content
 		}
 	}
 	q := strings.ToLower(strings.TrimSpace(question))
-	words := len(wordRe.FindAllString(q, -1))
+	words := countWords(q)
 
 	// Length: log-scaled so that a long brief counts, but never alone makes a
 	// question deep. 400 words of context reach the full 0.35.
@@ -148,7 +199,7 @@ func (Heuristic) Classify(_ context.Context, messages []core.Message) (*Result, 
 		task = TaskArithmetic
 		score = math.Min(score, 0.1)
 		hits = append(hits, "arithmetic expression")
-	case codeRe.MatchString(question):
+	case looksLikeCode(question):
 		task = TaskCode
 		score += 0.05
 		hits = append(hits, "code")
@@ -162,7 +213,7 @@ func (Heuristic) Classify(_ context.Context, messages []core.Message) (*Result, 
 
 	risk := "low"
 	switch {
-	case factRiskRe.MatchString(q):
+	case hasAnyWord(q, factRiskWords):
 		risk = "high"
 	case task == TaskLookup || task == TaskAnalysis || task == TaskJudgement:
 		risk = "medium"
@@ -215,13 +266,19 @@ func heaviest(w map[string]float64) string {
 // containsPhrase reports whether phrase occurs in s starting at a word
 // boundary ("risk" matches "risky" but "why" does not match "anyhow").
 func containsPhrase(s, phrase string) bool {
+	return occurs(s, phrase, func(at, _ int) bool { return at == 0 || !isWordByte(s[at-1]) })
+}
+
+// occurs reports whether sub occurs in s at some s[at:end] that bounded
+// accepts.
+func occurs(s, sub string, bounded func(at, end int) bool) bool {
 	for i := 0; ; {
-		j := strings.Index(s[i:], phrase)
+		j := strings.Index(s[i:], sub)
 		if j < 0 {
 			return false
 		}
 		at := i + j
-		if at == 0 || !isWordByte(s[at-1]) {
+		if bounded(at, at+len(sub)) {
 			return true
 		}
 		i = at + 1
