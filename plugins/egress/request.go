@@ -193,21 +193,27 @@ func checkPath(p string) error {
 // authHeader reports whether a header can carry a credential or session:
 // these are stripped from what an adapter builds and from what it is handed.
 func authHeader(name string) bool {
-	switch strings.ToLower(name) {
-	case "authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key",
-		"cookie", "set-cookie", "proxy-authenticate", "www-authenticate":
-		return true
-	}
-	return len(name) >= 6 && strings.EqualFold(name[:6], "x-amz-")
+	return oneOfFold(name, authHeaders) || len(name) >= 6 && strings.EqualFold(name[:6], "x-amz-")
 }
+
+var authHeaders = []string{"authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key",
+	"cookie", "set-cookie", "proxy-authenticate", "www-authenticate"}
 
 // transportHeader reports whether a header belongs to the transport, which
 // sets it itself; an adapter's value would at best be ignored.
-func transportHeader(name string) bool {
-	switch strings.ToLower(name) {
-	case "host", "content-length", "transfer-encoding", "connection", "keep-alive", "proxy-connection",
-		"te", "trailer", "upgrade", "expect", "accept-encoding":
-		return true
+func transportHeader(name string) bool { return oneOfFold(name, transportHeaders) }
+
+var transportHeaders = []string{"host", "content-length", "transfer-encoding", "connection", "keep-alive", "proxy-connection",
+	"te", "trailer", "upgrade", "expect", "accept-encoding"}
+
+// oneOfFold reports whether name is one of names (lower case) regardless
+// of case. It allocates nothing: every request's and answer's header
+// names pass through it.
+func oneOfFold(name string, names []string) bool {
+	for _, n := range names {
+		if len(n) == len(name) && strings.EqualFold(name, n) {
+			return true
+		}
 	}
 	return false
 }
