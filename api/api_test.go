@@ -32,6 +32,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(simChildEnv) != "" {
 		runSimChild() // a child simulator for the CPU benchmarks (simchild_test.go)
 	}
+	if os.Getenv(loadChildEnv) != "" {
+		runLoadChild() // a child load generator for BenchmarkChatCPU (loadchild_test.go)
+	}
 	pgtest.Main(m)
 }
 

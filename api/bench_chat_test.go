@@ -196,17 +196,15 @@ type benchPanel struct {
 	Rounds float64 `json:"rounds"`
 }
 
-// chat sends one chat completion and returns the status and the panel's
-// lane and rounds. It decodes only those: the client is in the measured
-// process, and decoding the whole answer into maps would be the client's
-// CPU counted as the gateway's (more of it for a deliberation's larger
-// answer).
-func (cb *chatBench) chat(ctx context.Context, client *http.Client, body string) (int, benchPanel, error) {
-	req, err := http.NewRequestWithContext(ctx, "POST", cb.srv.URL+"/v1/chat/completions", strings.NewReader(body))
+// postChat sends one chat completion to the gateway at url with key and
+// returns the status and the panel's lane and rounds, all that the load
+// generator (loadChild) checks of an answer.
+func postChat(ctx context.Context, client *http.Client, url, key, body string) (int, benchPanel, error) {
+	req, err := http.NewRequestWithContext(ctx, "POST", url+"/v1/chat/completions", strings.NewReader(body))
 	if err != nil {
 		return 0, benchPanel{}, err
 	}
-	req.Header.Set("Authorization", "Bearer "+cb.key)
+	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
 	// Every call is a new request: the same body would otherwise be
 	// deduplicated by its derived idempotency key and replayed.
@@ -244,8 +242,9 @@ func cpuTime(tb testing.TB) time.Duration {
 // BenchmarkChatCPU measures the gateway's CPU time (user + system,
 // getrusage of this process) per chat completion, with the simulated
 // provider in a child process (setupChatBenchApart) at near-zero latency
-// (TimeScale 1e-6), calls sent one at a time over loopback HTTP, in two
-// phases of b.N calls each in the same run, taken in turns:
+// (TimeScale 1e-6), calls sent one at a time over loopback HTTP by a load
+// generator in another child process (loadChild), in two phases of b.N
+// calls each in the same run, taken in turns:
 //
 //   - deliberation: a full panel — classifier, three seats, judge, a second
 //     (critique) round of three seats, judge, synthesis — on a mode that
@@ -263,11 +262,11 @@ func cpuTime(tb testing.TB) time.Duration {
 // collector is not forced between turns; its work falls in the turns whose
 // allocations start its cycles, as it would in service.
 //
-// The gateway's figure is everything this process spends: the HTTP client,
-// the API (admission, policy, hold and settle through pgx, receipt), the
-// engine, the adapters and egress. The simulator's CPU (the child's) and
-// PostgreSQL's (another process) are not in it; the simulator's is
-// reported beside it.
+// The gateway's figure is everything this process spends: the API
+// (admission, policy, hold and settle through pgx, receipt), the engine,
+// the adapters and egress. The caller's CPU and the simulator's (the
+// children's) and PostgreSQL's (another process) are not in it; the
+// simulator's is reported beside it.
 //
 // Reported: deliberation_cpu_ms and express_cpu_ms (goals: under 5 ms, and
 // at most 2.5× the express call's), deliberation_over_express_x,
@@ -287,26 +286,19 @@ func BenchmarkChatCPU(b *testing.B) {
 	if _, err := cb.store.AddFunds(context.Background(), &core.AddFundsParams{OrgID: cb.org.ID, Amount: 1_000_000 * core.MicrosPerUSD, Memo: "bench"}); err != nil {
 		b.Fatal(err)
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
-	b.Cleanup(client.CloseIdleConnections)
 	type phase struct {
-		name, body, lane string
-		rounds           float64
-		cpu, simCPU      time.Duration
-		allocs, bytes    uint64
-		calls            int
+		name          string
+		cpu, simCPU   time.Duration
+		allocs, bytes uint64
+		calls         int
 	}
-	phases := []*phase{
-		{name: "deliberation", body: chatBody(benchTwoRoundsMode, "Should a twelve-person team split its monolith into microservices this year?", ""), lane: "panel", rounds: 2},
-		{name: "express", body: chatBody("conclave-standard", "What is 2 + 2?", ""), lane: "express", rounds: 1},
-	}
-	ctx := context.Background()
+	phases := []*phase{{name: "deliberation"}, {name: "express"}}
+	load := startLoadChild(b, cb, map[string]loadPhase{
+		"deliberation": {Body: chatBody(benchTwoRoundsMode, "Should a twelve-person team split its monolith into microservices this year?", ""), Lane: "panel", Rounds: 2},
+		"express":      {Body: chatBody("conclave-standard", "What is 2 + 2?", ""), Lane: "express", Rounds: 1},
+	})
 	for _, p := range phases { // warm: connections, caches, the first receipt of each
-		for range 3 {
-			if status, _, err := cb.chat(ctx, client, p.body); err != nil || status != 200 {
-				b.Fatalf("%s: status %d: %v", p.name, status, err)
-			}
-		}
+		load.run(b, p.name, 3)
 	}
 	var ms runtime.MemStats
 	measure := func(p *phase, n int) {
@@ -314,15 +306,7 @@ func BenchmarkChatCPU(b *testing.B) {
 		runtime.ReadMemStats(&ms)
 		mallocs0, bytes0 := ms.Mallocs, ms.TotalAlloc
 		cpu0 := cpuTime(b)
-		for range n {
-			status, panel, err := cb.chat(ctx, client, p.body)
-			if err != nil || status != 200 {
-				b.Fatalf("%s: status %d: %v", p.name, status, err)
-			}
-			if panel.Lane != p.lane || panel.Rounds != p.rounds {
-				b.Fatalf("%s: lane %v, rounds %v: want %s, %v", p.name, panel.Lane, panel.Rounds, p.lane, p.rounds)
-			}
-		}
+		load.run(b, p.name, n)
 		p.cpu += cpuTime(b) - cpu0
 		runtime.ReadMemStats(&ms)
 		p.allocs += ms.Mallocs - mallocs0

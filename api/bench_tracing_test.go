@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"context"
-	"net/http"
 	"runtime"
 	"testing"
 	"time"
@@ -21,7 +20,7 @@ import (
 
 // BenchmarkTracingCost measures what tracing costs a deliberation: the
 // gateway's CPU per deliberation (BenchmarkChatCPU's two-round panel, the
-// simulator in a child process) under three telemetries, each serving its
+// simulator and the callers in child processes) under three telemetries, each serving its
 // own handler on one database, in the same run:
 //
 //   - off: tracing off, as the deployment runs without an endpoint;
@@ -53,34 +52,30 @@ func BenchmarkTracingCost(b *testing.B) {
 	type variant struct {
 		name string
 		tel  telemetry.Telemetry
-		cb   *chatBench
+		load *loadChild
 	}
 	variants := []*variant{
 		{name: "off"},
 		{name: "noop", tel: telemetry.Telemetry{On: true, Tracer: noop.NewTracerProvider().Tracer(telemetry.Scope), Propagator: propagation.TraceContext{}}},
 		{name: "on", tel: telemetry.Telemetry{On: true, GenAI: true, Tracer: tp.Tracer(telemetry.Scope), Propagator: propagation.TraceContext{}}},
 	}
-	workloads := []struct {
-		prefix, body, lane string
-		rounds             float64
-	}{
-		{"", chatBody(benchTwoRoundsMode, "Should a twelve-person team split its monolith into microservices this year?", ""), "panel", 2},
-		{"express_", chatBody("conclave-standard", "What is 2 + 2?", ""), "express", 1},
+	// The workloads by metric prefix, each a phase of the variants' load
+	// generators (loadChild), which send the calls from a process of
+	// their own as BenchmarkChatCPU's does.
+	workloads := []struct{ prefix, phase string }{{"", "deliberation"}, {"express_", "express"}}
+	phases := map[string]loadPhase{
+		"deliberation": {Body: chatBody(benchTwoRoundsMode, "Should a twelve-person team split its monolith into microservices this year?", ""), Lane: "panel", Rounds: 2},
+		"express":      {Body: chatBody("conclave-standard", "What is 2 + 2?", ""), Lane: "express", Rounds: 1},
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
-	b.Cleanup(client.CloseIdleConnections)
 	ctx := context.Background()
 	for _, v := range variants {
-		v.cb = serveChatBench(b, catalog, prov, pool, v.tel)
-		if _, err := v.cb.store.AddFunds(ctx, &core.AddFundsParams{OrgID: v.cb.org.ID, Amount: 1_000_000 * core.MicrosPerUSD, Memo: "bench"}); err != nil {
+		cb := serveChatBench(b, catalog, prov, pool, v.tel)
+		if _, err := cb.store.AddFunds(ctx, &core.AddFundsParams{OrgID: cb.org.ID, Amount: 1_000_000 * core.MicrosPerUSD, Memo: "bench"}); err != nil {
 			b.Fatal(err)
 		}
-		for _, w := range workloads {
-			for range 3 { // warm: connections, caches, the first receipt
-				if status, _, err := v.cb.chat(ctx, client, w.body); err != nil || status != 200 {
-					b.Fatalf("%s: status %d: %v", v.name, status, err)
-				}
-			}
+		v.load = startLoadChild(b, cb, phases)
+		for _, w := range workloads { // warm: connections, caches, the first receipt
+			v.load.run(b, w.phase, 3)
 		}
 	}
 	turn := max(b.N/3, 1)
@@ -92,12 +87,7 @@ func BenchmarkTracingCost(b *testing.B) {
 				v := variants[(k+round)%len(variants)]
 				runtime.GC()
 				cpu0 := cpuTime(b)
-				for range turn {
-					status, panel, err := v.cb.chat(ctx, client, w.body)
-					if err != nil || status != 200 || panel.Lane != w.lane || panel.Rounds != w.rounds {
-						b.Fatalf("%s%s: status %d, %s lane, %v rounds: %v", w.prefix, v.name, status, panel.Lane, panel.Rounds, err)
-					}
-				}
+				v.load.run(b, w.phase, turn)
 				cpu[w.prefix+v.name] += cpuTime(b) - cpu0
 			}
 		}

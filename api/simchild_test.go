@@ -89,12 +89,31 @@ func runSimChild() {
 func startSimChild(b *testing.B, cfg sim.Config) *simChild {
 	b.Helper()
 	c := simChildConfig{TimeScale: cfg.TimeScale, Engines: cfg.Engines, Key: "k-" + fmt.Sprint(time.Now().UnixNano())}
-	env, err := json.Marshal(c)
+	_, stdout := startChild(b, simChildEnv, c)
+	line, err := stdout.ReadString('\n')
+	if err != nil {
+		b.Fatalf("the child simulator did not start: %v", err)
+	}
+	urls := strings.Fields(line)
+	if len(urls) != 2 {
+		b.Fatalf("the child simulator said %q", line)
+	}
+	return &simChild{url: urls[0], stats: urls[1], key: c.Key}
+}
+
+// startChild starts the test binary as a child process with env set to
+// config in JSON (TestMain hands the child to its role), and returns its
+// standard input and output. When b ends it closes the child's standard
+// input, which asks it to stop, and kills it if it has not stopped 10 s
+// later.
+func startChild(b *testing.B, env string, config any) (io.Writer, *bufio.Reader) {
+	b.Helper()
+	raw, err := json.Marshal(config)
 	if err != nil {
 		b.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), simChildEnv+"="+string(env))
+	cmd.Env = append(os.Environ(), env+"="+string(raw))
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -118,15 +137,7 @@ func startSimChild(b *testing.B, cfg sim.Config) *simChild {
 			<-done
 		}
 	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		b.Fatalf("the child simulator did not start: %v", err)
-	}
-	urls := strings.Fields(line)
-	if len(urls) != 2 {
-		b.Fatalf("the child simulator said %q", line)
-	}
-	return &simChild{url: urls[0], stats: urls[1], key: c.Key}
+	return stdin, bufio.NewReader(stdout)
 }
 
 // read asks the child for its stats.
