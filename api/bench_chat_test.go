@@ -260,7 +260,11 @@ func cpuTime(tb testing.TB) time.Duration {
 // chatCPUTurns turns, the one going first swapping each turn, so that a
 // drift of the machine's speed over the run falls on both alike. The
 // collector is not forced between turns; its work falls in the turns whose
-// allocations start its cycles, as it would in service.
+// allocations start its cycles, as it would in service, but a cycle the
+// deliberations start finishes in the express turn that follows, so the
+// turns are long enough (400 calls) for that tail to be a small part of
+// one: in turns of 100 the express call measured 4–7% dearer and the ratio
+// 3–6% lower (docs/benchmarks.md).
 //
 // The gateway's figure is everything this process spends: the API
 // (admission, policy, hold and settle through pgx, receipt), the engine,
@@ -353,7 +357,7 @@ func BenchmarkChatCPU(b *testing.B) {
 // chatCPUMinCalls the fewest calls each phase makes.
 const (
 	chatCPUTurns    = 10
-	chatCPUMinCalls = 1000
+	chatCPUMinCalls = 4000
 )
 
 // benchExpressMode answers every question on the express lane with the
