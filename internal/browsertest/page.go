@@ -206,14 +206,31 @@ func WaitText(t testing.TB, ctx context.Context, want string) string {
 // again, for up to 10 s. Any other error fails the test.
 func Click(t testing.TB, ctx context.Context, sel string) {
 	t.Helper()
+	untilFound(t, ctx, "clicking "+sel, func() chromedp.Action[chromedp.Void] { return chromedp.Click(chromedp.CSS(sel)) })
+}
+
+// Fill types value into the field matching the CSS selector sel, tried
+// again as Click is: Chrome refuses a renumbered node before any key is
+// sent, so a retry never types twice.
+func Fill(t testing.TB, ctx context.Context, sel, value string) {
+	t.Helper()
+	untilFound(t, ctx, "typing into "+sel, func() chromedp.Action[chromedp.Void] { return chromedp.SendKeys(chromedp.CSS(sel), value) })
+}
+
+// untilFound runs the action action builds in ctx, a new one each try,
+// again for up to 10 s while Chrome answers that a node it found is gone
+// (staleNode); any other error fails t with what, the action's
+// description.
+func untilFound(t testing.TB, ctx context.Context, what string, action func() chromedp.Action[chromedp.Void]) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel)))
+		err := chromedp.Do(ctx, action())
 		if err == nil {
 			return
 		}
 		if !staleNode(err) || time.Now().After(deadline) {
-			t.Fatalf("clicking %s: %v", sel, err)
+			t.Fatalf("%s: %v", what, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
