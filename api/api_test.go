@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 		runSimChild() // a child simulator for the CPU benchmarks (simchild_test.go)
 	}
 	if os.Getenv(loadChildEnv) != "" {
-		runLoadChild() // a child load generator for BenchmarkChatCPU (loadchild_test.go)
+		runLoadChild() // a child load generator for the CPU benchmarks (loadchild_test.go)
 	}
 	pgtest.Main(m)
 }

@@ -297,10 +297,7 @@ func BenchmarkChatCPU(b *testing.B) {
 		calls         int
 	}
 	phases := []*phase{{name: "deliberation"}, {name: "express"}}
-	load := startLoadChild(b, cb, map[string]loadPhase{
-		"deliberation": {Body: chatBody(benchTwoRoundsMode, "Should a twelve-person team split its monolith into microservices this year?", ""), Lane: "panel", Rounds: 2},
-		"express":      {Body: chatBody("conclave-standard", "What is 2 + 2?", ""), Lane: "express", Rounds: 1},
-	})
+	load := startLoadChild(b, cb, chatPhases())
 	for _, p := range phases { // warm: connections, caches, the first receipt of each
 		load.run(b, p.name, 3)
 	}

@@ -20,8 +20,8 @@ import (
 
 // BenchmarkTracingCost measures what tracing costs a deliberation: the
 // gateway's CPU per deliberation (BenchmarkChatCPU's two-round panel, the
-// simulator and the callers in child processes) under three telemetries, each serving its
-// own handler on one database, in the same run:
+// simulator and the callers in child processes) under three telemetries,
+// each serving its own handler on one database, in the same run:
 //
 //   - off: tracing off, as the deployment runs without an endpoint;
 //   - noop: every span started on OpenTelemetry's no-op tracer (what a
@@ -59,21 +59,17 @@ func BenchmarkTracingCost(b *testing.B) {
 		{name: "noop", tel: telemetry.Telemetry{On: true, Tracer: noop.NewTracerProvider().Tracer(telemetry.Scope), Propagator: propagation.TraceContext{}}},
 		{name: "on", tel: telemetry.Telemetry{On: true, GenAI: true, Tracer: tp.Tracer(telemetry.Scope), Propagator: propagation.TraceContext{}}},
 	}
-	// The workloads by metric prefix, each a phase of the variants' load
-	// generators (loadChild), which send the calls from a process of
-	// their own as BenchmarkChatCPU's does.
+	// The workloads by metric prefix, each a phase (chatPhases) of the
+	// variants' load generators (loadChild), which send the calls from a
+	// process of their own as BenchmarkChatCPU's does.
 	workloads := []struct{ prefix, phase string }{{"", "deliberation"}, {"express_", "express"}}
-	phases := map[string]loadPhase{
-		"deliberation": {Body: chatBody(benchTwoRoundsMode, "Should a twelve-person team split its monolith into microservices this year?", ""), Lane: "panel", Rounds: 2},
-		"express":      {Body: chatBody("conclave-standard", "What is 2 + 2?", ""), Lane: "express", Rounds: 1},
-	}
 	ctx := context.Background()
 	for _, v := range variants {
 		cb := serveChatBench(b, catalog, prov, pool, v.tel)
 		if _, err := cb.store.AddFunds(ctx, &core.AddFundsParams{OrgID: cb.org.ID, Amount: 1_000_000 * core.MicrosPerUSD, Memo: "bench"}); err != nil {
 			b.Fatal(err)
 		}
-		v.load = startLoadChild(b, cb, phases)
+		v.load = startLoadChild(b, cb, chatPhases())
 		for _, w := range workloads { // warm: connections, caches, the first receipt
 			v.load.run(b, w.phase, 3)
 		}

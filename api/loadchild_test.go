@@ -14,14 +14,15 @@ import (
 )
 
 // A load generator in a child process of the test binary, for
-// BenchmarkChatCPU: a gateway's callers run on other machines, so the
-// gateway's figure should not carry their HTTP work, as it does not carry
-// the simulator's (simchild_test.go). The child is the test binary itself,
-// run with loadChildEnv set to its configuration (TestMain hands it to
-// runLoadChild). It reads commands from its standard input, one a line:
-// "<phase> <n>" sends n chat completions of that phase one at a time and
-// answers "ok", or "error <why>" at the first answer that is not the
-// phase's; it ends when its standard input closes.
+// BenchmarkChatCPU and BenchmarkTracingCost: a gateway's callers run on
+// other machines, so the gateway's figure should not carry their HTTP
+// work, as it does not carry the simulator's (simchild_test.go). The child
+// is the test binary itself, run with loadChildEnv set to its
+// configuration (TestMain hands it to runLoadChild). It reads commands
+// from its standard input, one a line: "<phase> <n>" sends n chat
+// completions of that phase one at a time and answers "ok", or
+// "error <why>" at the first answer that is not the phase's; it ends when
+// its standard input closes.
 
 // loadChildEnv holds the child's configuration (loadChildConfig, JSON).
 const loadChildEnv = "CONCLAVE_API_LOAD_CHILD"
@@ -75,6 +76,16 @@ func (c *loadChildConfig) run(client *http.Client, command string) string {
 		}
 	}
 	return "ok"
+}
+
+// chatPhases are the calls BenchmarkChatCPU and BenchmarkTracingCost
+// measure: a two-round panel (10 model calls) and the billed express call
+// (classifier and one seat).
+func chatPhases() map[string]loadPhase {
+	return map[string]loadPhase{
+		"deliberation": {Body: chatBody(benchTwoRoundsMode, "Should a twelve-person team split its monolith into microservices this year?", ""), Lane: "panel", Rounds: 2},
+		"express":      {Body: chatBody("conclave-standard", "What is 2 + 2?", ""), Lane: "express", Rounds: 1},
+	}
 }
 
 // loadChild is a running load generator.

@@ -257,7 +257,7 @@ func TestBrowserExistingPersonJoinsAnotherOrganisation(t *testing.T) {
 	shoot(t, tab, "invitation-existing")
 
 	// Signing in comes back to the link, which now offers to join.
-	require.NoError(t, chromedp.Do(tab, chromedp.Click(chromedp.CSS(`main a[href^="/sign-in"]`))))
+	click(t, tab, `main a[href^="/sign-in"]`)
 	waitText(t, tab, "With a password")
 	// Just after the navigation: Fill and click try again while Chrome
 	// renumbers the page's nodes.
